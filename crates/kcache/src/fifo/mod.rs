@@ -1,0 +1,1 @@
+//! Queues between the reflector and the informer: `RealFifo` and `DeltaFifo`.

@@ -1,0 +1,253 @@
+//! The source side of a reflector: list a collection, then watch it for changes.
+//!
+//! [`ListerWatcher`] is the only thing a reflector knows about the API server. `kcache-client`
+//! implements it over HTTP; [`crate::testing::FakeSource`] implements it in memory. Requests and
+//! responses reuse kube-core's types: [`ListParams`], [`WatchParams`], [`ObjectList`],
+//! [`WatchEvent`] and [`Status`].
+
+use std::{fmt, future::Future, time::Duration};
+
+use futures::stream::BoxStream;
+pub use kube_core::{
+    ObjectList, Status, WatchEvent,
+    params::{ListParams, VersionMatch, WatchParams},
+};
+
+/// The annotation on the bookmark that ends a streaming initial list (`sendInitialEvents=true`).
+pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
+
+/// A stream of watch events. It ends when the server closes the watch; an `Err` item is a
+/// transport or decode failure inside the stream (an `ERROR` event from the server arrives as
+/// [`WatchEvent::Error`] instead).
+pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, Error>>;
+
+/// Lists and watches one collection of objects of type `K`.
+///
+/// `list` returns one page: the caller (the reflector) drives pagination with
+/// [`ListParams::limit`] and [`ListParams::continue_token`]. `watch` opens a watch from
+/// `resource_version` (`""` or `"0"` for "any"), honouring [`WatchParams`] (timeout, bookmarks,
+/// `sendInitialEvents`).
+pub trait ListerWatcher<K: Clone>: Send + Sync + 'static {
+    /// Lists one page.
+    ///
+    /// # Errors
+    /// [`Error`]: the server's `Status` for API errors (410 Expired, 504 too large RV, …),
+    /// transport and decode failures otherwise.
+    fn list(
+        &self,
+        params: &ListParams,
+    ) -> impl Future<Output = Result<ObjectList<K>, Error>> + Send;
+
+    /// Opens a watch from `resource_version`.
+    ///
+    /// # Errors
+    /// [`Error`] when the watch cannot be opened; errors after it is open arrive in the stream.
+    fn watch(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+    ) -> impl Future<Output = Result<WatchStream<K>, Error>> + Send;
+}
+
+/// A list or watch failure.
+///
+/// Opaque, with `is_*()` checks for the classes the reflector acts on, in the manner of
+/// `hyper::Error`.
+pub struct Error {
+    kind: ErrorKind,
+}
+
+enum ErrorKind {
+    /// The server answered with a `Status` (an HTTP error, or a watch `ERROR` event).
+    Api {
+        status: Box<Status>,
+        retry_after: Option<Duration>,
+    },
+    /// The connection failed (refused, reset, TLS, timeout, truncated body).
+    Transport(Box<dyn std::error::Error + Send + Sync>),
+    /// A response or event could not be decoded.
+    Decode(Box<dyn std::error::Error + Send + Sync>),
+    /// The source sent something the protocol does not allow (an unknown event type, …).
+    Protocol(String),
+}
+
+impl Error {
+    /// An API error carrying the server's `Status`. `retry_after` is the `Retry-After` header or
+    /// `details.retryAfterSeconds`, if any.
+    pub fn api(status: Status, retry_after: Option<Duration>) -> Self {
+        let retry_after = retry_after.or_else(|| {
+            status
+                .details
+                .as_ref()
+                .map(|d| d.retry_after_seconds)
+                .filter(|s| *s > 0)
+                .map(|s| Duration::from_secs(u64::from(s)))
+        });
+        Self {
+            kind: ErrorKind::Api {
+                status: Box::new(status),
+                retry_after,
+            },
+        }
+    }
+
+    /// A transport failure (connection refused, reset, TLS, truncated body).
+    pub fn transport(err: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self {
+            kind: ErrorKind::Transport(err.into()),
+        }
+    }
+
+    /// A decode failure.
+    pub fn decode(err: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self {
+            kind: ErrorKind::Decode(err.into()),
+        }
+    }
+
+    /// A protocol violation by the source (for example an unknown watch event type).
+    pub fn protocol(msg: impl Into<String>) -> Self {
+        Self {
+            kind: ErrorKind::Protocol(msg.into()),
+        }
+    }
+
+    /// The server's `Status`, for API errors.
+    pub fn status(&self) -> Option<&Status> {
+        match &self.kind {
+            ErrorKind::Api { status, .. } => Some(status),
+            _ => None,
+        }
+    }
+
+    /// The HTTP status code, for API errors.
+    pub fn code(&self) -> Option<u16> {
+        self.status().map(|s| s.code)
+    }
+
+    /// How long the server asked us to wait before retrying, if it said.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match &self.kind {
+            ErrorKind::Api { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// `410 Gone` / reason `Expired` or `Gone`: the resourceVersion or continue token is older
+    /// than the server's history. client-go: `apierrors.IsResourceExpired || IsGone`.
+    pub fn is_expired(&self) -> bool {
+        self.status()
+            .is_some_and(|s| s.code == 410 || s.reason == "Expired" || s.reason == "Gone")
+    }
+
+    /// The server has not yet seen the requested resourceVersion: 504 `Timeout` with the cause
+    /// `ResourceVersionTooLarge` (client-go: `apierrors.IsTooLargeResourceVersion`).
+    pub fn is_too_large_resource_version(&self) -> bool {
+        let Some(status) = self.status() else {
+            return false;
+        };
+        let by_cause = status.details.as_ref().is_some_and(|d| {
+            d.causes
+                .iter()
+                .any(|c| c.reason == "ResourceVersionTooLarge")
+        });
+        by_cause || (status.code == 504 && status.message.contains("Too large resource version"))
+    }
+
+    /// 429 Too Many Requests.
+    pub fn is_too_many_requests(&self) -> bool {
+        self.status()
+            .is_some_and(|s| s.code == 429 || s.reason == "TooManyRequests")
+    }
+
+    /// 5xx from the server.
+    pub fn is_server_error(&self) -> bool {
+        self.code().is_some_and(|c| (500..600).contains(&c))
+    }
+
+    /// A transport failure (connection refused, reset, TLS, truncated body).
+    pub fn is_transport(&self) -> bool {
+        matches!(self.kind, ErrorKind::Transport(_))
+    }
+
+    /// A decode failure.
+    pub fn is_decode(&self) -> bool {
+        matches!(self.kind, ErrorKind::Decode(_))
+    }
+
+    /// A protocol violation by the source.
+    pub fn is_protocol(&self) -> bool {
+        matches!(self.kind, ErrorKind::Protocol(_))
+    }
+
+    /// Whether a failure to *open a watch* should be retried by re-watching from the same
+    /// resourceVersion after a backoff, instead of relisting. client-go re-watches on
+    /// connection refused and 429 (and, since it cannot tell, on transport errors); everything
+    /// else relists.
+    pub fn is_retriable_watch_open_error(&self) -> bool {
+        self.is_transport() || self.is_too_many_requests() || self.is_server_error()
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            ErrorKind::Api { status, .. } => {
+                write!(
+                    f,
+                    "API error {} {}: {}",
+                    status.code, status.reason, status.message
+                )
+            }
+            ErrorKind::Transport(e) => write!(f, "transport error: {e}"),
+            ErrorKind::Decode(e) => write!(f, "decode error: {e}"),
+            ErrorKind::Protocol(m) => write!(f, "protocol error: {m}"),
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "lister_watcher::Error({self})")
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.kind {
+            ErrorKind::Transport(e) | ErrorKind::Decode(e) => Some(&**e),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(json: &str) -> Status {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn recognises_expired_and_too_large_as_recorded_from_kube_apiserver() {
+        let expired = Error::api(
+            status(
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (6)","reason":"Expired","code":410}"#,
+            ),
+            None,
+        );
+        assert!(expired.is_expired());
+        assert!(!expired.is_too_large_resource_version());
+
+        let too_large = Error::api(
+            status(
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Timeout: Too large resource version: 99999999, current: 8","reason":"Timeout","details":{"causes":[{"reason":"ResourceVersionTooLarge","message":"Too large resource version"}],"retryAfterSeconds":1},"code":504}"#,
+            ),
+            None,
+        );
+        assert!(too_large.is_too_large_resource_version());
+        assert!(!too_large.is_expired());
+        assert_eq!(too_large.retry_after(), Some(Duration::from_secs(1)));
+    }
+}

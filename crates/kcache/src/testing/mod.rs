@@ -1,0 +1,1 @@
+//! In-memory test doubles (unit tests only; integration tests use real servers).

@@ -1,0 +1,1 @@
+//! Work queues for controllers: `Queue`, `DelayingQueue`, `RateLimitingQueue`.
