@@ -1,5 +1,24 @@
-//! Indexed object caches: [`ObjectKey`], `ThreadSafeStore`, `Indexer`, `Lister`.
+//! Indexed object caches: [`ObjectKey`] and [`KeyFunc`], the [`ThreadSafeStore`] (alias
+//! [`Indexer`]) with named indexes, and the [`Lister`] that reads it with label selectors.
+//!
+//! The informer owns one [`ThreadSafeStore`] per resource: its FIFO's consumer writes popped
+//! deltas into it ([`ThreadSafeStore::apply`] for a batch, [`ThreadSafeStore::replace_keyed`]
+//! for an atomic relist), and everything else reads it. The FIFOs see it only through
+//! [`KeyListerGetter`].
 
+mod index;
 mod key;
+mod lister;
+mod selector;
+mod thread_safe_store;
 
+pub use index::{
+    IndexError, IndexFunc, Indexers, NAMESPACE_INDEX, namespace_index_func, namespace_indexers,
+};
 pub use key::{KeyError, KeyFunc, ObjectKey, meta_namespace_key, meta_namespace_key_func};
+pub use lister::{Lister, NamespaceLister};
+pub use selector::{SelectorError, matches_labels, parse_label_selector};
+pub use thread_safe_store::{Indexer, KeyListerGetter, ThreadSafeStore, Transaction};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,504 @@
+//! [`ThreadSafeStore`]: the informer's cache — `Arc<K>` by [`ObjectKey`] plus named indexes.
+
+use std::{borrow::Borrow, collections::HashMap, fmt, hash::Hash, sync::Arc};
+
+use parking_lot::RwLock;
+
+use super::{
+    KeyError, KeyFunc, ObjectKey,
+    index::{IndexError, Indexers, Indices},
+};
+use crate::reflector::{ReflectorStore, StoreError};
+
+/// The read side the FIFOs need from the informer's cache: which objects the consumer "knows".
+///
+/// client-go's `KeyListerGetter`. [`ThreadSafeStore`] implements it; a non-atomic
+/// `RealFifo` and a `DeltaFifo` use it to
+/// find objects that vanished during a relist and to queue resyncs.
+pub trait KeyListerGetter<K>: Send + Sync {
+    /// The keys of every known object, in no particular order.
+    fn list_keys(&self) -> Vec<ObjectKey>;
+
+    /// The known object under `key`, if any.
+    fn get_by_key(&self, key: &str) -> Option<Arc<K>>;
+
+    /// Every known object with its key, as one consistent snapshot.
+    ///
+    /// The default calls [`list_keys`](Self::list_keys) then [`get_by_key`](Self::get_by_key)
+    /// per key and skips keys that vanished in between; stores override it with a snapshot
+    /// taken under one lock.
+    fn list_keyed(&self) -> Vec<(ObjectKey, Arc<K>)> {
+        self.list_keys()
+            .into_iter()
+            .filter_map(|key| {
+                let obj = self.get_by_key(key.as_str())?;
+                Some((key, obj))
+            })
+            .collect()
+    }
+}
+
+/// One keyed change of a [`ThreadSafeStore::apply`] batch.
+#[derive(Debug, Clone)]
+pub enum Transaction<K> {
+    /// Store `obj` under `key`, replacing what was there (client-go's Add and Update).
+    Upsert(ObjectKey, Arc<K>),
+    /// Remove whatever is stored under the key.
+    Delete(ObjectKey),
+}
+
+impl<K> Transaction<K> {
+    /// The key this change is about.
+    pub fn key(&self) -> &ObjectKey {
+        match self {
+            Self::Upsert(key, _) | Self::Delete(key) => key,
+        }
+    }
+}
+
+/// A thread-safe, indexed map of `Arc<K>` by [`ObjectKey`] — client-go's `ThreadSafeStore` and
+/// `Indexer` in one type ([`Indexer`] is an alias).
+///
+/// It is a cheap-`Clone` handle: clones share one store. Objects are shared, never copied:
+/// reads clone `Arc`s out and release the lock before returning. Writers take a
+/// [`parking_lot::RwLock`] write lock only for the map and index updates themselves; a
+/// [`replace`](Self::replace) builds the new map and indexes outside the lock and swaps them in,
+/// so readers never wait behind a relist. The only user code run under the lock are the index
+/// functions.
+///
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kcache::store::{NAMESPACE_INDEX, ThreadSafeStore};
+///
+/// let store = ThreadSafeStore::<ConfigMap>::for_resource();
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.namespace = Some("prod".into());
+/// cm.metadata.name = Some("settings".into());
+/// store.add(Arc::new(cm))?;
+///
+/// assert!(store.get_by_key("prod/settings").is_some());
+/// assert_eq!(store.by_index(NAMESPACE_INDEX, "prod")?.len(), 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct ThreadSafeStore<K> {
+    inner: Arc<Inner<K>>,
+}
+
+/// client-go's name for an indexed store; the same type as [`ThreadSafeStore`].
+pub type Indexer<K> = ThreadSafeStore<K>;
+
+struct Inner<K> {
+    key_func: KeyFunc<K>,
+    state: RwLock<State<K>>,
+}
+
+struct State<K> {
+    items: HashMap<ObjectKey, Arc<K>>,
+    indices: Indices<K>,
+    resource_version: String,
+}
+
+impl<K> Clone for ThreadSafeStore<K> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+        }
+    }
+}
+
+impl<K> fmt::Debug for ThreadSafeStore<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.inner.state.read();
+        f.debug_struct("ThreadSafeStore")
+            .field("len", &state.items.len())
+            .field(
+                "indexers",
+                &state.indices.indexers.keys().collect::<Vec<_>>(),
+            )
+            .field("resource_version", &state.resource_version)
+            .finish()
+    }
+}
+
+impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
+    /// An empty store without indexes.
+    pub fn new(key_func: KeyFunc<K>) -> Self {
+        Self::with_indexers(key_func, Indexers::new())
+    }
+
+    /// An empty store with the given indexes.
+    pub fn with_indexers(key_func: KeyFunc<K>, indexers: Indexers<K>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                key_func,
+                state: RwLock::new(State {
+                    items: HashMap::new(),
+                    indices: Indices::new(indexers),
+                    resource_version: String::new(),
+                }),
+            }),
+        }
+    }
+
+    /// The store's key for `obj`.
+    ///
+    /// # Errors
+    /// The key function's [`KeyError`].
+    pub fn key_of(&self, obj: &K) -> Result<ObjectKey, KeyError> {
+        (self.inner.key_func)(obj)
+    }
+
+    /// The key function this store was built with.
+    pub fn key_func(&self) -> &KeyFunc<K> {
+        &self.inner.key_func
+    }
+
+    /// Stores `obj` under its key and returns what it replaced. Add and update are the same
+    /// operation, as in client-go.
+    ///
+    /// # Errors
+    /// [`KeyError`] when the key cannot be computed; the store is unchanged.
+    pub fn add(&self, obj: Arc<K>) -> Result<Option<Arc<K>>, KeyError> {
+        let key = self.key_of(&obj)?;
+        Ok(self.upsert_keyed(key, obj))
+    }
+
+    /// Same as [`add`](Self::add).
+    ///
+    /// # Errors
+    /// [`KeyError`] when the key cannot be computed; the store is unchanged.
+    pub fn update(&self, obj: Arc<K>) -> Result<Option<Arc<K>>, KeyError> {
+        self.add(obj)
+    }
+
+    /// Stores `obj` under `key` (already computed) and returns what it replaced.
+    pub fn upsert_keyed(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
+        let mut state = self.inner.state.write();
+        state.upsert(key, obj)
+    }
+
+    /// Removes the object with `obj`'s key and returns it.
+    ///
+    /// # Errors
+    /// [`KeyError`] when the key cannot be computed; the store is unchanged.
+    pub fn delete(&self, obj: &K) -> Result<Option<Arc<K>>, KeyError> {
+        let key = self.key_of(obj)?;
+        Ok(self.delete_by_key(&key))
+    }
+
+    /// Removes the object under `key` and returns it.
+    pub fn delete_by_key<Q>(&self, key: &Q) -> Option<Arc<K>>
+    where
+        ObjectKey: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let mut state = self.inner.state.write();
+        state.remove(key)
+    }
+
+    /// Applies several changes under one write lock, in order, and returns for each one the
+    /// object that was stored under its key just before it (client-go's `Transaction`).
+    ///
+    /// Readers see either none or all of the batch. The informer applies each
+    /// `Queue::pop_batch` through this.
+    pub fn apply(&self, txns: Vec<Transaction<K>>) -> Vec<Option<Arc<K>>> {
+        let mut previous = Vec::with_capacity(txns.len());
+        let mut state = self.inner.state.write();
+        for txn in txns {
+            previous.push(match txn {
+                Transaction::Upsert(key, obj) => state.upsert(key, obj),
+                Transaction::Delete(key) => state.remove(&key),
+            });
+        }
+        previous
+    }
+
+    /// Makes the store's content exactly `list`, recorded as of `resource_version`.
+    ///
+    /// # Errors
+    /// [`KeyError`] when a key cannot be computed; the store is unchanged.
+    pub fn replace(
+        &self,
+        list: Vec<Arc<K>>,
+        resource_version: impl Into<String>,
+    ) -> Result<HashMap<ObjectKey, Arc<K>>, KeyError> {
+        let keyed = list
+            .into_iter()
+            .map(|obj| Ok((self.key_of(&obj)?, obj)))
+            .collect::<Result<Vec<_>, KeyError>>()?;
+        Ok(self.replace_keyed(keyed, resource_version))
+    }
+
+    /// [`replace`](Self::replace) with keys already computed. Returns the previous content (the
+    /// informer diffs it against the new list to notify deletions and updates). When a key
+    /// occurs twice, the later object wins.
+    ///
+    /// The new map and its indexes are built before the write lock is taken; the lock is held
+    /// only to swap them in (or, if indexers were added meanwhile, to rebuild the indexes).
+    pub fn replace_keyed(
+        &self,
+        list: Vec<(ObjectKey, Arc<K>)>,
+        resource_version: impl Into<String>,
+    ) -> HashMap<ObjectKey, Arc<K>> {
+        let mut indices = self.inner.state.read().indices.empty_like();
+        let mut items = HashMap::with_capacity(list.len());
+        for (key, obj) in list {
+            let old = items.insert(key.clone(), obj);
+            let new = &items[&key];
+            indices.update(&key, old.as_deref(), Some(new));
+        }
+        let mut state = self.inner.state.write();
+        if !Arc::ptr_eq(&indices.indexers, &state.indices.indexers) {
+            // Indexers were added while we built: index again with the current set.
+            indices = state.indices.empty_like();
+            for (key, obj) in &items {
+                indices.update(key, None, Some(obj));
+            }
+        }
+        let old_indices = std::mem::replace(&mut state.indices, indices);
+        state.resource_version = resource_version.into();
+        let previous = std::mem::replace(&mut state.items, items);
+        drop(state);
+        // The old indexes are freed outside the lock.
+        drop(old_indices);
+        previous
+    }
+
+    /// The stored object with `obj`'s key.
+    ///
+    /// # Errors
+    /// [`KeyError`] when the key cannot be computed.
+    pub fn get(&self, obj: &K) -> Result<Option<Arc<K>>, KeyError> {
+        let key = self.key_of(obj)?;
+        Ok(self.get_by_key(&key))
+    }
+
+    /// The object stored under `key` (an [`ObjectKey`] or its `ns/name` string).
+    pub fn get_by_key<Q>(&self, key: &Q) -> Option<Arc<K>>
+    where
+        ObjectKey: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.inner.state.read().items.get(key).cloned()
+    }
+
+    /// Whether an object is stored under `key`.
+    pub fn contains_key<Q>(&self, key: &Q) -> bool
+    where
+        ObjectKey: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        self.inner.state.read().items.contains_key(key)
+    }
+
+    /// Every stored object, in no particular order.
+    pub fn list(&self) -> Vec<Arc<K>> {
+        self.inner.state.read().items.values().cloned().collect()
+    }
+
+    /// Every key, in no particular order.
+    pub fn list_keys(&self) -> Vec<ObjectKey> {
+        self.inner.state.read().items.keys().cloned().collect()
+    }
+
+    /// The number of stored objects.
+    pub fn len(&self) -> usize {
+        self.inner.state.read().items.len()
+    }
+
+    /// Whether the store is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The stored objects that have `value` in index `index_name` (client-go's `ByIndex`).
+    ///
+    /// # Errors
+    /// [`IndexError::UnknownIndex`] when no such index exists.
+    pub fn by_index(&self, index_name: &str, value: &str) -> Result<Vec<Arc<K>>, IndexError> {
+        let state = self.inner.state.read();
+        let Some(keys) = state.indices.keys(index_name, value)? else {
+            return Ok(Vec::new());
+        };
+        Ok(keys
+            .iter()
+            .filter_map(|key| state.items.get(key).cloned())
+            .collect())
+    }
+
+    /// The keys of the stored objects that have `value` in index `index_name`
+    /// (client-go's `IndexKeys`), sorted.
+    ///
+    /// # Errors
+    /// [`IndexError::UnknownIndex`] when no such index exists.
+    pub fn index_keys(&self, index_name: &str, value: &str) -> Result<Vec<ObjectKey>, IndexError> {
+        let state = self.inner.state.read();
+        let mut keys: Vec<ObjectKey> = state
+            .indices
+            .keys(index_name, value)?
+            .map(|keys| keys.iter().cloned().collect())
+            .unwrap_or_default();
+        drop(state);
+        keys.sort_unstable();
+        Ok(keys)
+    }
+
+    /// Every value currently present in index `index_name` (client-go's
+    /// `ListIndexFuncValues`), in no particular order; empty for an unknown index, as in
+    /// client-go.
+    pub fn list_index_func_values(&self, index_name: &str) -> Vec<String> {
+        let state = self.inner.state.read();
+        state
+            .indices
+            .indices
+            .get(index_name)
+            .map(|index| index.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The stored objects that share at least one value of index `index_name` with `obj`
+    /// (client-go's `Index`); `obj` itself need not be stored.
+    ///
+    /// # Errors
+    /// [`IndexError::UnknownIndex`] when no such index exists.
+    pub fn index(&self, index_name: &str, obj: &K) -> Result<Vec<Arc<K>>, IndexError> {
+        let state = self.inner.state.read();
+        let values = state.indices.func(index_name)?(obj);
+        let Some(index) = state.indices.indices.get(index_name) else {
+            return Ok(Vec::new());
+        };
+        let mut keys: Vec<&ObjectKey> = values
+            .iter()
+            .filter_map(|value| index.get(value))
+            .flatten()
+            .collect();
+        if values.len() > 1 {
+            keys.sort_unstable();
+            keys.dedup();
+        }
+        Ok(keys
+            .into_iter()
+            .filter_map(|key| state.items.get(key).cloned())
+            .collect())
+    }
+
+    /// Registers more indexes; objects already stored are indexed at once.
+    ///
+    /// # Errors
+    /// [`IndexError::Conflict`] when a name is already registered; nothing is added.
+    pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), IndexError> {
+        let mut state = self.inner.state.write();
+        let State { items, indices, .. } = &mut *state;
+        indices.add_indexers(indexers, items.iter())
+    }
+
+    /// The names of the registered indexes, sorted.
+    pub fn indexer_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .inner
+            .state
+            .read()
+            .indices
+            .indexers
+            .keys()
+            .cloned()
+            .collect();
+        names.sort_unstable();
+        names
+    }
+
+    /// The resourceVersion of the last [`replace`](Self::replace) or
+    /// [`set_resource_version`](Self::set_resource_version) (client-go's
+    /// `LastStoreSyncResourceVersion`); empty before either.
+    pub fn last_sync_resource_version(&self) -> String {
+        self.inner.state.read().resource_version.clone()
+    }
+
+    /// Records `resource_version` as the store's sync point (a bookmark).
+    pub fn set_resource_version(&self, resource_version: impl Into<String>) {
+        self.inner.state.write().resource_version = resource_version.into();
+    }
+}
+
+impl<K> State<K> {
+    fn upsert(&mut self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
+        let old = self.items.insert(key.clone(), Arc::clone(&obj));
+        self.indices.update(&key, old.as_deref(), Some(&obj));
+        old
+    }
+
+    fn remove<Q>(&mut self, key: &Q) -> Option<Arc<K>>
+    where
+        ObjectKey: Borrow<Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        let (key, old) = self.items.remove_entry(key)?;
+        self.indices.update(&key, Some(&old), None);
+        Some(old)
+    }
+}
+
+impl<K: Send + Sync + 'static> KeyListerGetter<K> for ThreadSafeStore<K> {
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        ThreadSafeStore::list_keys(self)
+    }
+
+    fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+        ThreadSafeStore::get_by_key(self, key)
+    }
+
+    fn list_keyed(&self) -> Vec<(ObjectKey, Arc<K>)> {
+        let state = self.inner.state.read();
+        state
+            .items
+            .iter()
+            .map(|(key, obj)| (key.clone(), Arc::clone(obj)))
+            .collect()
+    }
+}
+
+/// A store used directly as a reflector's sink (no FIFO, no handlers): client-go's
+/// `Store` behaviour. `resync` does nothing; `bookmark` records the resourceVersion.
+impl<K: Send + Sync + 'static> ReflectorStore<K> for ThreadSafeStore<K> {
+    fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        ThreadSafeStore::add(self, obj)?;
+        Ok(())
+    }
+
+    fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        ThreadSafeStore::update(self, obj)?;
+        Ok(())
+    }
+
+    fn delete(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        ThreadSafeStore::delete(self, &obj)?;
+        Ok(())
+    }
+
+    fn replace(&self, list: Vec<Arc<K>>, resource_version: String) -> Result<(), StoreError> {
+        let previous = ThreadSafeStore::replace(self, list, resource_version)?;
+        drop(previous);
+        Ok(())
+    }
+
+    fn resync(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    fn bookmark(&self, resource_version: &str) -> Result<(), StoreError> {
+        self.set_resource_version(resource_version);
+        Ok(())
+    }
+}
+
+impl<K: kube_core::Resource + Send + Sync + 'static> ThreadSafeStore<K> {
+    /// A store keyed by `namespace/name` ([`meta_namespace_key`](super::meta_namespace_key))
+    /// with the namespace index ([`NAMESPACE_INDEX`](super::NAMESPACE_INDEX)).
+    pub fn for_resource() -> Self {
+        Self::with_indexers(
+            super::meta_namespace_key_func::<K>(),
+            super::namespace_indexers::<K>(),
+        )
+    }
+}
