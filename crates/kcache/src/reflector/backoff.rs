@@ -1,0 +1,106 @@
+//! The reflector's backoff: client-go's `DelayWithReset` over an exponential `wait.Backoff`.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// Exponential backoff with jitter and a reset after a healthy period.
+///
+/// Defaults are client-go's reflector backoff: 800 ms, doubling, capped at 30 s, jitter 1.0
+/// (each delay is `d + rand[0, d)`), reset to 800 ms when no delay was asked for in 2 minutes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackoffConfig {
+    /// The first delay (client-go: 800 ms).
+    pub initial: Duration,
+    /// The largest base delay (client-go: 30 s); jitter may add up to `jitter ×` on top.
+    pub max: Duration,
+    /// Growth factor per step (client-go: 2.0).
+    pub factor: f64,
+    /// Jitter fraction: a delay `d` becomes `d + rand[0, jitter·d)` (client-go: 1.0).
+    pub jitter: f64,
+    /// After this long without a delay the backoff starts over (client-go: 2 min).
+    pub reset_after: Duration,
+}
+
+impl Default for BackoffConfig {
+    fn default() -> Self {
+        Self {
+            initial: Duration::from_millis(800),
+            max: Duration::from_secs(30),
+            factor: 2.0,
+            jitter: 1.0,
+            reset_after: Duration::from_secs(120),
+        }
+    }
+}
+
+/// The backoff state.
+#[derive(Debug)]
+pub(crate) struct Backoff {
+    config: BackoffConfig,
+    next: Duration,
+    last: Option<Instant>,
+}
+
+impl Backoff {
+    pub(crate) fn new(config: BackoffConfig) -> Self {
+        let next = config.initial;
+        Self {
+            config,
+            next,
+            last: None,
+        }
+    }
+
+    /// The next delay to wait.
+    pub(crate) fn next_delay(&mut self) -> Duration {
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|last| now.duration_since(last) >= self.config.reset_after)
+        {
+            self.next = self.config.initial;
+        }
+        self.last = Some(now);
+        let base = self.next;
+        self.next = base
+            .mul_f64(self.config.factor.max(1.0))
+            .min(self.config.max);
+        let jitter = if self.config.jitter > 0.0 {
+            base.mul_f64(self.config.jitter * rand::random::<f64>())
+        } else {
+            Duration::ZERO
+        };
+        base + jitter
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn backoff_doubles_from_800ms_caps_at_30s_and_resets_after_2min() {
+        let mut b = Backoff::new(BackoffConfig {
+            jitter: 0.0,
+            ..BackoffConfig::default()
+        });
+        let delays: Vec<_> = (0..8).map(|_| b.next_delay().as_millis()).collect();
+        assert_eq!(delays, [800, 1600, 3200, 6400, 12800, 25600, 30000, 30000]);
+        tokio::time::advance(Duration::from_secs(121)).await;
+        assert_eq!(b.next_delay(), Duration::from_millis(800));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn backoff_jitter_stays_within_one_base_delay() {
+        let mut b = Backoff::new(BackoffConfig::default());
+        for base in [800u128, 1600, 3200] {
+            let d = b.next_delay().as_millis();
+            assert!(
+                (base..2 * base).contains(&d),
+                "{d} not in [{base}, {})",
+                2 * base
+            );
+        }
+    }
+}
