@@ -13,7 +13,7 @@ use crate::reflector::{ReflectorStore, StoreError};
 /// The read side the FIFOs need from the informer's cache: which objects the consumer "knows".
 ///
 /// client-go's `KeyListerGetter`. [`ThreadSafeStore`] implements it; a non-atomic
-/// `RealFifo` and a `DeltaFifo` use it to
+/// [`RealFifo`](crate::fifo::RealFifo) and a [`DeltaFifo`](crate::fifo::DeltaFifo) use it to
 /// find objects that vanished during a relist and to queue resyncs.
 pub trait KeyListerGetter<K>: Send + Sync {
     /// The keys of every known object, in no particular order.
@@ -201,7 +201,7 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
     /// object that was stored under its key just before it (client-go's `Transaction`).
     ///
     /// Readers see either none or all of the batch. The informer applies each
-    /// `Queue::pop_batch` through this.
+    /// [`pop_batch`](crate::fifo::Queue::pop_batch) through this.
     pub fn apply(&self, txns: Vec<Transaction<K>>) -> Vec<Option<Arc<K>>> {
         let mut previous = Vec::with_capacity(txns.len());
         let mut state = self.inner.state.write();
