@@ -346,3 +346,7 @@ impl<K: Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
         self.inner.signals.len()
     }
 }
+
+#[cfg(test)]
+#[path = "delta_fifo_tests.rs"]
+mod tests;
