@@ -1,1 +1,42 @@
-//! An embedded Kubernetes-compatible API server.
+//! An embedded, in-process Kubernetes-compatible API server.
+//!
+//! `kcache-apiserver` speaks the real Kubernetes REST protocol (as recorded from
+//! kube-apiserver v1.36.2) for any resource, stored as schemaless JSON: lists with
+//! pagination and resourceVersion semantics, chunked watches with bookmarks and streaming
+//! initial lists, CRUD with merge and JSON patches, discovery so that `kubectl` works,
+//! and fault injection for tests. It depends on no other kcache crate, so it can be used
+//! on its own in a controller's tests.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use kcache_apiserver::ApiServer;
+//!
+//! let server = ApiServer::builder().start().await?;
+//! println!("serving on {}", server.url());
+//! server.handle().create(
+//!     "/api/v1/namespaces/default/configmaps",
+//!     serde_json::json!({"metadata": {"name": "cm1"}, "data": {"k": "v"}}),
+//! )?;
+//! server.faults().drop_watches();
+//! server.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Deliberate differences from kube-apiserver are listed in `DIFFERENCES.md`.
+
+pub mod fault;
+mod handle;
+mod http;
+pub mod object;
+pub mod resource;
+pub mod selector;
+pub mod server;
+pub mod status;
+pub mod store;
+
+pub use fault::{FaultHandle, InjectedFailure};
+pub use handle::ServerHandle;
+pub use resource::{ResourceId, ResourceInfo};
+pub use server::{ApiServer, ApiServerBuilder, RunningServer, ServerConfig, ServerError};
+pub use status::ApiError;

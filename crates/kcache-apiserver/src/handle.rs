@@ -1,0 +1,78 @@
+//! [`ServerHandle`]: read and write objects of a running server from Rust, without HTTP,
+//! with the same validation and semantics as the REST API.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::http::{self, AppState, Route, Target};
+use crate::resource::ResourceInfo;
+use crate::status::ApiError;
+
+/// Direct access to a running server's objects; cheap to clone.
+///
+/// Paths are the REST paths, e.g. `/api/v1/namespaces/default/configmaps` for a
+/// collection and `/api/v1/namespaces/default/configmaps/cm1` for an object.
+#[derive(Debug, Clone)]
+pub struct ServerHandle {
+    pub(crate) state: Arc<AppState>,
+}
+
+impl ServerHandle {
+    fn target(&self, path: &str, named: bool) -> Result<Target, ApiError> {
+        match http::route(&self.state.registry, path) {
+            Route::Resource(t) if t.name.is_some() == named => Ok(t),
+            _ => Err(ApiError::unknown_resource()),
+        }
+    }
+
+    /// Serves one more resource type from now on (and in discovery).
+    pub fn register(&self, info: ResourceInfo) {
+        self.state.registry.register(info);
+    }
+
+    /// The current global resourceVersion.
+    #[must_use]
+    pub fn resource_version(&self) -> u64 {
+        self.state.store.current_rv()
+    }
+
+    /// Creates `object` in the collection at `collection_path`; returns the stored object.
+    ///
+    /// # Errors
+    /// The [`ApiError`] the REST API would answer (404 unknown namespace, 409, 422, ...).
+    pub fn create(&self, collection_path: &str, object: Value) -> Result<Value, ApiError> {
+        let t = self.target(collection_path, false)?;
+        if t.info.namespaced && t.namespace.is_none() {
+            return Err(ApiError::method_not_allowed());
+        }
+        http::create_object(&self.state, &t, object, false).map(|o| o.value().clone())
+    }
+
+    /// Reads the object at `path`.
+    ///
+    /// # Errors
+    /// 404 NotFound when it does not exist.
+    pub fn get(&self, path: &str) -> Result<Value, ApiError> {
+        let t = self.target(path, true)?;
+        http::get_object(&self.state, &t).map(|o| o.value().clone())
+    }
+
+    /// Replaces the object at `path` (a `metadata.resourceVersion` in `object` is checked).
+    ///
+    /// # Errors
+    /// 404 when missing, 409 on a stale resourceVersion.
+    pub fn update(&self, path: &str, object: Value) -> Result<Value, ApiError> {
+        let t = self.target(path, true)?;
+        http::update_object(&self.state, &t, object, false).map(|o| o.value().clone())
+    }
+
+    /// Deletes the object at `path` (finalizers are honoured).
+    ///
+    /// # Errors
+    /// 404 when missing.
+    pub fn delete(&self, path: &str) -> Result<(), ApiError> {
+        let t = self.target(path, true)?;
+        http::delete_object(&self.state, &t, &json!({}), false).map(|_| ())
+    }
+}

@@ -1,0 +1,239 @@
+//! Discovery documents: `/version`, `/api`, `/apis`, group and group-version resource
+//! lists, and aggregated discovery (`apidiscovery.k8s.io/v2`) with ETags.
+
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use axum::response::Response;
+use bytes::Bytes;
+use http::header::{CONTENT_TYPE, ETAG, IF_NONE_MATCH};
+use http::{HeaderMap, HeaderValue};
+use serde_json::{Value, json};
+
+use super::negotiate::{Output, output};
+use super::{AppState, Route, json_response};
+use crate::resource::ResourceInfo;
+use crate::status::ApiError;
+
+const DISCOVERY_CT: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// The `/version` document (kube-apiserver v1.36.2).
+pub(crate) fn version() -> Response {
+    json_response(
+        200,
+        &json!({
+            "major": "1", "minor": "36",
+            "emulationMajor": "1", "emulationMinor": "36",
+            "minCompatibilityMajor": "1", "minCompatibilityMinor": "35",
+            "gitVersion": "v1.36.2-kcache",
+            "gitCommit": "0000000000000000000000000000000000000000",
+            "gitTreeState": "clean",
+            "buildDate": "2026-01-01T00:00:00Z",
+            "goVersion": "rust",
+            "compiler": "rustc",
+            "platform": format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+        }),
+    )
+}
+
+fn verbs(info: &ResourceInfo) -> Vec<&'static str> {
+    if info.plural == "namespaces" && info.group.is_empty() {
+        vec![
+            "create", "delete", "get", "list", "patch", "update", "watch",
+        ]
+    } else {
+        vec![
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ]
+    }
+}
+
+fn sub_verbs(sub: &str) -> Vec<&'static str> {
+    if sub == "finalize" {
+        vec!["update"]
+    } else {
+        vec!["get", "patch", "update"]
+    }
+}
+
+fn resource_list(group: &str, version: &str, resources: &[Arc<ResourceInfo>]) -> Value {
+    let mut out = Vec::new();
+    for r in resources {
+        let mut entry = json!({
+            "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
+            "kind": r.kind, "verbs": verbs(r),
+        });
+        if !r.short_names.is_empty() {
+            entry["shortNames"] = json!(r.short_names);
+        }
+        if r.plural == "pods" && r.group.is_empty() {
+            entry["categories"] = json!(["all"]);
+        }
+        out.push(entry);
+        for sub in &r.subresources {
+            out.push(json!({
+                "name": format!("{}/{}", r.plural, sub), "singularName": "",
+                "namespaced": r.namespaced, "kind": r.kind, "verbs": sub_verbs(sub),
+            }));
+        }
+    }
+    let gv = if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    };
+    let mut doc = json!({"kind": "APIResourceList", "groupVersion": gv, "resources": out});
+    if !group.is_empty() {
+        doc["apiVersion"] = json!("v1");
+    }
+    doc
+}
+
+/// group → versions (in registration order, `v1` first) → resources.
+fn groups(state: &AppState) -> BTreeMap<String, BTreeMap<String, Vec<Arc<ResourceInfo>>>> {
+    let mut g: BTreeMap<String, BTreeMap<String, Vec<Arc<ResourceInfo>>>> = BTreeMap::new();
+    for r in state.registry.all() {
+        g.entry(r.group.clone())
+            .or_default()
+            .entry(r.version.clone())
+            .or_default()
+            .push(r);
+    }
+    g
+}
+
+fn group_doc(name: &str, versions: &BTreeMap<String, Vec<Arc<ResourceInfo>>>) -> Value {
+    let vs: Vec<Value> = versions
+        .keys()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
+    let preferred = vs.first().cloned().unwrap_or(Value::Null);
+    json!({"name": name, "versions": vs, "preferredVersion": preferred})
+}
+
+fn aggregated_group(name: &str, versions: &BTreeMap<String, Vec<Arc<ResourceInfo>>>) -> Value {
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|(v, resources)| {
+            let rs: Vec<Value> = resources
+                .iter()
+                .map(|r| {
+                    let kind = json!({"group": "", "version": "", "kind": r.kind});
+                    let mut e = json!({
+                        "resource": r.plural, "responseKind": kind,
+                        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+                        "singularResource": r.singular, "verbs": verbs(r),
+                    });
+                    if !r.short_names.is_empty() {
+                        e["shortNames"] = json!(r.short_names);
+                    }
+                    if !r.subresources.is_empty() {
+                        e["subresources"] = r
+                            .subresources
+                            .iter()
+                            .map(|s| json!({"subresource": s, "responseKind": kind, "verbs": sub_verbs(s)}))
+                            .collect();
+                    }
+                    e
+                })
+                .collect();
+            json!({"version": v, "resources": rs, "freshness": "Current"})
+        })
+        .collect();
+    let meta = if name.is_empty() {
+        json!({})
+    } else {
+        json!({"name": name})
+    };
+    json!({"metadata": meta, "versions": vs})
+}
+
+fn aggregated(items: Vec<Value>, headers: &HeaderMap) -> Response {
+    let doc = json!({
+        "kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {}, "items": items,
+    });
+    let mut bytes = serde_json::to_vec(&doc).unwrap_or_default();
+    bytes.push(b'\n');
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    let etag = format!("\"{:016X}\"", hasher.finish());
+    let etag_value = HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("\"0\""));
+    let matched = headers
+        .get(IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim() == etag);
+    let mut resp = if matched {
+        let mut r = Response::new(axum::body::Body::empty());
+        *r.status_mut() = http::StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        let mut r = Response::new(axum::body::Body::from(Bytes::from(bytes)));
+        r.headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static(DISCOVERY_CT));
+        r
+    };
+    resp.headers_mut().insert(ETAG, etag_value);
+    resp
+}
+
+/// Answers a discovery route.
+pub(crate) fn handle(
+    state: &AppState,
+    route: &Route,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let wants_aggregated = output(headers).is_ok_and(|o| o == Output::Discovery);
+    let all = groups(state);
+    let empty = BTreeMap::new();
+    match route {
+        Route::Api => {
+            let core = all.get("").unwrap_or(&empty);
+            if wants_aggregated {
+                return Ok(aggregated(vec![aggregated_group("", core)], headers));
+            }
+            Ok(json_response(
+                200,
+                &json!({"kind": "APIVersions", "versions": core.keys().collect::<Vec<_>>(),
+                        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
+                        "serverAddress": "127.0.0.1"}]}),
+            ))
+        }
+        Route::Apis => {
+            let named = all.iter().filter(|(g, _)| !g.is_empty());
+            if wants_aggregated {
+                let items = named.map(|(g, vs)| aggregated_group(g, vs)).collect();
+                return Ok(aggregated(items, headers));
+            }
+            let gs: Vec<Value> = named.map(|(g, vs)| group_doc(g, vs)).collect();
+            Ok(json_response(
+                200,
+                &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": gs}),
+            ))
+        }
+        Route::Group(g) => {
+            let vs = all.get(g).unwrap_or(&empty);
+            let mut doc = group_doc(g, vs);
+            doc["kind"] = json!("APIGroup");
+            doc["apiVersion"] = json!("v1");
+            Ok(json_response(200, &doc))
+        }
+        Route::GroupVersion(g, v) => {
+            let rs = all
+                .get(g)
+                .and_then(|vs| vs.get(v))
+                .cloned()
+                .unwrap_or_default();
+            Ok(json_response(200, &resource_list(g, v, &rs)))
+        }
+        _ => Err(ApiError::unknown_resource()),
+    }
+}

@@ -1,0 +1,382 @@
+//! The HTTP front: authentication, body limits, fault gates, routing of Kubernetes REST
+//! paths, and rendering of responses.
+
+mod crud;
+mod debug;
+mod discovery;
+mod list;
+pub(crate) mod negotiate;
+pub(crate) mod params;
+pub(crate) mod table;
+mod validate;
+mod watch;
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use bytes::Bytes;
+use futures::FutureExt;
+use http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use http::{HeaderValue, Method, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::fault::FaultState;
+use crate::resource::{Registry, ResourceInfo};
+use crate::server::ServerConfig;
+use crate::status::ApiError;
+use crate::store::Store;
+
+pub(crate) use crud::{create_object, delete_object, get_object, update_object};
+
+/// Everything a request handler needs.
+#[derive(Debug)]
+pub(crate) struct AppState {
+    pub(crate) store: Store,
+    pub(crate) registry: Registry,
+    pub(crate) config: ServerConfig,
+    pub(crate) faults: Arc<FaultState>,
+    pub(crate) shutdown: CancellationToken,
+}
+
+/// Serves until `shutdown` is cancelled.
+pub(crate) async fn serve(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    shutdown: CancellationToken,
+) {
+    let maint_state = state.clone();
+    let maint_stop = shutdown.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                () = maint_stop.cancelled() => break,
+                _ = tick.tick() => maint_state.store.maintain(),
+            }
+        }
+    });
+    let app = axum::Router::new().fallback(entry).with_state(state);
+    let stop = shutdown.clone();
+    if let Err(e) = axum::serve(listener, app)
+        .with_graceful_shutdown(async move { stop.cancelled().await })
+        .await
+    {
+        tracing::warn!(error = %e, "kcache-apiserver stopped with an error");
+    }
+}
+
+async fn entry(State(state): State<Arc<AppState>>, req: Request) -> Response {
+    match AssertUnwindSafe(handle(state, req)).catch_unwind().await {
+        Ok(resp) => resp,
+        Err(_) => error_response(&ApiError::internal(
+            "the server panicked handling this request",
+        )),
+    }
+}
+
+/// A JSON response with a trailing newline.
+pub(crate) fn json_response(code: u16, body: &Value) -> Response {
+    let mut bytes = serde_json::to_vec(body).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes_response(code, "application/json", Bytes::from(bytes))
+}
+
+pub(crate) fn bytes_response(code: u16, content_type: &'static str, body: Bytes) -> Response {
+    let mut resp = Response::new(Body::from(body));
+    *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp
+}
+
+/// The Status response for an error.
+pub(crate) fn error_response(e: &ApiError) -> Response {
+    let mut resp = json_response(e.code, &e.to_status());
+    if let Some(secs) = e.retry_after {
+        resp.headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from(secs));
+    }
+    resp
+}
+
+fn text_not_found() -> Response {
+    bytes_response(
+        404,
+        "text/plain; charset=utf-8",
+        Bytes::from_static(b"404 page not found\n"),
+    )
+}
+
+/// Where a resource request points.
+#[derive(Debug, Clone)]
+pub(crate) struct Target {
+    pub(crate) info: Arc<ResourceInfo>,
+    pub(crate) namespace: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) sub: Option<String>,
+    pub(crate) watch_path: bool,
+}
+
+impl Target {
+    /// Storage key of the named object.
+    pub(crate) fn key(&self) -> String {
+        crate::object::object_key(
+            self.namespace.as_deref().filter(|_| self.info.namespaced),
+            self.name.as_deref().unwrap_or(""),
+        )
+    }
+}
+
+#[derive(Debug)]
+pub(crate) enum Route {
+    Version,
+    Api,
+    Apis,
+    Group(String),
+    GroupVersion(String, String),
+    Resource(Target),
+    Debug(String),
+    Health,
+    UnknownResource,
+    NotFound,
+}
+
+/// Maps a URL path onto a route.
+pub(crate) fn route(registry: &Registry, path: &str) -> Route {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    match segs.as_slice() {
+        ["version"] => Route::Version,
+        ["healthz" | "livez" | "readyz"] => Route::Health,
+        ["debug", "kcache", rest @ ..] => Route::Debug(rest.join("/")),
+        ["api"] => Route::Api,
+        ["apis"] => Route::Apis,
+        ["api", version, rest @ ..] => {
+            if !registry.has_group_version("", version) {
+                return Route::NotFound;
+            }
+            if rest.is_empty() {
+                return Route::GroupVersion(String::new(), (*version).to_owned());
+            }
+            resource_route(registry, "", version, rest)
+        }
+        ["apis", group] => {
+            if registry.all().iter().any(|r| r.group == *group) {
+                Route::Group((*group).to_owned())
+            } else {
+                Route::NotFound
+            }
+        }
+        ["apis", group, version, rest @ ..] => {
+            if !registry.has_group_version(group, version) {
+                return Route::NotFound;
+            }
+            if rest.is_empty() {
+                return Route::GroupVersion((*group).to_owned(), (*version).to_owned());
+            }
+            resource_route(registry, group, version, rest)
+        }
+        _ => Route::NotFound,
+    }
+}
+
+fn resource_route(registry: &Registry, group: &str, version: &str, rest: &[&str]) -> Route {
+    let (watch_path, rest) = match rest {
+        ["watch", tail @ ..] => (true, tail),
+        _ => (false, rest),
+    };
+    let lookup = |plural: &str| registry.get(group, version, plural);
+    let target =
+        |info: Arc<ResourceInfo>, ns: Option<&str>, name: Option<&str>, sub: Option<&str>| {
+            Route::Resource(Target {
+                info,
+                namespace: ns.map(str::to_owned),
+                name: name.map(str::to_owned),
+                sub: sub.map(str::to_owned),
+                watch_path,
+            })
+        };
+    let ns_info = lookup("namespaces").filter(|_| group.is_empty());
+    match rest {
+        ["namespaces", ns, "status" | "finalize"] if ns_info.is_some() => {
+            let sub = rest[2];
+            ns_info.map_or(Route::UnknownResource, |i| {
+                target(i, None, Some(ns), Some(sub))
+            })
+        }
+        ["namespaces", ns, plural, tail @ ..] if tail.len() <= 2 => match lookup(plural) {
+            Some(info) if info.namespaced => {
+                target(info, Some(ns), tail.first().copied(), tail.get(1).copied())
+            }
+            _ => Route::UnknownResource,
+        },
+        [plural, tail @ ..] if tail.len() <= 2 => match lookup(plural) {
+            Some(info) if info.namespaced && tail.is_empty() => target(info, None, None, None),
+            Some(info) if !info.namespaced => {
+                target(info, None, tail.first().copied(), tail.get(1).copied())
+            }
+            _ => Route::UnknownResource,
+        },
+        _ => Route::UnknownResource,
+    }
+}
+
+/// Reads the body, answering 413 past the limit.
+async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
+    let limited = http_body_util::Limited::new(body, limit);
+    match limited.collect().await {
+        Ok(c) => Ok(c.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(ApiError::too_large_body(limit))
+        }
+        Err(e) => Err(ApiError::bad_request(format!(
+            "error reading the request body: {e}"
+        ))),
+    }
+}
+
+fn authorized(state: &AppState, req: &Request) -> bool {
+    let Some(token) = &state.config.token else {
+        return true;
+    };
+    let Some(value) = req
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let presented = value
+        .strip_prefix("Bearer ")
+        .or_else(|| value.strip_prefix("bearer "))
+        .unwrap_or("")
+        .trim();
+    // Constant-time comparison: no early exit on the first differing byte.
+    presented.len() == token.len()
+        && presented
+            .bytes()
+            .zip(token.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+async fn handle(state: Arc<AppState>, req: Request) -> Response {
+    if !authorized(&state, &req) {
+        return error_response(&ApiError::unauthorized());
+    }
+    let path = req.uri().path().to_owned();
+    tracing::debug!(
+        method = %req.method(),
+        uri = %req.uri(),
+        content_type = ?req.headers().get(CONTENT_TYPE),
+        accept = ?req.headers().get(http::header::ACCEPT),
+        "request"
+    );
+    let query: HashMap<String, String> =
+        axum::extract::Query::<HashMap<String, String>>::try_from_uri(req.uri())
+            .map(|q| q.0)
+            .unwrap_or_default();
+    let route = route(&state.registry, &path);
+    if let Route::Debug(action) = &route {
+        if !state.config.enable_faults_http {
+            return text_not_found();
+        }
+        return debug::handle(&state, req.method(), action, &query);
+    }
+    let latency = state.faults.latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    let is_watch = matches!(&route, Route::Resource(t) if t.watch_path)
+        || query.get("watch").is_some_and(|v| v == "1" || v == "true");
+    if let Some(failure) = state.faults.take_failure() {
+        let err = failure.to_error();
+        if is_watch && err.code == 410 {
+            return watch::error_stream(&err);
+        }
+        return error_response(&err);
+    }
+    let (parts, body) = req.into_parts();
+    let result = match route {
+        Route::Version => Ok(discovery::version()),
+        Route::Health => Ok(bytes_response(
+            200,
+            "text/plain; charset=utf-8",
+            Bytes::from_static(b"ok"),
+        )),
+        Route::Api | Route::Apis | Route::Group(_) | Route::GroupVersion(..) => {
+            if parts.method != Method::GET {
+                Err(ApiError::method_not_allowed())
+            } else {
+                discovery::handle(&state, &route, &parts.headers)
+            }
+        }
+        Route::Resource(target) => {
+            let body = match parts.method {
+                Method::POST | Method::PUT | Method::PATCH | Method::DELETE => {
+                    match read_body(body, state.config.body_limit).await {
+                        Ok(b) => b,
+                        Err(e) => return error_response(&e),
+                    }
+                }
+                _ => Bytes::new(),
+            };
+            dispatch(&state, &parts, target, &query, body).await
+        }
+        Route::UnknownResource => Err(ApiError::unknown_resource()),
+        Route::Debug(_) | Route::NotFound => return text_not_found(),
+    };
+    result.unwrap_or_else(|e| error_response(&e))
+}
+
+async fn dispatch(
+    state: &Arc<AppState>,
+    parts: &http::request::Parts,
+    target: Target,
+    query: &HashMap<String, String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let method = &parts.method;
+    let headers = &parts.headers;
+    match (target.name.is_some(), method.clone()) {
+        (false, Method::GET) => {
+            let out = negotiate::output(headers)?;
+            let extra: &[&str] = if target.info.plural == "pods" {
+                &["spec.nodeName", "status.phase"]
+            } else {
+                &[]
+            };
+            let params = params::ListParams::parse(query, target.watch_path, extra)?;
+            if params.watch {
+                watch::watch(state, &target, params, out, query).await
+            } else {
+                list::list(state, &target, &params, out, query).await
+            }
+        }
+        (true, Method::GET) if target.watch_path => {
+            let out = negotiate::output(headers)?;
+            let mut q = query.clone();
+            let name = target.name.clone().unwrap_or_default();
+            q.insert("fieldSelector".into(), format!("metadata.name={name}"));
+            let params = params::ListParams::parse(&q, true, &[])?;
+            let t = Target {
+                name: None,
+                ..target
+            };
+            watch::watch(state, &t, params, out, query).await
+        }
+        (true, Method::GET) => crud::get(state, &target, query, headers).await,
+        (false, Method::POST) => crud::create(state, &target, query, headers, &body),
+        (true, Method::PUT) => crud::update(state, &target, query, headers, &body),
+        (true, Method::PATCH) => crud::patch(state, &target, query, headers, &body),
+        (true, Method::DELETE) => crud::delete(state, &target, query, headers, &body),
+        (false, Method::DELETE) => crud::delete_collection(state, &target, query, headers),
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}

@@ -1,0 +1,84 @@
+//! Stored objects: the JSON value plus its serialised bytes, shared as `Arc`.
+
+use bytes::Bytes;
+use serde_json::Value;
+
+/// One stored object version: its JSON (with `metadata.resourceVersion` set) and the
+/// same JSON serialised once, so that lists and watches never re-encode it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredObject {
+    value: Value,
+    json: Bytes,
+    rv: u64,
+}
+
+impl StoredObject {
+    /// Wraps `value`, stamping `metadata.resourceVersion = rv`.
+    #[must_use]
+    pub fn new(mut value: Value, rv: u64) -> Self {
+        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        }
+        let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+        Self { value, json, rv }
+    }
+
+    /// Wraps `value` as is, for objects that were not stored (dry runs): no
+    /// resourceVersion is stamped and [`rv`](Self::rv) is 0.
+    #[must_use]
+    pub fn without_rv(mut value: Value) -> Self {
+        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+        }
+        let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+        Self { value, json, rv: 0 }
+    }
+
+    /// The object as JSON.
+    #[must_use]
+    pub fn value(&self) -> &Value {
+        &self.value
+    }
+
+    /// The object serialised as compact JSON.
+    #[must_use]
+    pub fn json(&self) -> &Bytes {
+        &self.json
+    }
+
+    /// The object's resourceVersion.
+    #[must_use]
+    pub fn rv(&self) -> u64 {
+        self.rv
+    }
+
+    /// `metadata.name` (empty when absent).
+    #[must_use]
+    pub fn name(&self) -> &str {
+        meta_str(&self.value, "name")
+    }
+
+    /// `metadata.namespace` (empty when absent).
+    #[must_use]
+    pub fn namespace(&self) -> &str {
+        meta_str(&self.value, "namespace")
+    }
+}
+
+/// A string field of `metadata`, or `""`.
+#[must_use]
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+    obj.get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// The storage key of an object: `namespace/name`, or `name` when cluster-scoped.
+#[must_use]
+pub fn object_key(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_owned(),
+    }
+}

@@ -1,0 +1,325 @@
+//! Starting and stopping the server: [`ApiServer::builder`] → [`RunningServer`].
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::fault::{FaultHandle, FaultState};
+use crate::handle::ServerHandle;
+use crate::http::{self, AppState};
+use crate::resource::{Registry, ResourceInfo, builtin_resources};
+use crate::store::{HistoryConfig, Store};
+
+/// Errors starting the server.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A seed object was rejected.
+    #[error("seed object rejected: {0}")]
+    Seed(#[source] crate::status::ApiError),
+    /// Writing the kubeconfig failed.
+    #[error("cannot write kubeconfig {path}: {source}")]
+    Kubeconfig {
+        /// The path.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Server settings; every field has a default matching kube-apiserver where one exists.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Listen address; default `127.0.0.1:0` (loopback, any free port).
+    pub listen: SocketAddr,
+    /// Require `Authorization: Bearer <token>` (401 otherwise); default none.
+    pub token: Option<String>,
+    /// Maximum request body size in bytes (413 above); default 3 MiB as kube-apiserver.
+    pub body_limit: usize,
+    /// Interval between periodic watch bookmarks; default 60 s. A bookmark is also sent
+    /// 2 s before a watch's timeout.
+    pub bookmark_interval: Duration,
+    /// Event history kept per resource type.
+    pub history: HistoryConfig,
+    /// Serve the `/debug/kcache/` fault endpoints; default off.
+    pub enable_faults_http: bool,
+    /// How long a list at a future resourceVersion waits before the 504; default 3 s.
+    pub too_large_rv_wait: Duration,
+    /// Watch timeout when the client sends no `timeoutSeconds`; default 30 min.
+    pub default_watch_timeout: Duration,
+    /// Create a namespace on first use instead of answering 404; default off.
+    pub auto_create_namespaces: bool,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            token: None,
+            body_limit: 3 * 1024 * 1024,
+            bookmark_interval: Duration::from_secs(60),
+            history: HistoryConfig::default(),
+            enable_faults_http: false,
+            too_large_rv_wait: Duration::from_secs(3),
+            default_watch_timeout: Duration::from_secs(1800),
+            auto_create_namespaces: false,
+        }
+    }
+}
+
+/// Entry point: `ApiServer::builder()...start().await`.
+#[derive(Debug)]
+pub struct ApiServer;
+
+impl ApiServer {
+    /// A builder with the default configuration and the built-in resources.
+    pub fn builder() -> ApiServerBuilder {
+        ApiServerBuilder {
+            config: ServerConfig::default(),
+            resources: builtin_resources(),
+            seed: Vec::new(),
+        }
+    }
+}
+
+/// Configures and starts an [`ApiServer`].
+#[derive(Debug)]
+#[must_use]
+pub struct ApiServerBuilder {
+    config: ServerConfig,
+    resources: Vec<ResourceInfo>,
+    seed: Vec<(String, Value)>,
+}
+
+impl ApiServerBuilder {
+    /// Replaces the whole configuration.
+    pub fn config(mut self, config: ServerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Listen address (default `127.0.0.1:0`).
+    pub fn listen(mut self, addr: SocketAddr) -> Self {
+        self.config.listen = addr;
+        self
+    }
+
+    /// Requires this bearer token.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.config.token = Some(token.into());
+        self
+    }
+
+    /// Maximum request body size.
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.config.body_limit = bytes;
+        self
+    }
+
+    /// Periodic bookmark interval.
+    pub fn bookmark_interval(mut self, every: Duration) -> Self {
+        self.config.bookmark_interval = every;
+        self
+    }
+
+    /// Keep at most `events` history events per resource type.
+    pub fn history_events(mut self, events: usize) -> Self {
+        self.config.history.max_events = events.max(1);
+        self
+    }
+
+    /// Drop history events older than `age`.
+    pub fn history_age(mut self, age: Duration) -> Self {
+        self.config.history.max_age = Some(age);
+        self
+    }
+
+    /// Serve the `/debug/kcache/` fault endpoints.
+    pub fn enable_faults_http(mut self, on: bool) -> Self {
+        self.config.enable_faults_http = on;
+        self
+    }
+
+    /// Create namespaces on first use.
+    pub fn auto_create_namespaces(mut self, on: bool) -> Self {
+        self.config.auto_create_namespaces = on;
+        self
+    }
+
+    /// Serves one more resource type.
+    pub fn resource(mut self, info: ResourceInfo) -> Self {
+        self.resources.push(info);
+        self
+    }
+
+    /// Creates `object` at start under the collection path `path`
+    /// (e.g. `/api/v1/namespaces/default/configmaps`).
+    pub fn seed(mut self, path: impl Into<String>, object: Value) -> Self {
+        self.seed.push((path.into(), object));
+        self
+    }
+
+    /// Binds the listener, creates the default namespaces and the seed objects, and
+    /// serves on a spawned task.
+    ///
+    /// # Errors
+    /// [`ServerError::Bind`] when the address cannot be bound, [`ServerError::Seed`] when
+    /// a seed object is rejected.
+    ///
+    /// # Panics
+    /// Never; must be called inside a Tokio runtime.
+    pub async fn start(self) -> Result<RunningServer, ServerError> {
+        let addr = self.config.listen;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServerError::Bind { addr, source })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| ServerError::Bind { addr, source })?;
+        let store = Store::new(self.config.history);
+        let registry = Registry::new(self.resources);
+        let shutdown = CancellationToken::new();
+        let faults = Arc::new(FaultState::new());
+        let state = Arc::new(AppState {
+            store: store.clone(),
+            registry: registry.clone(),
+            config: self.config.clone(),
+            faults: faults.clone(),
+            shutdown: shutdown.clone(),
+        });
+        let handle = ServerHandle {
+            state: state.clone(),
+        };
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            handle
+                .create(
+                    "/api/v1/namespaces",
+                    serde_json::json!({"metadata": {"name": ns}}),
+                )
+                .map_err(ServerError::Seed)?;
+        }
+        for (path, obj) in self.seed {
+            handle.create(&path, obj).map_err(ServerError::Seed)?;
+        }
+        let task = tokio::spawn(http::serve(listener, state, shutdown.clone()));
+        Ok(RunningServer {
+            addr: local,
+            token: self.config.token,
+            shutdown,
+            task: Some(task),
+            faults: FaultHandle {
+                state: faults,
+                store,
+            },
+            handle,
+        })
+    }
+}
+
+/// A started server. Dropping it stops the server (without waiting).
+#[derive(Debug)]
+pub struct RunningServer {
+    addr: SocketAddr,
+    token: Option<String>,
+    shutdown: CancellationToken,
+    task: Option<JoinHandle<()>>,
+    faults: FaultHandle,
+    handle: ServerHandle,
+}
+
+impl RunningServer {
+    /// The bound address.
+    #[must_use]
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The base URL, e.g. `http://127.0.0.1:40123`.
+    #[must_use]
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Fault injection for this server.
+    #[must_use]
+    pub fn faults(&self) -> &FaultHandle {
+        &self.faults
+    }
+
+    /// Direct access to objects and resource registration, without HTTP.
+    #[must_use]
+    pub fn handle(&self) -> &ServerHandle {
+        &self.handle
+    }
+
+    /// A kubeconfig document (YAML) pointing at this server.
+    #[must_use]
+    pub fn kubeconfig(&self) -> String {
+        kubeconfig_yaml(&self.url(), self.token.as_deref())
+    }
+
+    /// Writes [`kubeconfig`](Self::kubeconfig) to `path` (mode 0600 on Unix).
+    ///
+    /// # Errors
+    /// [`ServerError::Kubeconfig`] when the file cannot be written.
+    pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> Result<(), ServerError> {
+        let path = path.as_ref();
+        let err = |source| ServerError::Kubeconfig {
+            path: path.display().to_string(),
+            source,
+        };
+        std::fs::write(path, self.kubeconfig()).map_err(err)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    /// Stops accepting requests, ends open watches and waits for the server task.
+    ///
+    /// # Cancel safety
+    /// Cancelling the wait leaves the server stopping in the background.
+    pub async fn shutdown(mut self) {
+        self.shutdown.cancel();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        self.shutdown.cancel();
+    }
+}
+
+/// A kubeconfig (YAML) for `server` with an optional bearer token.
+#[must_use]
+pub fn kubeconfig_yaml(server: &str, token: Option<&str>) -> String {
+    let user = match token {
+        Some(t) => format!("  user:\n    token: {t}\n"),
+        None => "  user: {}\n".to_owned(),
+    };
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kcache\n  cluster:\n    server: {server}\n\
+         contexts:\n- name: kcache\n  context:\n    cluster: kcache\n    user: kcache\n    \
+         namespace: default\ncurrent-context: kcache\nusers:\n- name: kcache\n{user}"
+    )
+}

@@ -1,0 +1,213 @@
+//! A tiny HTTP/1.1 client for the tests: one connection per request, like the fixture
+//! recorder, with streaming access to watch bodies.
+
+#![allow(dead_code, reason = "each test binary uses a different subset")]
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Request};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+use tokio::net::TcpStream;
+
+/// A complete response.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Resp {
+    /// The body as JSON (Null when it is not JSON).
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or(Value::Null)
+    }
+    pub fn header(&self, name: &str) -> Option<String> {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    }
+}
+
+async fn send(
+    addr: SocketAddr,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Vec<u8>>,
+) -> anyhow::Result<hyper::Response<Incoming>> {
+    let stream = TcpStream::connect(addr).await?;
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let mut req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", addr.to_string())
+        .header("user-agent", "kcache-tests/1.0");
+    let mut has_accept = false;
+    for (k, v) in headers {
+        has_accept |= k.eq_ignore_ascii_case("accept");
+        req = req.header(*k, *v);
+    }
+    if !has_accept {
+        req = req.header("accept", "application/json");
+    }
+    let req = req.body(Full::new(Bytes::from(body.unwrap_or_default())))?;
+    Ok(sender.send_request(req).await?)
+}
+
+/// Sends a request and reads the whole response.
+pub async fn request(
+    addr: SocketAddr,
+    method: Method,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Option<Vec<u8>>,
+) -> anyhow::Result<Resp> {
+    let resp = send(addr, method, path, headers, body).await?;
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let body = resp.into_body().collect().await?.to_bytes();
+    Ok(Resp {
+        status,
+        headers,
+        body,
+    })
+}
+
+pub async fn get(addr: SocketAddr, path: &str) -> Resp {
+    request(addr, Method::GET, path, &[], None)
+        .await
+        .expect("GET")
+}
+
+pub async fn post(addr: SocketAddr, path: &str, body: &Value) -> Resp {
+    request(
+        addr,
+        Method::POST,
+        path,
+        &[("content-type", "application/json")],
+        Some(serde_json::to_vec(body).unwrap()),
+    )
+    .await
+    .expect("POST")
+}
+
+pub async fn put(addr: SocketAddr, path: &str, body: &Value) -> Resp {
+    request(
+        addr,
+        Method::PUT,
+        path,
+        &[("content-type", "application/json")],
+        Some(serde_json::to_vec(body).unwrap()),
+    )
+    .await
+    .expect("PUT")
+}
+
+pub async fn patch(addr: SocketAddr, path: &str, content_type: &str, body: &Value) -> Resp {
+    request(
+        addr,
+        Method::PATCH,
+        path,
+        &[("content-type", content_type)],
+        Some(serde_json::to_vec(body).unwrap()),
+    )
+    .await
+    .expect("PATCH")
+}
+
+pub async fn delete(addr: SocketAddr, path: &str) -> Resp {
+    request(addr, Method::DELETE, path, &[], None)
+        .await
+        .expect("DELETE")
+}
+
+/// An open watch: status, headers and a line reader over the chunked body.
+pub struct Watch {
+    pub status: u16,
+    pub headers: HeaderMap,
+    body: Incoming,
+    buf: Vec<u8>,
+    /// Set when the body ended with an error (aborted connection).
+    pub aborted: bool,
+    /// Bytes left over when the stream ended mid-line.
+    pub partial: Vec<u8>,
+}
+
+impl Watch {
+    /// Opens a watch (or any streaming GET).
+    pub async fn open(
+        addr: SocketAddr,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> anyhow::Result<Self> {
+        let resp = send(addr, Method::GET, path, headers, None).await?;
+        let status = resp.status().as_u16();
+        let headers = resp.headers().clone();
+        Ok(Self {
+            status,
+            headers,
+            body: resp.into_body(),
+            buf: Vec::new(),
+            aborted: false,
+            partial: Vec::new(),
+        })
+    }
+
+    /// The next event, or None at the end of the stream.
+    pub async fn next(&mut self) -> Option<Value> {
+        loop {
+            if let Some(pos) = self.buf.iter().position(|b| *b == b'\n') {
+                let line: Vec<u8> = self.buf.drain(..=pos).collect();
+                return Some(serde_json::from_slice(&line).expect("watch line is JSON"));
+            }
+            match self.body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        self.buf.extend_from_slice(&data);
+                    }
+                }
+                Some(Err(_)) => {
+                    self.aborted = true;
+                    self.partial = std::mem::take(&mut self.buf);
+                    return None;
+                }
+                None => {
+                    self.partial = std::mem::take(&mut self.buf);
+                    return None;
+                }
+            }
+        }
+    }
+
+    /// Every remaining event until the stream ends.
+    pub async fn collect(&mut self) -> Vec<Value> {
+        let mut out = Vec::new();
+        while let Some(e) = self.next().await {
+            out.push(e);
+        }
+        out
+    }
+}
+
+/// `type` and `metadata.name` of each event (bookmarks as `BOOKMARK`).
+pub fn outline(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .map(|e| {
+            let t = e["type"].as_str().unwrap_or("?");
+            match e["object"]["metadata"]["name"].as_str() {
+                Some(n) => format!("{t} {n}"),
+                None => t.to_owned(),
+            }
+        })
+        .collect()
+}
