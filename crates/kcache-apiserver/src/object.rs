@@ -5,11 +5,41 @@ use serde_json::Value;
 
 /// One stored object version: its JSON (with `metadata.resourceVersion` set) and the
 /// same JSON serialised once, so that lists and watches never re-encode it.
+///
+/// Two encodings are kept: the full object (`kind` and `apiVersion` first, as GET and
+/// watch events carry it) and the list-item form without `kind`/`apiVersion` (list items
+/// carry neither on kube-apiserver).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredObject {
     value: Value,
     json: Bytes,
+    item: Bytes,
     rv: u64,
+}
+
+fn encode(value: &Value) -> (Bytes, Bytes) {
+    let mut rest = value.clone();
+    let (kind, api_version) = match rest.as_object_mut() {
+        Some(m) => (m.remove("kind"), m.remove("apiVersion")),
+        None => (None, None),
+    };
+    let item = serde_json::to_vec(&rest).unwrap_or_default();
+    let (Some(kind), Some(api_version)) = (kind, api_version) else {
+        let item = Bytes::from(item);
+        return (item.clone(), item);
+    };
+    let mut full = Vec::with_capacity(item.len() + 64);
+    full.extend_from_slice(b"{\"kind\":");
+    full.extend_from_slice(&serde_json::to_vec(&kind).unwrap_or_default());
+    full.extend_from_slice(b",\"apiVersion\":");
+    full.extend_from_slice(&serde_json::to_vec(&api_version).unwrap_or_default());
+    if item.len() > 2 {
+        full.push(b',');
+        full.extend_from_slice(&item[1..]);
+    } else {
+        full.push(b'}');
+    }
+    (Bytes::from(full), Bytes::from(item))
 }
 
 impl StoredObject {
@@ -19,8 +49,13 @@ impl StoredObject {
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
         }
-        let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
-        Self { value, json, rv }
+        let (json, item) = encode(&value);
+        Self {
+            value,
+            json,
+            item,
+            rv,
+        }
     }
 
     /// Wraps `value` as is, for objects that were not stored (dry runs): no
@@ -30,8 +65,13 @@ impl StoredObject {
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("resourceVersion");
         }
-        let json = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
-        Self { value, json, rv: 0 }
+        let (json, item) = encode(&value);
+        Self {
+            value,
+            json,
+            item,
+            rv: 0,
+        }
     }
 
     /// The object as JSON.
@@ -44,6 +84,12 @@ impl StoredObject {
     #[must_use]
     pub fn json(&self) -> &Bytes {
         &self.json
+    }
+
+    /// The object serialised without `kind` and `apiVersion`, as list items are.
+    #[must_use]
+    pub fn item_json(&self) -> &Bytes {
+        &self.item
     }
 
     /// The object's resourceVersion.

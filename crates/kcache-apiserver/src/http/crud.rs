@@ -638,6 +638,13 @@ pub(crate) fn delete_object(
             let mut v = cur.value().clone();
             v["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
             v["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+            if info.tracks_generation {
+                let g = v
+                    .pointer("/metadata/generation")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                v["metadata"]["generation"] = json!(g + 1);
+            }
             kept = has_finalizers(cur.value());
             mark_then_delete = !kept;
             return Ok(Mutation::Put(v));

@@ -74,7 +74,7 @@ fn resource_list(group: &str, version: &str, resources: &[Arc<ResourceInfo>]) ->
         if !r.short_names.is_empty() {
             entry["shortNames"] = json!(r.short_names);
         }
-        if r.plural == "pods" && r.group.is_empty() {
+        if r.group.is_empty() && matches!(r.plural.as_str(), "pods" | "services") {
             entry["categories"] = json!(["all"]);
         }
         out.push(entry);
@@ -134,6 +134,9 @@ fn aggregated_group(name: &str, versions: &BTreeMap<String, Vec<Arc<ResourceInfo
                     });
                     if !r.short_names.is_empty() {
                         e["shortNames"] = json!(r.short_names);
+                    }
+                    if r.group.is_empty() && matches!(r.plural.as_str(), "pods" | "services") {
+                        e["categories"] = json!(["all"]);
                     }
                     if !r.subresources.is_empty() {
                         e["subresources"] = r

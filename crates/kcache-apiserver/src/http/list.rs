@@ -209,7 +209,7 @@ pub(crate) fn json_list(
         json!(api_version),
         meta
     );
-    let total: usize = items.iter().map(|o| o.json().len() + 1).sum();
+    let total: usize = items.iter().map(|o| o.item_json().len() + 1).sum();
     let body = if total < 64 * 1024 {
         let mut buf = Vec::with_capacity(head.len() + total + 4);
         buf.extend_from_slice(head.as_bytes());
@@ -217,7 +217,7 @@ pub(crate) fn json_list(
             if i > 0 {
                 buf.push(b',');
             }
-            buf.extend_from_slice(o.json());
+            buf.extend_from_slice(o.item_json());
         }
         buf.extend_from_slice(b"]}\n");
         Body::from(buf)
@@ -226,12 +226,12 @@ pub(crate) fn json_list(
         let n = items.len();
         let chunks = (0..n.div_ceil(CHUNK_ITEMS)).map(move |c| {
             let slice = &items[c * CHUNK_ITEMS..((c + 1) * CHUNK_ITEMS).min(n)];
-            let mut buf = Vec::with_capacity(slice.iter().map(|o| o.json().len() + 1).sum());
+            let mut buf = Vec::with_capacity(slice.iter().map(|o| o.item_json().len() + 1).sum());
             for (i, o) in slice.iter().enumerate() {
                 if c > 0 || i > 0 {
                     buf.push(b',');
                 }
-                buf.extend_from_slice(o.json());
+                buf.extend_from_slice(o.item_json());
             }
             Ok::<_, std::convert::Infallible>(Bytes::from(buf))
         });

@@ -6,6 +6,7 @@ mod debug;
 mod discovery;
 mod list;
 pub(crate) mod negotiate;
+mod openapi;
 pub(crate) mod params;
 pub(crate) mod table;
 mod validate;
@@ -143,6 +144,7 @@ pub(crate) enum Route {
     GroupVersion(String, String),
     Resource(Target),
     Debug(String),
+    OpenApi(String),
     Health,
     UnknownResource,
     NotFound,
@@ -155,6 +157,7 @@ pub(crate) fn route(registry: &Registry, path: &str) -> Route {
         ["version"] => Route::Version,
         ["healthz" | "livez" | "readyz"] => Route::Health,
         ["debug", "kcache", rest @ ..] => Route::Debug(rest.join("/")),
+        ["openapi", "v3", rest @ ..] => Route::OpenApi(rest.join("/")),
         ["api"] => Route::Api,
         ["apis"] => Route::Apis,
         ["api", version, rest @ ..] => {
@@ -329,6 +332,11 @@ async fn handle(state: Arc<AppState>, req: Request) -> Response {
             };
             dispatch(&state, &parts, target, &query, body).await
         }
+        Route::OpenApi(rest) if rest.is_empty() => Ok(openapi::index(&state)),
+        Route::OpenApi(rest) => match openapi::group_version(&state, &rest) {
+            Some(r) => Ok(r),
+            None => return text_not_found(),
+        },
         Route::UnknownResource => Err(ApiError::unknown_resource()),
         Route::Debug(_) | Route::NotFound => return text_not_found(),
     };

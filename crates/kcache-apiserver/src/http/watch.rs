@@ -278,7 +278,12 @@ impl WatchJob {
             .bookmark_interval
             .max(Duration::from_millis(10));
         let mut next_periodic = Instant::now() + interval;
-        let mut pre_timeout = self.deadline.checked_sub(PRE_TIMEOUT_BOOKMARK);
+        let now = Instant::now();
+        // Like the watch cache: no pre-timeout bookmark when it would be due at once.
+        let mut pre_timeout = self
+            .deadline
+            .checked_sub(PRE_TIMEOUT_BOOKMARK)
+            .filter(|t| *t > now);
 
         let initial = std::mem::take(&mut self.initial);
         for obj in &initial {
