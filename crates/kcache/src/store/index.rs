@@ -91,9 +91,12 @@ impl<K> Indices<K> {
 
     /// Moves `key` from the values of `old` to the values of `new` in every index.
     pub(crate) fn update(&mut self, key: &ObjectKey, old: Option<&K>, new: Option<&K>) {
-        let indexers = Arc::clone(&self.indexers);
+        let Self { indexers, indices } = self;
         for (name, func) in indexers.iter() {
-            let index = self.indices.entry(name.clone()).or_default();
+            let index = match indices.get_mut(name) {
+                Some(index) => index,
+                None => indices.entry(name.clone()).or_default(),
+            };
             update_one(index, func, key, old, new);
         }
     }
