@@ -295,6 +295,12 @@ impl<K: Send + Sync + 'static> ReflectorStore<K> for DeltaFifo<K> {
         Ok(())
     }
 
+    /// Bookmarks carry no change a `DeltaFifo` could queue: nothing happens (an error once
+    /// closed, like every other write).
+    fn bookmark(&self, _resource_version: &str) -> Result<(), StoreError> {
+        self.lock_open().map(drop)
+    }
+
     /// A `Sync` for every known key (sorted) with nothing queued.
     fn resync(&self) -> Result<(), StoreError> {
         let mut state = self.lock_open()?;

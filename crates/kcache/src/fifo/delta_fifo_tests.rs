@@ -219,6 +219,7 @@ async fn pop_drains_after_close_and_writes_fail() {
         Err(StoreError::Closed)
     ));
     assert!(matches!(fifo.resync(), Err(StoreError::Closed)));
+    assert!(matches!(fifo.bookmark("2"), Err(StoreError::Closed)));
     assert_eq!(pop(&fifo).await.0, ["Added a@1"]);
     assert_eq!(fifo.pop(|_, _| ()).await, Err(PopError::Closed));
 }

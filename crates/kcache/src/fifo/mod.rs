@@ -18,6 +18,56 @@
 //! `SyncAll` re-delivers every known object, `Bookmark` records a resourceVersion. The `bool`
 //! passed with them says whether they belong to the initial list (the first `replace`, before
 //! [`Queue::has_synced`] turned true).
+//!
+//! # Example: the informer's consumer loop
+//!
+//! ```
+//! use std::sync::Arc;
+//! use kcache::fifo::{DeltaObject, DeltaType, Queue, RealFifo};
+//! use kcache::reflector::ReflectorStore;
+//! use kcache::store::{KeyFunc, ObjectKey, ThreadSafeStore, Transaction};
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let key: KeyFunc<String> = Arc::new(|s: &String| Ok(ObjectKey::new(None, s)));
+//! let store = ThreadSafeStore::new(key.clone());
+//! let fifo = RealFifo::atomic(key);
+//!
+//! // The reflector's side.
+//! fifo.replace(vec![Arc::new("a".to_string()), Arc::new("b".to_string())], "1".into())?;
+//! fifo.delete(Arc::new("a".to_string()))?;
+//! fifo.close();
+//!
+//! // The informer's side: apply each batch as one transaction, then notify handlers.
+//! while let Ok(()) = fifo
+//!     .pop_batch(|deltas, _is_in_initial_list| {
+//!         let mut txns = Vec::new();
+//!         for delta in deltas {
+//!             match delta.object {
+//!                 // Added, Updated, Replaced, Sync
+//!                 DeltaObject::Object { key, obj } if delta.kind != DeltaType::Deleted => {
+//!                     txns.push(Transaction::Upsert(key, obj));
+//!                 }
+//!                 DeltaObject::Object { key, .. }
+//!                 | DeltaObject::DeletedFinalStateUnknown { key, .. } => {
+//!                     txns.push(Transaction::Delete(key));
+//!                 }
+//!                 DeltaObject::ReplacedAll { objects, resource_version } => {
+//!                     let _previous = store.replace_keyed(objects, resource_version);
+//!                 }
+//!                 DeltaObject::SyncAll => {}
+//!                 DeltaObject::Bookmark { resource_version } => {
+//!                     store.set_resource_version(resource_version);
+//!                 }
+//!             }
+//!         }
+//!         // `apply` returns each key's previous object: old vs new for `on_update`.
+//!         let _previous = store.apply(txns);
+//!     })
+//!     .await
+//! {}
+//! assert_eq!(store.list_keys(), [ObjectKey::new(None, "b")]);
+//! # Ok(()) }
+//! ```
 
 mod delta;
 mod delta_fifo;

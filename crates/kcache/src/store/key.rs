@@ -28,7 +28,19 @@ impl ObjectKey {
     pub fn new(namespace: Option<&str>, name: &str) -> Self {
         match namespace {
             Some(ns) if !ns.is_empty() => {
-                let mut s = String::with_capacity(ns.len() + 1 + name.len());
+                // Join on the stack when short, so that the key costs one allocation (the Arc).
+                const STACK: usize = 128;
+                let len = ns.len() + 1 + name.len();
+                if len <= STACK {
+                    let mut buf = [0u8; STACK];
+                    buf[..ns.len()].copy_from_slice(ns.as_bytes());
+                    buf[ns.len()] = b'/';
+                    buf[ns.len() + 1..len].copy_from_slice(name.as_bytes());
+                    if let Ok(joined) = std::str::from_utf8(&buf[..len]) {
+                        return Self(Arc::from(joined));
+                    }
+                }
+                let mut s = String::with_capacity(len);
                 s.push_str(ns);
                 s.push('/');
                 s.push_str(name);
@@ -147,6 +159,17 @@ mod tests {
         for bad in ["", "/b", "a/", "a/b/c"] {
             assert!(ObjectKey::parse(bad).is_err(), "{bad:?} should be rejected");
         }
+    }
+
+    #[test]
+    fn long_and_short_keys_join_the_same_way() {
+        let long_ns = "n".repeat(200);
+        let key = ObjectKey::new(Some(&long_ns), "x");
+        assert_eq!(key.as_str(), format!("{long_ns}/x"));
+        assert_eq!(key.namespace(), Some(long_ns.as_str()));
+        let key = ObjectKey::new(Some("ns-é"), "nàme");
+        assert_eq!(key.as_str(), "ns-é/nàme");
+        assert_eq!(key.name(), "nàme");
     }
 
     #[test]
