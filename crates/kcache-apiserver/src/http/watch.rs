@@ -246,6 +246,12 @@ impl WatchJob {
         if self.state.faults.take_truncate() {
             let cut = chunk.slice(..chunk.len() / 2);
             let _ = self.tx.send(Ok(cut)).await;
+            // Let the connection take and flush the half event before aborting it: hyper
+            // flushes when the body has nothing more to give.
+            while self.tx.capacity() < self.tx.max_capacity() && !self.tx.is_closed() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
             let _ = self
                 .tx
                 .send(Err(io::Error::new(

@@ -1,0 +1,201 @@
+//! Drives the real `kubectl` installed on the machine against the embedded server:
+//! create / apply / get / patch / label / delete of configmaps and pods, and `get -w`
+//! seeing an update. Fails (never skips) when kubectl is missing; set `KUBECTL` to use a
+//! different binary.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+
+use kcache_apiserver::ApiServer;
+use serde_json::{Value, json};
+
+fn kubectl_bin() -> PathBuf {
+    let bin = PathBuf::from(std::env::var("KUBECTL").unwrap_or_else(|_| "/usr/bin/kubectl".into()));
+    assert!(
+        bin.exists(),
+        "kubectl not found at {} (set KUBECTL): this test must not be skipped",
+        bin.display()
+    );
+    bin
+}
+
+struct Kubectl {
+    bin: PathBuf,
+    kubeconfig: PathBuf,
+    cache: PathBuf,
+    dir: PathBuf,
+}
+
+impl Kubectl {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.bin);
+        c.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(&self.cache);
+        c.args(args);
+        c
+    }
+
+    /// Runs kubectl; returns stdout, panicking with stderr on failure.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.command(args).output().expect("kubectl runs");
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs kubectl expecting failure; returns stderr.
+    fn fails(&self, args: &[&str]) -> String {
+        let out = self.command(args).output().expect("kubectl runs");
+        assert!(
+            !out.status.success(),
+            "kubectl {args:?} unexpectedly succeeded"
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut a = args.to_vec();
+        a.extend(["-o", "json"]);
+        serde_json::from_str(&self.ok(&a)).expect("kubectl printed JSON")
+    }
+
+    fn file(&self, name: &str, content: &Value) -> String {
+        let p = self.dir.join(name);
+        std::fs::write(&p, serde_json::to_vec_pretty(content).unwrap()).unwrap();
+        p.to_string_lossy().into_owned()
+    }
+}
+
+fn scratch_dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("kcache-kubectl-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run_blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> tokio::task::JoinHandle<T> {
+    tokio::task::spawn_blocking(f)
+}
+
+fn setup(dir: &Path, server: &kcache_apiserver::RunningServer) -> Kubectl {
+    let kubeconfig = dir.join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    Kubectl {
+        bin: kubectl_bin(),
+        kubeconfig,
+        cache: dir.join("cache"),
+        dir: dir.to_owned(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_applies_patches_watches_and_deletes_configmaps_and_pods() {
+    // No token: kubectl (client-go) never sends bearer tokens over plain HTTP.
+    let server = ApiServer::builder().start().await.unwrap();
+    let dir = scratch_dir();
+    let k = setup(&dir, &server);
+    run_blocking(move || {
+        // version and discovery
+        let v = k.ok(&["version", "-o", "json"]);
+        assert!(v.contains("v1.36.2-kcache"), "{v}");
+
+        // create from a file, then read it back
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "demo", "labels": {"app": "demo"}}, "data": {"a": "1"}});
+        let f = k.file("cm.json", &cm);
+        assert!(k.ok(&["create", "-f", &f]).contains("configmap/demo created"));
+        assert!(k.fails(&["create", "-f", &f]).contains("AlreadyExists"));
+        let got = k.json(&["get", "configmap", "demo"]);
+        assert_eq!(got["data"]["a"], "1");
+        assert!(got["metadata"]["uid"].is_string());
+
+        // apply: unchanged, then configured
+        assert!(k.ok(&["apply", "-f", &f]).contains("configmap/demo"));
+        assert!(k.ok(&["apply", "-f", &f]).contains("unchanged"));
+        let mut changed = cm.clone();
+        changed["data"]["a"] = json!("2");
+        let f2 = k.file("cm2.json", &changed);
+        assert!(k.ok(&["apply", "-f", &f2]).contains("configured"));
+        assert_eq!(k.json(&["get", "cm", "demo"])["data"]["a"], "2");
+
+        // patches and labels
+        k.ok(&["patch", "configmap", "demo", "-p", r#"{"data":{"b":"x"}}"#]);
+        k.ok(&["patch", "configmap", "demo", "--type=merge", "-p", r#"{"data":{"c":"y"}}"#]);
+        k.ok(&["patch", "configmap", "demo", "--type=json", "-p", r#"[{"op":"remove","path":"/data/b"}]"#]);
+        k.ok(&["label", "configmap", "demo", "tier=gold"]);
+        let got = k.json(&["get", "cm", "demo"]);
+        assert_eq!(got["data"], json!({"a": "2", "c": "y"}));
+        assert_eq!(got["metadata"]["labels"]["tier"], "gold");
+
+        // table output and selectors
+        let table = k.ok(&["get", "configmaps", "-l", "tier=gold"]);
+        assert!(table.contains("NAME") && table.contains("demo"), "{table}");
+        assert!(k.ok(&["get", "configmaps", "-l", "tier=silver"]).is_empty());
+
+        // get -w sees an update made while it runs
+        let mut watch = k
+            .command(&["get", "configmap", "demo", "-w", "--output-watch-events", "-o", "json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let (tx, rx) = mpsc::channel::<Value>();
+        let stdout = watch.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut buf = String::new();
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                buf.push_str(&line);
+                buf.push('\n');
+                if let Ok(v) = serde_json::from_str::<Value>(&buf) {
+                    buf.clear();
+                    if tx.send(v).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        let first = rx.recv().unwrap();
+        assert_eq!(first["type"], "ADDED");
+        k.ok(&["patch", "configmap", "demo", "-p", r#"{"data":{"watched":"yes"}}"#]);
+        let update = loop {
+            let e = rx.recv().expect("kubectl get -w printed the update");
+            if e["type"] == "MODIFIED" {
+                break e;
+            }
+        };
+        assert_eq!(update["object"]["data"]["watched"], "yes");
+        watch.kill().unwrap();
+        let _ = watch.wait();
+        let _ = reader.join();
+
+        // pods
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+                         "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}});
+        let pf = k.file("pod.json", &pod);
+        assert!(k.ok(&["apply", "-f", &pf]).contains("pod/web created"));
+        let pods = k.ok(&["get", "pods"]);
+        assert!(pods.contains("web") && pods.contains("Pending"), "{pods}");
+        k.ok(&["label", "pod", "web", "role=frontend"]);
+        assert_eq!(k.json(&["get", "pod", "web"])["metadata"]["labels"]["role"], "frontend");
+        assert!(k.ok(&["delete", "pod", "web"]).contains("deleted"));
+        assert!(k.fails(&["get", "pod", "web"]).contains("NotFound"));
+
+        // delete the configmap
+        assert!(k.ok(&["delete", "configmap", "demo"]).contains("deleted"));
+        assert!(k.fails(&["get", "configmap", "demo"]).contains("not found"));
+    })
+    .await
+    .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    server.shutdown().await;
+}
