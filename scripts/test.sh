@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n==> %s\n' "$*"; }
+step() { current_step="$*"; printf '\n==> %s\n' "$*"; }
+current_step="setup"
+trap 'rc=$?; [[ $rc -eq 0 ]] || printf "\ntest.sh: FAILED at step: %s (exit %s)\n" "$current_step" "$rc" >&2' EXIT
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -14,6 +16,26 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "cargo doc (-D warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+
+step "upstream kube-apiserver + etcd: build or reuse harness/, start (scripts/kube-up.sh)"
+# The integration tests also run against the real server; it is described to them by the env
+# file (KCACHE_UPSTREAM_*), exported here. A missing server is a failure, never a skip.
+upstream_state="$(mktemp -d "${TMPDIR:-/tmp}/kcache-kube.XXXXXX")"
+stop_upstream() {
+  local rc=$?
+  KCACHE_UPSTREAM_STATE="$upstream_state" scripts/kube-down.sh all || true
+  if [[ $rc -eq 0 ]]; then rm -rf "$upstream_state"; else
+    printf 'test.sh: upstream server logs kept in %s\n' "$upstream_state" >&2
+    printf 'test.sh: FAILED at step: %s (exit %s)\n' "$current_step" "$rc" >&2
+  fi
+}
+trap stop_upstream EXIT
+trap 'exit 130' INT TERM # so that the EXIT trap stops the servers
+KCACHE_UPSTREAM_STATE="$upstream_state" scripts/kube-up.sh >/dev/null
+set -a
+. "$upstream_state/env"
+set +a
+scripts/upstream-smoke.sh
 
 step "cargo test"
 PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test --workspace --locked
