@@ -180,9 +180,19 @@ async fn kubectl_creates_applies_patches_watches_and_deletes_configmaps_and_pods
 
         // pods
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
-                         "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}});
+                         "spec": {"containers": [
+                             {"name": "c", "image": "registry.k8s.io/pause:3.10", "ports": [{"containerPort": 80}]},
+                             {"name": "sidecar", "image": "busybox:1", "args": ["sleep", "1d"]}]}});
         let pf = k.file("pod.json", &pod);
         assert!(k.ok(&["apply", "-f", &pf]).contains("pod/web created"));
+        // re-apply with one image changed: kubectl sends a strategic merge patch
+        let mut newer = pod.clone();
+        newer["spec"]["containers"][0]["image"] = json!("registry.k8s.io/pause:3.11");
+        let pf2 = k.file("pod2.json", &newer);
+        assert!(k.ok(&["apply", "-f", &pf2]).contains("pod/web configured"));
+        let got = k.json(&["get", "pod", "web"]);
+        assert_eq!(got["spec"]["containers"], newer["spec"]["containers"], "containers merged by name");
+        assert_eq!(got["metadata"]["generation"], 2);
         let pods = k.ok(&["get", "pods"]);
         assert!(pods.contains("web") && pods.contains("Pending"), "{pods}");
         k.ok(&["label", "pod", "web", "role=frontend"]);

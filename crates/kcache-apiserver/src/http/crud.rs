@@ -437,6 +437,14 @@ pub(crate) fn update_object(
         .ok_or_else(|| ApiError::not_found(info, &name))
 }
 
+/// Whether a resource is one of the built-in kinds (strategic merge patch allowed).
+fn is_builtin(info: &ResourceInfo) -> bool {
+    matches!(
+        info.group.as_str(),
+        "" | "coordination.k8s.io" | "events.k8s.io"
+    )
+}
+
 /// Merges a JSON merge patch (RFC 7386) into `target`.
 fn merge(target: &mut Value, patch: &Value) {
     json_patch::merge(target, patch);
@@ -477,6 +485,14 @@ pub(crate) fn patch(
     };
     let cur = get_object(state, target)?;
     let mut next = cur.value().clone();
+    if kind == BodyType::StrategicMergePatch && !is_builtin(info) {
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: \
+             application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+        ));
+    }
     match &json_ops {
         Some(ops) => json_patch::patch(&mut next, ops).map_err(|_| {
             ApiError::new(
@@ -486,6 +502,7 @@ pub(crate) fn patch(
             )
             .with_details(json!({}))
         })?,
+        None if kind == BodyType::StrategicMergePatch => super::smp::apply(&mut next, &patch_value),
         None => merge(&mut next, &patch_value),
     }
     // A resourceVersion carried by the patch is a precondition.
