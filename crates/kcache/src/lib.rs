@@ -16,6 +16,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 pub mod fifo;
+pub mod informer;
 pub mod lister_watcher;
 pub mod reflector;
 pub mod store;

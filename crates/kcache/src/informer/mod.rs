@@ -1,0 +1,30 @@
+//! Shared informers: one reflector and one indexed cache per resource, shared by many event
+//! handlers (client-go's `SharedIndexInformer`).
+//!
+//! ```text
+//! ListerWatcher ─▶ Reflector ─▶ RealFifo ─▶ handle_deltas ─┬▶ Indexer (Lister reads here)
+//!                                                          └▶ processor ─▶ one listener per handler
+//! ```
+//!
+//! `handle_deltas` updates the indexer first, then notifies: for an added/updated/replaced/synced
+//! object, `on_update(old, new)` if the key was cached, else `on_add`; for a deleted one,
+//! `on_delete` with the final state or a [`DeletedObject::FinalStateUnknown`] tombstone. An
+//! update whose resourceVersion did not change is a *resync* notification: only handlers whose
+//! resync is due receive it.
+
+mod handler;
+mod listener;
+mod processor;
+mod registration;
+mod shared_informer;
+
+pub use handler::{DeletedObject, EventHandler, HandlerFns};
+pub use listener::BufferMode;
+pub use registration::HandlerRegistration;
+pub use shared_informer::{
+    HandlerOptions, InformerConfig, InformerError, MINIMUM_RESYNC_PERIOD, QueueKind,
+    SharedIndexInformer,
+};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,505 @@
+//! Informer semantics (DESIGN.md §4 items 10–14), each pinned by a named test against
+//! [`FakeSource`] with paused time.
+
+use std::{
+    collections::BTreeMap,
+    sync::{
+        Arc,
+        atomic::{AtomicUsize, Ordering},
+    },
+    time::Duration,
+};
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube_core::ObjectMeta;
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use super::*;
+use crate::{
+    reflector,
+    store::{ObjectKey, meta_namespace_key},
+    testing::FakeSource,
+};
+
+fn cm(name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    }
+}
+
+fn key(name: &str) -> ObjectKey {
+    ObjectKey::new(Some("ns"), name)
+}
+
+fn rv(o: &ConfigMap) -> String {
+    o.metadata.resource_version.clone().unwrap_or_default()
+}
+
+/// Records every notification as a line, and rebuilds the state from them.
+#[derive(Default)]
+struct Recorder {
+    log: Mutex<Vec<String>>,
+    state: Mutex<BTreeMap<ObjectKey, String>>,
+}
+
+impl EventHandler<ConfigMap> for Recorder {
+    fn on_add(&self, obj: &Arc<ConfigMap>, initial: bool) {
+        let k = meta_namespace_key(&**obj).unwrap();
+        self.log
+            .lock()
+            .push(format!("add {k} {} {initial}", rv(obj)));
+        self.state.lock().insert(k, rv(obj));
+    }
+    fn on_update(&self, old: &Arc<ConfigMap>, new: &Arc<ConfigMap>) {
+        let k = meta_namespace_key(&**new).unwrap();
+        self.log
+            .lock()
+            .push(format!("update {k} {}->{}", rv(old), rv(new)));
+        self.state.lock().insert(k, rv(new));
+    }
+    fn on_delete(&self, obj: &DeletedObject<ConfigMap>) {
+        let k = meta_namespace_key(&**obj.object()).unwrap();
+        let tomb = if obj.is_final_state_unknown() {
+            " tombstone"
+        } else {
+            ""
+        };
+        self.log.lock().push(format!("delete {k}{tomb}"));
+        self.state.lock().remove(&k);
+    }
+}
+
+fn source_state(src: &FakeSource<ConfigMap>) -> BTreeMap<ObjectKey, String> {
+    src.objects()
+        .iter()
+        .map(|o| (meta_namespace_key(o).unwrap(), rv(o)))
+        .collect()
+}
+
+fn cache_state(i: &SharedIndexInformer<ConfigMap>) -> BTreeMap<ObjectKey, String> {
+    i.indexer()
+        .list()
+        .iter()
+        .map(|o| (meta_namespace_key(&**o).unwrap(), rv(o)))
+        .collect()
+}
+
+struct Running {
+    informer: SharedIndexInformer<ConfigMap>,
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    fn start(informer: &SharedIndexInformer<ConfigMap>) -> Self {
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let i = informer.clone();
+            let c = cancel.clone();
+            async move { i.run(c).await }
+        });
+        Self {
+            informer: informer.clone(),
+            cancel,
+            task,
+        }
+    }
+
+    async fn stop(self) {
+        self.cancel.cancel();
+        self.task.await.unwrap();
+        assert!(self.informer.is_stopped());
+    }
+}
+
+async fn eventually(mut cond: impl FnMut() -> bool) {
+    for _ in 0..10_000 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("condition never held");
+}
+
+fn config() -> InformerConfig {
+    InformerConfig::default()
+}
+
+#[tokio::test(start_paused = true)]
+async fn initial_list_is_delivered_as_adds_in_initial_list_and_registration_syncs() {
+    let src = FakeSource::new();
+    src.upsert(cm("a"));
+    src.upsert(cm("b"));
+    let informer = SharedIndexInformer::new(src.clone(), config());
+    let rec = Arc::new(Recorder::default());
+    let reg = informer.add_event_handler(Arc::clone(&rec)).unwrap();
+    assert!(!reg.has_synced());
+    let run = Running::start(&informer);
+    assert!(reg.synced().await);
+    assert!(informer.has_synced());
+    let log = rec.log.lock().clone();
+    assert_eq!(log.len(), 2);
+    assert!(
+        log.iter()
+            .all(|l| l.starts_with("add ") && l.ends_with(" true")),
+        "{log:?}"
+    );
+    run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn indexer_is_updated_before_handlers_are_notified() {
+    let src = FakeSource::new();
+    let informer = SharedIndexInformer::new(src.clone(), config());
+    let seen_in_cache = Arc::new(AtomicUsize::new(0));
+    let (s, i) = (Arc::clone(&seen_in_cache), informer.clone());
+    informer
+        .add_event_handler(HandlerFns::new().on_add(move |o: &Arc<ConfigMap>, _| {
+            let cached = i
+                .indexer()
+                .get_by_key(meta_namespace_key(&**o).unwrap().as_str());
+            if cached.is_some() {
+                s.fetch_add(1, Ordering::SeqCst);
+            }
+        }))
+        .unwrap();
+    let run = Running::start(&informer);
+    informer.wait_for_sync().await;
+    for n in ["a", "b", "c"] {
+        src.upsert(cm(n));
+    }
+    eventually(|| seen_in_cache.load(Ordering::SeqCst) == 3).await;
+    run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn update_of_a_cached_key_is_on_update_and_delete_carries_the_final_state() {
+    let src = FakeSource::new();
+    let informer = SharedIndexInformer::new(src.clone(), config());
+    let rec = Arc::new(Recorder::default());
+    informer.add_event_handler(Arc::clone(&rec)).unwrap();
+    let run = Running::start(&informer);
+    informer.wait_for_sync().await;
+    let r1 = src.upsert(cm("a"));
+    let r2 = src.upsert(cm("a"));
+    src.delete(&key("a"));
+    eventually(|| rec.log.lock().len() == 3).await;
+    assert_eq!(
+        *rec.log.lock(),
+        [
+            format!("add ns/a {r1} false"),
+            format!("update ns/a {r1}->{r2}"),
+            "delete ns/a".to_owned()
+        ]
+    );
+    run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn object_missed_during_a_relist_is_deleted_with_a_tombstone() {
+    for queue in [
+        QueueKind::RealFifo,
+        QueueKind::RealFifoNonAtomic,
+        QueueKind::DeltaFifo,
+    ] {
+        let src = FakeSource::new();
+        src.upsert(cm("a"));
+        src.upsert(cm("b"));
+        let informer = SharedIndexInformer::new(src.clone(), config().queue(queue));
+        let rec = Arc::new(Recorder::default());
+        informer.add_event_handler(Arc::clone(&rec)).unwrap();
+        let run = Running::start(&informer);
+        informer.wait_for_sync().await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        // The watch misses the deletion, and the history is gone: a relist finds b missing.
+        src.drop_watches();
+        src.delete(&key("b"));
+        src.compact();
+        eventually(|| cache_state(&informer) == source_state(&src)).await;
+        eventually(|| rec.log.lock().iter().any(|l| l.starts_with("delete"))).await;
+        assert!(
+            rec.log.lock().contains(&"delete ns/b tombstone".to_owned()),
+            "{queue:?}: {:?}",
+            rec.log.lock()
+        );
+        assert_eq!(*rec.state.lock(), source_state(&src), "{queue:?}");
+        run.stop().await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn unchanged_resource_version_is_a_resync_delivered_only_to_due_handlers() {
+    let src = FakeSource::new();
+    src.upsert(cm("a"));
+    let informer =
+        SharedIndexInformer::new(src.clone(), config().resync_period(Duration::from_secs(10)));
+    let resyncing = Arc::new(Recorder::default());
+    let quiet = Arc::new(Recorder::default());
+    let r1 = informer.add_event_handler(Arc::clone(&resyncing)).unwrap();
+    let r2 = informer
+        .add_event_handler_with_options(
+            Arc::clone(&quiet),
+            HandlerOptions::default().resync_period(Duration::from_secs(3600)),
+        )
+        .unwrap();
+    assert_eq!(r1.resync_period(), Duration::from_secs(10));
+    let run = Running::start(&informer);
+    informer.wait_for_sync().await;
+    tokio::time::sleep(Duration::from_secs(25)).await;
+    eventually(|| {
+        resyncing
+            .log
+            .lock()
+            .iter()
+            .filter(|l| l.starts_with("update"))
+            .count()
+            >= 2
+    })
+    .await;
+    let resync_line = resyncing
+        .log
+        .lock()
+        .iter()
+        .find(|l| l.starts_with("update"))
+        .cloned()
+        .unwrap();
+    let v = rv(&src.objects()[0]);
+    assert_eq!(
+        resync_line,
+        format!("update ns/a {v}->{v}"),
+        "a resync is an update with the same RV"
+    );
+    assert!(
+        quiet.log.lock().iter().all(|l| l.starts_with("add")),
+        "{:?}",
+        quiet.log.lock()
+    );
+    drop(r2);
+    run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn per_handler_resync_periods_follow_client_go_rules() {
+    let s = Duration::from_secs;
+    // An informer without resync gives every handler 0.
+    let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), config());
+    let r = informer
+        .add_event_handler_with_options(
+            HandlerFns::new(),
+            HandlerOptions::default().resync_period(s(5)),
+        )
+        .unwrap();
+    assert_eq!(r.resync_period(), s(0));
+
+    // Below 1 s → 1 s; before start, a shorter period lowers the check period for everyone.
+    let informer = SharedIndexInformer::new(
+        FakeSource::<ConfigMap>::new(),
+        config().resync_period(s(30)),
+    );
+    let slow = informer.add_event_handler(HandlerFns::new()).unwrap();
+    assert_eq!(slow.resync_period(), s(30));
+    let fast = informer
+        .add_event_handler_with_options(
+            HandlerFns::new(),
+            HandlerOptions::default().resync_period(Duration::from_millis(200)),
+        )
+        .unwrap();
+    assert_eq!(fast.resync_period(), s(1));
+    assert_eq!(slow.resync_period(), s(30));
+
+    // After start, a shorter period is raised to the check period.
+    let run = Running::start(&informer);
+    informer.wait_for_sync().await;
+    let late = informer
+        .add_event_handler_with_options(
+            HandlerFns::new(),
+            HandlerOptions::default().resync_period(Duration::from_millis(500)),
+        )
+        .unwrap();
+    assert_eq!(late.resync_period(), s(1));
+    run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn handler_added_after_start_gets_synthetic_initial_adds_then_live_events() {
+    let src = FakeSource::new();
+    src.upsert(cm("a"));
+    src.upsert(cm("b"));
+    let informer = SharedIndexInformer::new(src.clone(), config());
+    let run = Running::start(&informer);
+    informer.wait_for_sync().await;
+    let rec = Arc::new(Recorder::default());
+    let reg = informer.add_event_handler(Arc::clone(&rec)).unwrap();
+    assert!(reg.synced().await);
+    let r = src.upsert(cm("c"));
+    eventually(|| rec.log.lock().len() == 3).await;
+    let log = rec.log.lock().clone();
+    assert!(log[..2].iter().all(|l| l.ends_with(" true")), "{log:?}");
+    assert_eq!(log[2], format!("add ns/c {r} false"));
+    run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn removing_a_handler_is_idempotent_and_affects_no_other_handler() {
+    let src = FakeSource::new();
+    let informer = SharedIndexInformer::new(src.clone(), config());
+    let kept = Arc::new(Recorder::default());
+    let gone = Arc::new(Recorder::default());
+    informer.add_event_handler(Arc::clone(&kept)).unwrap();
+    let reg = informer.add_event_handler(Arc::clone(&gone)).unwrap();
+    let run = Running::start(&informer);
+    informer.wait_for_sync().await;
+    src.upsert(cm("a"));
+    eventually(|| gone.log.lock().len() == 1 && kept.log.lock().len() == 1).await;
+    assert!(reg.remove());
+    assert!(!reg.remove(), "second remove is a no-op");
+    assert!(reg.is_removed());
+    src.upsert(cm("b"));
+    eventually(|| kept.log.lock().len() == 2).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(gone.log.lock().len(), 1);
+    run.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 3)]
+async fn slow_handler_blocks_neither_the_fifo_nor_other_handlers_and_loses_nothing() {
+    let src = FakeSource::new();
+    let informer = SharedIndexInformer::new(src.clone(), config());
+    let gate = Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let slow_seen = Arc::new(Mutex::new(Vec::new()));
+    let (g, seen) = (Arc::clone(&gate), Arc::clone(&slow_seen));
+    let slow = informer
+        .add_event_handler(HandlerFns::new().on_add(move |o: &Arc<ConfigMap>, _| {
+            let (lock, cv) = &*g;
+            let mut open = lock.lock().unwrap();
+            while !*open {
+                open = cv.wait(open).unwrap();
+            }
+            seen.lock().push(o.metadata.name.clone().unwrap());
+        }))
+        .unwrap();
+    let fast = Arc::new(Recorder::default());
+    informer.add_event_handler(Arc::clone(&fast)).unwrap();
+    let run = Running::start(&informer);
+    informer.wait_for_sync().await;
+    for i in 0..200 {
+        src.upsert(cm(&format!("c{i:03}")));
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while fast.log.lock().len() < 200 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the fast handler was held up"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(informer.indexer().len(), 200, "the FIFO kept flowing");
+    assert!(slow.pending() > 0, "the slow handler's backlog is visible");
+    {
+        let (lock, cv) = &*gate;
+        *lock.lock().unwrap() = true;
+        cv.notify_all();
+    }
+    while slow_seen.lock().len() < 200 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the slow handler lost events"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let want: Vec<String> = (0..200).map(|i| format!("c{i:03}")).collect();
+    assert_eq!(*slow_seen.lock(), want, "in order, nothing lost");
+    run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn coalescing_handler_sees_the_latest_state_of_each_key() {
+    let src = FakeSource::new();
+    let informer = SharedIndexInformer::new(src.clone(), config());
+    let rec = Arc::new(Recorder::default());
+    let reg = informer
+        .add_event_handler_with_options(
+            Arc::clone(&rec),
+            HandlerOptions::default().buffer(BufferMode::Coalescing),
+        )
+        .unwrap();
+    let run = Running::start(&informer);
+    informer.wait_for_sync().await;
+    for _ in 0..50 {
+        src.upsert(cm("a"));
+        src.upsert(cm("b"));
+    }
+    eventually(|| *rec.state.lock() == source_state(&src) && reg.pending() == 0).await;
+    assert!(rec.log.lock().len() <= 100);
+    run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn transform_runs_before_the_object_is_stored() {
+    let src = FakeSource::new();
+    let mut obj = cm("a");
+    obj.metadata.managed_fields = Some(vec![Default::default()]);
+    src.upsert(obj);
+    let informer = SharedIndexInformer::new(src.clone(), config());
+    informer
+        .set_transform(|mut o: ConfigMap| {
+            o.metadata.managed_fields = None;
+            o
+        })
+        .unwrap();
+    let run = Running::start(&informer);
+    informer.wait_for_sync().await;
+    assert!(
+        informer
+            .indexer()
+            .list()
+            .iter()
+            .all(|o| o.metadata.managed_fields.is_none())
+    );
+    assert!(matches!(
+        informer.set_transform(|o| o),
+        Err(InformerError::AlreadyStarted)
+    ));
+    run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn watch_errors_reach_the_watch_error_handler() {
+    let src = FakeSource::new();
+    let informer = SharedIndexInformer::new(src.clone(), config());
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let e = Arc::clone(&errors);
+    informer
+        .set_watch_error_handler(move |err: &reflector::Error| e.lock().push(err.to_string()))
+        .unwrap();
+    let run = Running::start(&informer);
+    informer.wait_for_sync().await;
+    src.inject_watch_error(crate::testing::status(
+        410,
+        "Expired",
+        "too old resource version: 1 (2)",
+    ));
+    eventually(|| !errors.lock().is_empty()).await;
+    assert!(errors.lock()[0].contains("410"));
+    run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn run_twice_is_a_no_op_and_stopped_informer_refuses_handlers() {
+    let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), config());
+    let run = Running::start(&informer);
+    informer.wait_for_sync().await;
+    informer.run(CancellationToken::new()).await; // returns at once
+    run.stop().await;
+    assert!(matches!(
+        informer.add_event_handler(HandlerFns::new()),
+        Err(InformerError::Stopped)
+    ));
+}
