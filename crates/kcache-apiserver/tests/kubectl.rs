@@ -200,6 +200,15 @@ async fn kubectl_creates_applies_patches_watches_and_deletes_configmaps_and_pods
         assert!(k.ok(&["delete", "pod", "web"]).contains("deleted"));
         assert!(k.fails(&["get", "pod", "web"]).contains("NotFound"));
 
+        // typed generators send protobuf bodies
+        assert!(k.ok(&["create", "namespace", "team-a"]).contains("namespace/team-a created"));
+        k.ok(&["create", "configmap", "gen", "-n", "team-a", "--from-literal=x=1", "--from-literal=y=2"]);
+        k.ok(&["create", "secret", "generic", "sec", "-n", "team-a", "--from-literal=p=q"]);
+        assert_eq!(k.json(&["get", "cm", "gen", "-n", "team-a"])["data"], json!({"x": "1", "y": "2"}));
+        assert_eq!(k.json(&["get", "secret", "sec", "-n", "team-a"])["data"]["p"], "cQ==");
+        assert!(k.ok(&["delete", "namespace", "team-a"]).contains("deleted"));
+        assert!(k.fails(&["get", "cm", "gen", "-n", "team-a"]).contains("not found"));
+
         // delete the configmap
         assert!(k.ok(&["delete", "configmap", "demo"]).contains("deleted"));
         assert!(k.fails(&["get", "configmap", "demo"]).contains("not found"));

@@ -183,6 +183,13 @@ fn decode_body(
 ) -> Result<Map<String, Value>, ApiError> {
     match body_type(headers) {
         BodyType::Json | BodyType::Yaml => decode_object(&target.info, body),
+        BodyType::Protobuf => super::protobuf::decode(body).map_err(|e| match e {
+            super::protobuf::ProtoError::Unsupported(_) => ApiError::unsupported_body(),
+            e @ super::protobuf::ProtoError::Malformed(_) => ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): {e}",
+                target.info.kind
+            )),
+        }),
         _ => Err(ApiError::unsupported_body()),
     }
 }

@@ -8,6 +8,7 @@ mod list;
 pub(crate) mod negotiate;
 mod openapi;
 pub(crate) mod params;
+mod protobuf;
 mod smp;
 pub(crate) mod table;
 mod validate;

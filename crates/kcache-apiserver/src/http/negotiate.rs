@@ -93,6 +93,8 @@ pub enum BodyType {
     StrategicMergePatch,
     /// `application/apply-patch+yaml` (server-side apply).
     ApplyPatch,
+    /// `application/vnd.kubernetes.protobuf`.
+    Protobuf,
     /// Anything else.
     Other,
 }
@@ -117,6 +119,7 @@ pub fn body_type(headers: &HeaderMap) -> BodyType {
         "application/json-patch+json" => BodyType::JsonPatch,
         "application/strategic-merge-patch+json" => BodyType::StrategicMergePatch,
         "application/apply-patch+yaml" | "application/apply-patch+cbor" => BodyType::ApplyPatch,
+        "application/vnd.kubernetes.protobuf" => BodyType::Protobuf,
         _ => BodyType::Other,
     }
 }
