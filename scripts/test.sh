@@ -37,5 +37,8 @@ set -a
 set +a
 scripts/upstream-smoke.sh
 
+step "client-go peer (harness/client-go-peer) smoke against the upstream server"
+scripts/peer-smoke.sh
+
 step "cargo test"
 PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test --workspace --locked

@@ -1,0 +1,312 @@
+// Command client-go-peer is the reference point for kcache's benchmarks: client-go's own
+// SharedInformerFactory watching the pods of one namespace. It syncs, measures, optionally waits
+// for a number of update events, and prints ONE JSON line on stdout:
+//
+//	{"peer":"client-go","client_go":"v0.36.5","namespace":"bench","mode":"list-watch","protobuf":false,"n":1000,
+//	 "expected_n":1000,"sync_ms":...,"sync_cpu_s":...,"vmhwm_bytes":...,"rss_after_sync_bytes":...,
+//	 "update_events":...,"update_events_per_s":...,"update_cpu_s":...,
+//	 "list_requests":...,"watch_list_requests":...,"watch_requests":...}
+//
+// sync_ms and sync_cpu_s cover factory start until WaitForCacheSync returns (wall clock; user+system
+// CPU of the whole process from getrusage). vmhwm_bytes and rss_after_sync_bytes are VmHWM and
+// VmRSS from /proc/self/status right after sync. With --updates=N the program then waits for N
+// update events; the rate and CPU cover the window from the first to the N-th update event
+// (update_* are null without --updates). The *_requests counters record what client-go sent
+// (a plain list, a streaming watch-list with sendInitialEvents=true, plain watches) so a run can
+// prove which mode it really used.
+//
+// Exit status: 0 when synced (and, with --updates, all updates seen) and the object count equals
+// --n (when given); 1 otherwise, with the reason on stderr (the JSON line is still printed when
+// sync succeeded). 2 for bad flags.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// clientGoVersion is the k8s.io/client-go version linked into this binary (from go.mod).
+var clientGoVersion = func() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "k8s.io/client-go" {
+				if dep.Replace != nil {
+					return dep.Replace.Version
+				}
+				return dep.Version
+			}
+		}
+	}
+	return "unknown"
+}()
+
+type options struct {
+	kubeconfig string
+	namespace  string
+	n          int
+	mode       string
+	protobuf   bool
+	updates    int
+	timeout    time.Duration
+	readyFile  string
+}
+
+// result is the one JSON line; pointers are null when not measured.
+type result struct {
+	Peer              string   `json:"peer"`
+	ClientGo          string   `json:"client_go"`
+	Mode              string   `json:"mode"`
+	Protobuf          bool     `json:"protobuf"`
+	Namespace         string   `json:"namespace"`
+	N                 int      `json:"n"`
+	ExpectedN         *int     `json:"expected_n"`
+	SyncMs            float64  `json:"sync_ms"`
+	SyncCPUSeconds    float64  `json:"sync_cpu_s"`
+	VmHWMBytes        uint64   `json:"vmhwm_bytes"`
+	RSSAfterSyncBytes uint64   `json:"rss_after_sync_bytes"`
+	UpdateEvents      *int64   `json:"update_events"`
+	UpdateEventsPerS  *float64 `json:"update_events_per_s"`
+	UpdateCPUSeconds  *float64 `json:"update_cpu_s"`
+	ListRequests      int64    `json:"list_requests"`
+	WatchListRequests int64    `json:"watch_list_requests"`
+	WatchRequests     int64    `json:"watch_requests"`
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("client-go-peer", flag.ContinueOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig (required)")
+	fs.StringVar(&o.namespace, "namespace", "default", "namespace whose pods are watched")
+	fs.IntVar(&o.n, "n", -1, "expected number of pods after sync (checked when >= 0)")
+	fs.StringVar(&o.mode, "mode", "list-watch", "initial load: list-watch (paged LIST, then WATCH) or streaming (WATCH with sendInitialEvents)")
+	fs.BoolVar(&o.protobuf, "protobuf", false, "use application/vnd.kubernetes.protobuf instead of JSON")
+	fs.IntVar(&o.updates, "updates", 0, "after sync, wait for this many update events and measure their rate")
+	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up (exit 1) if sync plus updates take longer")
+	fs.StringVar(&o.readyFile, "ready-file", "", "create this file once the informer has synced (for drivers that then send updates)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch {
+	case fs.NArg() != 0:
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	case o.kubeconfig == "":
+		return o, errors.New("--kubeconfig is required")
+	case o.mode != "list-watch" && o.mode != "streaming":
+		return o, fmt.Errorf("--mode must be list-watch or streaming, not %q", o.mode)
+	case o.updates < 0:
+		return o, errors.New("--updates must be >= 0")
+	case o.timeout <= 0:
+		return o, errors.New("--timeout must be positive")
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "client-go-peer:", err)
+		}
+		os.Exit(2)
+	}
+	// client-go reads its feature gates from the environment on first use; set the one that
+	// selects the initial load before anything of client-go runs.
+	if o.mode == "streaming" {
+		os.Setenv("KUBE_FEATURE_WatchListClient", "true")
+	} else {
+		os.Setenv("KUBE_FEATURE_WatchListClient", "false")
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "client-go-peer:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
+	defer cancel()
+
+	counts := &requestCounts{}
+	cs, err := newClient(o, counts)
+	if err != nil {
+		return err
+	}
+
+	upd := newUpdateCounter(o.updates)
+	factory, informer := newPodInformer(cs, o.namespace)
+	if _, err := informer.AddEventHandler(upd.handler()); err != nil {
+		return fmt.Errorf("add event handler: %w", err)
+	}
+
+	cpu0, err := cpuSeconds()
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	factory.Start(ctx.Done())
+	synced := factory.WaitForCacheSync(ctx.Done())
+	syncWall := time.Since(start)
+	cpu1, err := cpuSeconds()
+	if err != nil {
+		return err
+	}
+	for typ, ok := range synced {
+		if !ok {
+			return fmt.Errorf("informer for %v did not sync within --timeout=%s", typ, o.timeout)
+		}
+	}
+	upd.markSynced()
+	mem, err := memory()
+	if err != nil {
+		return err
+	}
+
+	res := result{
+		Peer:              "client-go",
+		ClientGo:          clientGoVersion,
+		Mode:              o.mode,
+		Protobuf:          o.protobuf,
+		Namespace:         o.namespace,
+		N:                 len(informer.GetStore().ListKeys()),
+		SyncMs:            float64(syncWall.Microseconds()) / 1000,
+		SyncCPUSeconds:    cpu1 - cpu0,
+		VmHWMBytes:        mem.VmHWM,
+		RSSAfterSyncBytes: mem.VmRSS,
+	}
+	if o.n >= 0 {
+		res.ExpectedN = &o.n
+	}
+	if o.readyFile != "" {
+		if err := os.WriteFile(o.readyFile, []byte("synced\n"), 0o644); err != nil {
+			return fmt.Errorf("write --ready-file: %w", err)
+		}
+	}
+
+	var waitErr error
+	if o.updates > 0 {
+		w, err := upd.wait(ctx)
+		if err != nil {
+			waitErr = fmt.Errorf("saw %d of %d update events before --timeout=%s", w.events, o.updates, o.timeout)
+		} else {
+			res.UpdateEvents = &w.events
+			res.UpdateEventsPerS = &w.perSecond
+			res.UpdateCPUSeconds = &w.cpuSeconds
+		}
+	}
+	res.ListRequests, res.WatchListRequests, res.WatchRequests = counts.snapshot()
+
+	line, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	fmt.Println(string(line))
+
+	switch {
+	case waitErr != nil:
+		return waitErr
+	case o.n >= 0 && res.N != o.n:
+		return fmt.Errorf("synced %d pods in namespace %q, expected --n=%d", res.N, o.namespace, o.n)
+	case o.mode == "streaming" && res.WatchListRequests == 0:
+		return errors.New("--mode=streaming but client-go sent no watch-list (sendInitialEvents) request")
+	case o.mode == "list-watch" && res.ListRequests == 0:
+		return errors.New("--mode=list-watch but client-go sent no LIST request")
+	}
+	return nil
+}
+
+// updateCounter counts update events seen after sync and times the window between the first
+// and the target-th of them.
+type updateCounter struct {
+	target   int64
+	synced   atomic.Bool
+	events   atomic.Int64
+	mu       sync.Mutex
+	first    time.Time
+	firstCPU float64
+	done     chan window
+	once     sync.Once
+}
+
+type window struct {
+	events     int64
+	perSecond  float64
+	cpuSeconds float64
+}
+
+func newUpdateCounter(target int) *updateCounter {
+	return &updateCounter{target: int64(target), done: make(chan window, 1)}
+}
+
+func (u *updateCounter) markSynced() { u.synced.Store(true) }
+
+func (u *updateCounter) onUpdate() {
+	if u.target == 0 || !u.synced.Load() {
+		return
+	}
+	n := u.events.Add(1)
+	now := time.Now()
+	if n == 1 {
+		cpu, _ := cpuSeconds()
+		u.mu.Lock()
+		u.first, u.firstCPU = now, cpu
+		u.mu.Unlock()
+	}
+	if n == u.target {
+		cpu, _ := cpuSeconds()
+		u.mu.Lock()
+		first, firstCPU := u.first, u.firstCPU
+		u.mu.Unlock()
+		w := window{events: n, cpuSeconds: cpu - firstCPU}
+		if elapsed := now.Sub(first).Seconds(); n > 1 && elapsed > 0 {
+			w.perSecond = float64(n-1) / elapsed
+		}
+		u.once.Do(func() { u.done <- w })
+	}
+}
+
+func (u *updateCounter) wait(ctx context.Context) (window, error) {
+	select {
+	case w := <-u.done:
+		return w, nil
+	case <-ctx.Done():
+		return window{events: u.events.Load()}, ctx.Err()
+	}
+}
+
+// requestCounts records the kind of each request client-go sends.
+type requestCounts struct {
+	list, watchList, watch atomic.Int64
+}
+
+func (c *requestCounts) snapshot() (int64, int64, int64) {
+	return c.list.Load(), c.watchList.Load(), c.watch.Load()
+}
+
+type countingTransport struct {
+	next   http.RoundTripper
+	counts *requestCounts
+}
+
+func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	q := req.URL.Query()
+	switch {
+	case q.Get("watch") == "true" || q.Get("watch") == "1":
+		if q.Get("sendInitialEvents") == "true" {
+			t.counts.watchList.Add(1)
+		} else {
+			t.counts.watch.Add(1)
+		}
+	case req.Method == http.MethodGet:
+		t.counts.list.Add(1)
+	}
+	return t.next.RoundTrip(req)
+}
