@@ -23,11 +23,14 @@ step "upstream kube-apiserver + etcd: build or reuse harness/, start (scripts/ku
 upstream_state="$(mktemp -d "${TMPDIR:-/tmp}/kcache-kube.XXXXXX")"
 stop_upstream() {
   local rc=$?
-  KCACHE_UPSTREAM_STATE="$upstream_state" scripts/kube-down.sh all || true
+  if ! KCACHE_UPSTREAM_STATE="$upstream_state" scripts/kube-down.sh all; then
+    [[ $rc -ne 0 ]] || { rc=1; current_step="stop the upstream servers (scripts/kube-down.sh)"; }
+  fi
   if [[ $rc -eq 0 ]]; then rm -rf "$upstream_state"; else
     printf 'test.sh: upstream server logs kept in %s\n' "$upstream_state" >&2
     printf 'test.sh: FAILED at step: %s (exit %s)\n' "$current_step" "$rc" >&2
   fi
+  exit "$rc"
 }
 trap stop_upstream EXIT
 trap 'exit 130' INT TERM # so that the EXIT trap stops the servers
