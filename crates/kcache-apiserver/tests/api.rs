@@ -587,3 +587,114 @@ async fn garbage_paths_and_bodies_never_panic() {
         );
     }
 }
+
+#[tokio::test(start_paused = true)]
+async fn history_window_by_age_expires_old_resource_versions() {
+    let s = ApiServer::builder()
+        .history_age(std::time::Duration::from_secs(10))
+        .start()
+        .await
+        .unwrap();
+    let first = post(s.addr(), CMS, &cm("a", json!({}))).await.json();
+    post(s.addr(), CMS, &cm("b", json!({}))).await;
+    let fresh = get(
+        s.addr(),
+        &format!(
+            "{CMS}?resourceVersion={}&resourceVersionMatch=Exact",
+            rv(&first)
+        ),
+    )
+    .await;
+    assert_eq!(fresh.status, 200);
+    tokio::time::sleep(std::time::Duration::from_secs(12)).await;
+    let old = get(
+        s.addr(),
+        &format!(
+            "{CMS}?resourceVersion={}&resourceVersionMatch=Exact",
+            rv(&first)
+        ),
+    )
+    .await;
+    assert_eq!(old.status, 410);
+}
+
+#[tokio::test]
+async fn random_requests_never_crash_the_server() {
+    use rand::Rng;
+    let s = server().await;
+    let mut rng = rand::rng();
+    let segments = [
+        "api",
+        "apis",
+        "v1",
+        "namespaces",
+        "default",
+        "configmaps",
+        "pods",
+        "watch",
+        "x",
+        "%00",
+        "..",
+        "status",
+        "coordination.k8s.io",
+        "leases",
+    ];
+    let methods = [
+        http::Method::GET,
+        http::Method::POST,
+        http::Method::PUT,
+        http::Method::PATCH,
+        http::Method::DELETE,
+    ];
+    let types = [
+        "application/json",
+        "application/merge-patch+json",
+        "application/json-patch+json",
+        "application/strategic-merge-patch+json",
+        "application/apply-patch+yaml",
+        "application/vnd.kubernetes.protobuf",
+        "text/plain",
+    ];
+    for _ in 0..300 {
+        let n = rng.random_range(1..7);
+        let path: Vec<&str> = (0..n)
+            .map(|_| segments[rng.random_range(0..segments.len())])
+            .collect();
+        let mut path = format!("/{}", path.join("/"));
+        // Every request carries a short timeout so that watch paths end quickly.
+        if rng.random_bool(0.3) {
+            path.push_str(
+                "?limit=2&labelSelector=a%20in%20(b&continue=zz&resourceVersion=1&timeoutSeconds=1",
+            );
+        } else {
+            path.push_str("?timeoutSeconds=1");
+        }
+        let body: Vec<u8> = if rng.random_bool(0.5) {
+            (0..rng.random_range(0..64)).map(|_| rng.random()).collect()
+        } else {
+            br#"{"metadata":{"name":"r","finalizers":["x"]},"data":{"a":"b"}}"#.to_vec()
+        };
+        let method = methods[rng.random_range(0..methods.len())].clone();
+        let ct = types[rng.random_range(0..types.len())];
+        let r = common::request(
+            s.addr(),
+            method.clone(),
+            &path,
+            &[("content-type", ct)],
+            Some(body),
+        )
+        .await;
+        let r = r.unwrap_or_else(|e| panic!("{method} {path}: connection failed: {e}"));
+        assert!(
+            r.status < 500,
+            "{method} {path} ({ct}) → {}: {}",
+            r.status,
+            String::from_utf8_lossy(&r.body)
+        );
+    }
+    assert_eq!(
+        get(s.addr(), "/api/v1/namespaces/default").await.status,
+        200,
+        "still serving"
+    );
+}
