@@ -15,6 +15,7 @@
 //! ```
 #![doc(test(attr(deny(warnings))))]
 
+pub mod factory;
 pub mod fifo;
 pub mod informer;
 pub mod lister_watcher;
@@ -23,4 +24,6 @@ pub mod store;
 pub mod testing;
 pub mod workqueue;
 
+pub use factory::{FactoryOptions, SharedInformerFactory};
+pub use informer::{EventHandler, HandlerFns, HandlerRegistration, SharedIndexInformer};
 pub use lister_watcher::ListerWatcher;
