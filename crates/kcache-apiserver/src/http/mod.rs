@@ -3,6 +3,7 @@
 
 mod crud;
 mod debug;
+mod delete;
 mod discovery;
 mod list;
 pub(crate) mod negotiate;
@@ -36,7 +37,8 @@ use crate::server::ServerConfig;
 use crate::status::ApiError;
 use crate::store::Store;
 
-pub(crate) use crud::{create_object, delete_object, get_object, update_object};
+pub(crate) use crud::{create_object, get_object, update_object};
+pub(crate) use delete::delete_object;
 
 /// Everything a request handler needs.
 #[derive(Debug)]
@@ -385,8 +387,8 @@ async fn dispatch(
         (false, Method::POST) => crud::create(state, &target, query, headers, &body),
         (true, Method::PUT) => crud::update(state, &target, query, headers, &body),
         (true, Method::PATCH) => crud::patch(state, &target, query, headers, &body),
-        (true, Method::DELETE) => crud::delete(state, &target, query, headers, &body),
-        (false, Method::DELETE) => crud::delete_collection(state, &target, query, headers),
+        (true, Method::DELETE) => delete::delete(state, &target, query, headers, &body),
+        (false, Method::DELETE) => delete::delete_collection(state, &target, query, headers),
         _ => Err(ApiError::method_not_allowed()),
     }
 }

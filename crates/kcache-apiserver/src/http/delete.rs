@@ -1,0 +1,211 @@
+//! DELETE of objects and collections: preconditions, finalizers (deletionTimestamp and
+//! waiting for them to clear), the two-step deletion of pods, namespace contents.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::response::Response;
+use http::HeaderMap;
+use serde_json::{Map, Value, json};
+
+use super::crud::{has_finalizers, is_dry_run, now_rfc3339};
+use super::negotiate::output;
+use super::validate::go_json_error;
+use super::{AppState, Target, json_response};
+use crate::object::{StoredObject, meta_str};
+use crate::status::ApiError;
+use crate::store::Mutation;
+
+fn render_value(code: u16, v: &Value) -> Response {
+    json_response(code, v)
+}
+
+/// DELETE of one object.
+pub(crate) fn delete(
+    state: &Arc<AppState>,
+    target: &Target,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    output(headers)?;
+    let opts: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        json!({})
+    } else {
+        serde_json::from_slice(body).map_err(|_| {
+            ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type DeleteOptions): couldn't get \
+                 version/kind; json parse error: {}",
+                go_json_error(body)
+            ))
+        })?
+    };
+    let dry = is_dry_run(query)
+        || opts
+            .get("dryRun")
+            .is_some_and(|d| d.as_array().is_some_and(|a| a.iter().any(|x| x == "All")));
+    let (obj, gone) = delete_object(state, target, &opts, dry)?;
+    let info = &target.info;
+    if !gone || (info.group.is_empty() && matches!(info.plural.as_str(), "pods" | "namespaces")) {
+        return Ok(render_value(200, obj.value()));
+    }
+    let mut details = Map::new();
+    details.insert("name".into(), json!(obj.name()));
+    if !info.group.is_empty() {
+        details.insert("group".into(), json!(info.group));
+    }
+    details.insert("kind".into(), json!(info.plural));
+    details.insert("uid".into(), json!(meta_str(obj.value(), "uid")));
+    Ok(render_value(
+        200,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}),
+    ))
+}
+
+/// Deletes an object honouring preconditions and finalizers. Returns the last state and
+/// whether it is gone (false when finalizers keep it, with deletionTimestamp set).
+pub(crate) fn delete_object(
+    state: &AppState,
+    target: &Target,
+    opts: &Value,
+    dry_run: bool,
+) -> Result<(Arc<StoredObject>, bool), ApiError> {
+    let info = &target.info;
+    let name = target.name.clone().unwrap_or_default();
+    let id = info.id();
+    let key = target.key();
+    let want_uid = opts.pointer("/preconditions/uid").and_then(Value::as_str);
+    let want_rv = opts
+        .pointer("/preconditions/resourceVersion")
+        .and_then(Value::as_str);
+    let is_pod = info.group.is_empty() && info.plural == "pods";
+    let is_ns = info.group.is_empty() && info.plural == "namespaces";
+    let mut kept = false;
+    let mut dry_obj = None;
+    let mut mark_then_delete = false;
+    let outcome = state.store.mutate(&id, &key, |cur, _| {
+        let Some(cur) = cur else {
+            return Err(ApiError::not_found(info, &name));
+        };
+        let uid = meta_str(cur.value(), "uid");
+        if let Some(w) = want_uid
+            && w != uid
+        {
+            return Err(ApiError::uid_conflict(info, &name, w, uid));
+        }
+        if let Some(w) = want_rv
+            && w != cur.rv().to_string()
+        {
+            return Err(ApiError::rv_precondition_conflict(
+                info,
+                &name,
+                w,
+                &cur.rv().to_string(),
+            ));
+        }
+        if dry_run {
+            dry_obj = Some(cur.clone());
+            return Ok(Mutation::Keep);
+        }
+        if has_finalizers(cur.value()) || is_pod {
+            if cur.value().pointer("/metadata/deletionTimestamp").is_some() {
+                kept = true;
+                return Ok(Mutation::Keep);
+            }
+            let mut v = cur.value().clone();
+            v["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
+            v["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+            if info.tracks_generation {
+                let g = v
+                    .pointer("/metadata/generation")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                v["metadata"]["generation"] = json!(g + 1);
+            }
+            kept = has_finalizers(cur.value());
+            mark_then_delete = !kept;
+            return Ok(Mutation::Put(v));
+        }
+        Ok(Mutation::Delete)
+    })?;
+    if let Some(o) = dry_obj {
+        return Ok((o, true));
+    }
+    let mut last = outcome
+        .object
+        .ok_or_else(|| ApiError::not_found(info, &name))?;
+    if kept {
+        return Ok((last, false));
+    }
+    if is_ns {
+        delete_namespace_contents(state, &name);
+    }
+    if mark_then_delete {
+        let out = state.store.mutate::<ApiError>(&id, &key, |cur, _| {
+            Ok(if cur.is_some() {
+                Mutation::Delete
+            } else {
+                Mutation::Keep
+            })
+        })?;
+        if let Some(o) = out.object {
+            last = o;
+        }
+    }
+    Ok((last, true))
+}
+
+fn delete_namespace_contents(state: &AppState, ns: &str) {
+    for info in state.registry.all() {
+        if !info.namespaced {
+            continue;
+        }
+        let id = info.id();
+        for key in state.store.keys_with_prefix(&id, &format!("{ns}/")) {
+            let _ = state
+                .store
+                .mutate::<ApiError>(&id, &key, |_, _| Ok(Mutation::Delete));
+        }
+    }
+}
+
+/// DELETE of a collection: deletes every object matching the selectors.
+pub(crate) fn delete_collection(
+    state: &Arc<AppState>,
+    target: &Target,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    output(headers)?;
+    let mut q = query.clone();
+    q.remove("watch");
+    let p = super::params::ListParams::parse(&q, false, &[])?;
+    let id = target.info.id();
+    let prefix = target
+        .namespace
+        .as_ref()
+        .map(|ns| format!("{ns}/"))
+        .unwrap_or_default();
+    let mut deleted = Vec::new();
+    for key in state.store.keys_with_prefix(&id, &prefix) {
+        let Some(obj) = state.store.get(&id, &key) else {
+            continue;
+        };
+        if !(p.labels.matches(obj.value()) && p.fields.matches(obj.value())) {
+            continue;
+        }
+        let t = Target {
+            name: Some(obj.name().to_owned()),
+            namespace: (!obj.namespace().is_empty()).then(|| obj.namespace().to_owned()),
+            ..target.clone()
+        };
+        if let Ok((o, _)) = delete_object(state, &t, &json!({}), is_dry_run(query)) {
+            deleted.push(o.value().clone());
+        }
+    }
+    Ok(render_value(
+        200,
+        &json!({"kind": format!("{}List", target.info.kind), "apiVersion": target.info.api_version(),
+                "metadata": {"resourceVersion": state.store.current_rv().to_string()}, "items": deleted}),
+    ))
+}
