@@ -15,6 +15,7 @@
 //! ```
 #![doc(test(attr(deny(warnings))))]
 
+pub mod controller;
 pub mod factory;
 pub mod fifo;
 pub mod informer;
