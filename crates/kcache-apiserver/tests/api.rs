@@ -106,6 +106,40 @@ async fn pods_track_generation_only_for_spec_changes() {
 }
 
 #[tokio::test]
+async fn status_changes_only_through_the_status_subresource() {
+    let s = server().await;
+    let pod =
+        json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}});
+    post(s.addr(), "/api/v1/namespaces/default/pods", &pod).await;
+    let main = patch(
+        s.addr(),
+        "/api/v1/namespaces/default/pods/p",
+        "application/merge-patch+json",
+        &json!({"status": {"phase": "Running"}}),
+    )
+    .await
+    .json();
+    assert_eq!(
+        main["status"]["phase"], "Pending",
+        "the main resource ignores status"
+    );
+    let sub = patch(
+        s.addr(),
+        "/api/v1/namespaces/default/pods/p/status",
+        "application/merge-patch+json",
+        &json!({"status": {"phase": "Running"}, "metadata": {"labels": {"ignored": "yes"}}}),
+    )
+    .await
+    .json();
+    assert_eq!(sub["status"]["phase"], "Running");
+    assert!(
+        sub["metadata"].get("labels").is_none(),
+        "the status subresource ignores everything else"
+    );
+    assert_eq!(sub["metadata"]["generation"], 1);
+}
+
+#[tokio::test]
 async fn merge_patch_null_deletes_and_json_patch_failing_test_is_422() {
     let s = server().await;
     post(

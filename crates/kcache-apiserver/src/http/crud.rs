@@ -405,8 +405,19 @@ pub(crate) fn update_object(
             } else {
                 v["metadata"] = cur_meta;
             }
-            if !status_only && cur.value().get("status").is_some() && v.get("status").is_none() {
-                v["status"] = cur.value()["status"].clone();
+            let has_status_subresource = info.subresources.iter().any(|s| s == "status");
+            let keep_status = has_status_subresource
+                || (cur.value().get("status").is_some() && v.get("status").is_none());
+            if keep_status {
+                // With a status subresource, the main resource cannot change status.
+                match cur.value().get("status") {
+                    Some(st) => v["status"] = st.clone(),
+                    None => {
+                        if let Some(m) = v.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
             }
             v
         };
