@@ -49,6 +49,34 @@ impl ServerHandle {
         http::create_object(&self.state, &t, object, false).map(|o| o.value().clone())
     }
 
+    /// The current objects of the collection at `collection_path` (all namespaces for a
+    /// namespaced resource without a namespace in the path), ordered by namespace and name,
+    /// with the resourceVersion they are consistent at.
+    ///
+    /// # Errors
+    /// 404 for an unknown resource path.
+    pub fn list(&self, collection_path: &str) -> Result<(Vec<Value>, u64), ApiError> {
+        let t = self.target(collection_path, false)?;
+        let all = |_: &Value| true;
+        let q = crate::store::ListQuery {
+            namespace: t.namespace.as_deref(),
+            at: crate::store::ReadAt::Latest,
+            start_after: None,
+            limit: None,
+            filter: &all,
+            count_remaining: false,
+        };
+        let page = self
+            .state
+            .store
+            .list(&t.info.id(), &q)
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        Ok((
+            page.items.iter().map(|o| o.value().clone()).collect(),
+            page.rv,
+        ))
+    }
+
     /// Reads the object at `path`.
     ///
     /// # Errors

@@ -542,6 +542,25 @@ async fn oversized_body_is_413() {
 }
 
 #[tokio::test]
+async fn rust_handle_reads_and_writes_without_http() {
+    let s = server().await;
+    let h = s.handle();
+    let created = h.create(CMS, cm("h", json!({}))).unwrap();
+    assert_eq!(created["kind"], "ConfigMap");
+    assert_eq!(get(s.addr(), &format!("{CMS}/h")).await.json(), created);
+    let mut next = created.clone();
+    next["data"]["k"] = json!("2");
+    let updated = h.update(&format!("{CMS}/h"), next.clone()).unwrap();
+    assert_eq!(h.update(&format!("{CMS}/h"), next).unwrap_err().code, 409);
+    let (items, list_rv) = h.list("/api/v1/configmaps").unwrap();
+    assert_eq!(items, vec![updated]);
+    assert_eq!(list_rv, h.resource_version());
+    h.delete(&format!("{CMS}/h")).unwrap();
+    assert_eq!(h.get(&format!("{CMS}/h")).unwrap_err().code, 404);
+    assert_eq!(h.create("/api/v1/nosuch", json!({})).unwrap_err().code, 404);
+}
+
+#[tokio::test]
 async fn registered_custom_resource_is_served_and_discovered() {
     let s = ApiServer::builder()
         .resource(kcache_apiserver::ResourceInfo::namespaced(
