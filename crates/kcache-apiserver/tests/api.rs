@@ -45,6 +45,16 @@ async fn create_sets_server_fields_and_get_returns_the_object() {
 }
 
 #[tokio::test]
+async fn client_managed_fields_are_stored_as_sent() {
+    let s = server().await;
+    let mf = json!([{"manager": "bench", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]);
+    let mut obj = cm("m", json!({}));
+    obj["metadata"]["managedFields"] = mf.clone();
+    let created = post(s.addr(), CMS, &obj).await.json();
+    assert_eq!(created["metadata"]["managedFields"], mf);
+}
+
+#[tokio::test]
 async fn duplicate_create_is_409_already_exists() {
     let s = server().await;
     post(s.addr(), CMS, &cm("a", json!({}))).await;

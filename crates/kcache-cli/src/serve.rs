@@ -17,7 +17,8 @@ pub struct ServeArgs {
     /// Write a kubeconfig for kubectl / client-go / kube-rs to this path.
     #[arg(long)]
     pub write_kubeconfig: Option<PathBuf>,
-    /// Require this bearer token (also written into the kubeconfig).
+    /// Require this bearer token (also written into the kubeconfig). Note: kubectl and
+    /// client-go never send a token over plain HTTP, so leave it unset for them.
     #[arg(long, env = "KCACHE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// Create this many pods in the `default` namespace at start.
