@@ -219,7 +219,15 @@ where
             return shared.add(item);
         }
         let ready_at = Instant::now() + delay.min(MAX_DELAY);
-        let earliest = self.waiting.timers.lock().insert(item, ready_at);
+        let earliest = {
+            let mut timers = self.waiting.timers.lock();
+            // Checked again under the timers' lock: the driver clears them after a shutdown,
+            // so an item accepted here is never left behind in a stopped queue.
+            if shared.stopped.is_cancelled() {
+                return Err(ShutDownError(item));
+            }
+            timers.insert(item, ready_at)
+        };
         if earliest {
             self.waiting.earlier.notify_one();
         }
