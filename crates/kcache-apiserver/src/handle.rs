@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::http::managed::{FieldsChange, Manager, field_set};
 use crate::http::{self, AppState, Route, Target};
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
@@ -46,7 +47,8 @@ impl ServerHandle {
         if t.info.namespaced && t.namespace.is_none() {
             return Err(ApiError::method_not_allowed());
         }
-        http::create_object(&self.state, &t, object, false).map(|o| o.value().clone())
+        let change = FieldsChange::Set(Manager::handle(), field_set(&object, false));
+        http::create_object(&self.state, &t, object, false, &change).map(|o| o.value().clone())
     }
 
     /// The current objects of the collection at `collection_path` (all namespaces for a
@@ -92,7 +94,8 @@ impl ServerHandle {
     /// 404 when missing, 409 on a stale resourceVersion.
     pub fn update(&self, path: &str, object: Value) -> Result<Value, ApiError> {
         let t = self.target(path, true)?;
-        http::update_object(&self.state, &t, object, false).map(|o| o.value().clone())
+        let change = FieldsChange::Update(Manager::handle());
+        http::update_object(&self.state, &t, object, false, &change).map(|o| o.value().clone())
     }
 
     /// Deletes the object at `path` (finalizers are honoured).

@@ -2,7 +2,8 @@
 //! (`shared/fixtures/kube-apiserver-v1.36/`) against the embedded server and compares
 //! normalised responses: status code, the headers that matter (Content-Type,
 //! Retry-After, Warning, ETag, Transfer-Encoding of watches), Status reason / message /
-//! details, objects (managedFields ignored), list metadata, watch event types, order and
+//! details, objects (managedFields: managers, operations and, except for pods, field
+//! sets), list metadata, watch event types, order and
 //! bookmark shape. Placeholders (`<rv:N>`, `<uid:N>`, `<continue:N>`, `<etag:N>`) are bound
 //! to our real values the first time they appear in a response and must stay consistent
 //! afterwards; requests reuse the bound values.
@@ -23,6 +24,8 @@ use kcache_apiserver::{ApiServer, RunningServer};
 use serde_json::{Map, Value, json};
 
 const TOKEN: &str = "admin-token";
+/// The recorder's User-Agent: kube-apiserver names the field manager after it.
+const USER_AGENT: &str = "fixture-recorder/1.0 (python http.client)";
 
 /// (file, step name prefix, why the embedded server answers differently).
 const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
@@ -160,6 +163,8 @@ struct Replay {
     bound: HashMap<String, String>,
     diffs: Vec<String>,
     step: String,
+    /// Set while comparing a pod (whose managed field sets include defaulted fields).
+    in_pod: bool,
 }
 
 fn is_placeholder_start(s: &str) -> Option<(String, usize)> {
@@ -320,6 +325,7 @@ impl Replay {
                 }
                 for (k, ev) in e {
                     if k == "managedFields" {
+                        self.compare_managed_fields(ev, a.get(k), &format!("{path}.{k}"));
                         continue;
                     }
                     match a.get(k) {
@@ -353,9 +359,38 @@ impl Replay {
         }
     }
 
+    /// managedFields: the same managers and operations in the same order; the field sets
+    /// too, except for pods (whose sets include server-defaulted fields).
+    fn compare_managed_fields(&mut self, exp: &Value, act: Option<&Value>, path: &str) {
+        let e = exp.as_array().cloned().unwrap_or_default();
+        let a = act.and_then(Value::as_array).cloned().unwrap_or_default();
+        let who = |v: &[Value]| {
+            v.iter()
+                .map(|x| format!("{}/{}", x["manager"], x["operation"]))
+                .collect::<Vec<_>>()
+        };
+        if who(&e) != who(&a) {
+            self.diff(format!("{path}: managers {:?} vs {:?}", who(&e), who(&a)));
+            return;
+        }
+        for (i, (ev, av)) in e.iter().zip(&a).enumerate() {
+            for k in ["apiVersion", "fieldsType", "time"] {
+                self.compare(&ev[k], &av[k], &format!("{path}[{i}].{k}"));
+            }
+            if !self.in_pod {
+                self.compare(
+                    &ev["fieldsV1"],
+                    &av["fieldsV1"],
+                    &format!("{path}[{i}].fieldsV1"),
+                );
+            }
+        }
+    }
+
     /// Pods: the real server defaults dozens of spec/status fields; compare identity,
     /// metadata and phase.
     fn compare_pod(&mut self, e: &Map<String, Value>, a: &Map<String, Value>, path: &str) {
+        self.in_pod = true;
         for k in ["kind", "apiVersion", "metadata"] {
             if let Some(ev) = e.get(k) {
                 self.compare(ev, a.get(k).unwrap_or(&Value::Null), &format!("{path}.{k}"));
@@ -368,11 +403,17 @@ impl Replay {
                 .unwrap_or(&Value::Null);
             self.compare(phase, got, &format!("{path}.status.phase"));
         }
+        self.in_pod = false;
     }
 
     /// Tables: rows in the fixture are trimmed and our columns are fewer; compare the
     /// shape, the metadata, the Name column and each row's object.
     fn compare_table(&mut self, e: &Map<String, Value>, a: &Map<String, Value>, path: &str) {
+        // Pod tables (kubectl's pod columns): their row objects are pods.
+        let pod_table = e["columnDefinitions"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|d| d["name"] == "Restarts"));
+        self.in_pod = pod_table;
         for k in ["kind", "apiVersion", "metadata"] {
             self.compare(
                 &e[k],
@@ -414,6 +455,7 @@ impl Replay {
                 &format!("{path}.rows[{i}].object"),
             );
         }
+        self.in_pod = false;
     }
 
     fn compare_discovery(&mut self, exp: &Value, act: &Value, path: &str) {
@@ -591,10 +633,13 @@ impl Replay {
         if !pairs.is_empty() {
             path = format!("{path}?{}", pairs.join("&"));
         }
-        let mut headers = vec![(
-            "authorization".to_owned(),
-            Self::auth_header(req["auth"].as_str().unwrap_or("")),
-        )];
+        let mut headers = vec![
+            ("user-agent".to_owned(), USER_AGENT.to_owned()),
+            (
+                "authorization".to_owned(),
+                Self::auth_header(req["auth"].as_str().unwrap_or("")),
+            ),
+        ];
         if let Some(h) = req["headers"].as_object() {
             for (k, v) in h {
                 headers.push((k.clone(), self.subst(v.as_str().unwrap_or(""))));
@@ -682,10 +727,7 @@ impl Replay {
         }
         if self.file == "table.json" && self.step.starts_with("kubectl get pods") {
             // The recorder created its pod between the configmap and the pod steps.
-            self.server
-                .handle()
-                .create("/api/v1/namespaces/fx-table/pods", json!({"metadata": {"name": "tp-1"}, "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}))
-                .unwrap();
+            create_as_recorder(self, "/api/v1/namespaces/fx-table/pods", json!({"metadata": {"name": "tp-1"}, "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}})).await;
         }
         let (method, path, headers, body) = self.build(&step["request"]);
         let header_refs: Vec<(&str, &str)> = headers
@@ -772,15 +814,43 @@ impl Replay {
     }
 }
 
+/// Creates an object over HTTP as the recorder would have.
+async fn create_as_recorder(r: &Replay, path: &str, obj: Value) -> Value {
+    let auth = format!("Bearer {TOKEN}");
+    let headers = [
+        ("content-type", "application/json"),
+        ("user-agent", USER_AGENT),
+        ("authorization", auth.as_str()),
+    ];
+    let resp = common::request(
+        r.server.addr(),
+        Method::POST,
+        path,
+        &headers,
+        Some(serde_json::to_vec(&obj).unwrap()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        resp.status,
+        201,
+        "setup create {path}: {}",
+        String::from_utf8_lossy(&resp.body)
+    );
+    resp.json()
+}
+
 /// Objects that existed before a recording started (created by unrecorded steps).
-fn setup(r: &mut Replay) {
-    let h = r.server.handle().clone();
+async fn setup(r: &mut Replay) {
     match r.file.as_str() {
         "watch-expired-rv.json" => {
             for i in 1..=5 {
-                let o = h
-                    .create("/api/v1/namespaces/fx-expired/configmaps", json!({"metadata": {"name": format!("e-{i}")}, "data": {"i": i.to_string()}}))
-                    .unwrap();
+                let o = create_as_recorder(
+                    r,
+                    "/api/v1/namespaces/fx-expired/configmaps",
+                    json!({"metadata": {"name": format!("e-{i}")}, "data": {"i": i.to_string()}}),
+                )
+                .await;
                 if i == 1 {
                     r.bound.insert(
                         "<rv:1>".into(),
@@ -794,16 +864,19 @@ fn setup(r: &mut Replay) {
         }
         "table.json" => {
             for i in 1..=3 {
-                h.create(
+                create_as_recorder(
+                    r,
                     "/api/v1/namespaces/fx-table/configmaps",
                     json!({"metadata": {"name": format!("t-{i}")}, "data": {"a": "1", "b": "2"}}),
                 )
-                .unwrap();
+                .await;
             }
         }
         "protobuf.json" => {
-            r.bound
-                .insert("<rv:1>".into(), h.resource_version().to_string());
+            r.bound.insert(
+                "<rv:1>".into(),
+                r.server.handle().resource_version().to_string(),
+            );
         }
         _ => {}
     }
@@ -865,8 +938,9 @@ async fn replay(path: &PathBuf) -> (usize, Vec<String>) {
         bound: HashMap::new(),
         diffs: Vec::new(),
         step: String::new(),
+        in_pod: false,
     };
-    setup(&mut r);
+    setup(&mut r).await;
     let steps = fixture["steps"].as_array().unwrap();
     for step in steps {
         r.run_step(step).await;

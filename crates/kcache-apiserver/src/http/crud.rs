@@ -12,6 +12,7 @@ use rand::Rng;
 use serde_json::{Map, Value, json};
 
 use super::list::wait_for_rv;
+use super::managed::{FieldsChange, Manager, Transition, field_set, updated as updated_fields};
 use super::negotiate::{BodyType, Output, body_type, output};
 use super::params::parse_rv;
 use super::table::{IncludeObject, partial_metadata, table};
@@ -163,7 +164,8 @@ fn ensure_namespace(state: &AppState, ns: &str) -> Result<(), ApiError> {
             sub: None,
             watch_path: false,
         };
-        match create_object(state, &t, json!({"metadata": {"name": ns}}), false) {
+        let change = FieldsChange::Set(Manager::handle(), json!({}));
+        match create_object(state, &t, json!({"metadata": {"name": ns}}), false, &change) {
             Ok(_) => return Ok(()),
             Err(e) if e.code == 409 => return Ok(()),
             Err(e) => return Err(e),
@@ -206,7 +208,12 @@ pub(crate) fn create(
     check_type(&target.info, &mut obj)?;
     let strict = query.get("fieldValidation").is_some_and(|v| v == "Strict");
     let warnings = unknown_fields(&target.info, &mut obj, strict)?;
-    let created = create_object(state, target, Value::Object(obj), is_dry_run(query))?;
+    let obj = Value::Object(obj);
+    let change = FieldsChange::Set(
+        Manager::from_request(query, headers, "Update"),
+        field_set(&obj, false),
+    );
+    let created = create_object(state, target, obj, is_dry_run(query), &change)?;
     Ok(with_warnings(
         render_object(&target.info, &created, 201, out, query),
         &warnings,
@@ -219,13 +226,20 @@ pub(crate) fn create_object(
     target: &Target,
     value: Value,
     dry_run: bool,
+    change: &FieldsChange,
 ) -> Result<Arc<StoredObject>, ApiError> {
     let info = &target.info;
     let Value::Object(mut obj) = value else {
         return Err(ApiError::bad_request("the object must be a JSON object"));
     };
     check_type(info, &mut obj)?;
+    let api_version = info.api_version();
     let meta = meta_mut(&mut obj);
+    let sent_fields = meta.remove("managedFields");
+    let now = now_rfc3339();
+    if let Some(mf) = updated_fields(None, sent_fields.as_ref(), change, None, &api_version, &now) {
+        meta.insert("managedFields".into(), mf);
+    }
     if info.namespaced {
         let url_ns = target.namespace.clone().unwrap_or_default();
         match meta.get("namespace").and_then(Value::as_str) {
@@ -266,7 +280,7 @@ pub(crate) fn create_object(
         meta.insert("name".into(), json!(name));
     }
     meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
-    meta.insert("creationTimestamp".into(), json!(now_rfc3339()));
+    meta.insert("creationTimestamp".into(), json!(now));
     for k in [
         "resourceVersion",
         "deletionTimestamp",
@@ -334,7 +348,9 @@ pub(crate) fn update(
             "the name of the object ({body_name}) does not match the name on the URL ({url_name})"
         )));
     }
-    let updated = update_object(state, target, Value::Object(obj), is_dry_run(query))?;
+    let obj = Value::Object(obj);
+    let change = FieldsChange::Update(Manager::from_request(query, headers, "Update"));
+    let updated = update_object(state, target, obj, is_dry_run(query), &change)?;
     Ok(with_warnings(
         render_object(&target.info, &updated, 200, out, query),
         &warnings,
@@ -348,6 +364,7 @@ pub(crate) fn update_object(
     target: &Target,
     value: Value,
     dry_run: bool,
+    change: &FieldsChange,
 ) -> Result<Arc<StoredObject>, ApiError> {
     let info = &target.info;
     let name = target.name.clone().unwrap_or_default();
@@ -357,6 +374,11 @@ pub(crate) fn update_object(
     check_type(info, &mut obj)?;
     check_kind(info, &mut obj)?;
     let status_only = target.sub.as_deref() == Some("status");
+    let sent_fields = obj
+        .get("metadata")
+        .and_then(|m| m.get("managedFields"))
+        .cloned();
+    let api_version = info.api_version();
     let mut dry_result = None;
     let outcome = state.store.mutate(&info.id(), &target.key(), |cur, _| {
         let Some(cur) = cur else {
@@ -432,6 +454,26 @@ pub(crate) fn update_object(
         if same_content(&next, cur.value()) {
             return Ok(Mutation::Keep);
         }
+        let cur_fields = cur.value().pointer("/metadata/managedFields");
+        let transition = Transition {
+            old: cur.value(),
+            new: &next,
+            status_only,
+        };
+        let fields = updated_fields(
+            cur_fields,
+            sent_fields.as_ref(),
+            change,
+            Some(&transition),
+            &api_version,
+            &now_rfc3339(),
+        );
+        if let Some(m) = next.get_mut("metadata").and_then(Value::as_object_mut) {
+            match fields {
+                Some(f) => m.insert("managedFields".into(), f),
+                None => m.remove("managedFields"),
+            };
+        }
         let finishing =
             next.pointer("/metadata/deletionTimestamp").is_some() && !has_finalizers(&next);
         if dry_run {
@@ -481,7 +523,7 @@ pub(crate) fn patch(
     let name = target.name.clone().unwrap_or_default();
     let kind = body_type(headers);
     if kind == BodyType::ApplyPatch {
-        return apply(state, target, query, body, out);
+        return apply(state, target, query, headers, body, out);
     }
     let patch_value: Value = match kind {
         BodyType::MergePatch | BodyType::StrategicMergePatch | BodyType::JsonPatch => {
@@ -497,8 +539,6 @@ pub(crate) fn patch(
     } else {
         None
     };
-    let cur = get_object(state, target)?;
-    let mut next = cur.value().clone();
     if kind == BodyType::StrategicMergePatch && !is_builtin(info) {
         return Err(ApiError::new(
             415,
@@ -507,7 +547,38 @@ pub(crate) fn patch(
              application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
         ));
     }
-    match &json_ops {
+    let change = FieldsChange::Update(Manager::from_request(query, headers, "Update"));
+    // Like kube-apiserver, a patch without its own resourceVersion is retried when the
+    // object changed between reading and writing it.
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let cur = get_object(state, target)?;
+        let (next, user_rv) = patched(&cur, json_ops.as_ref(), &patch_value, kind)?;
+        if user_rv
+            .as_ref()
+            .is_some_and(|rv| *rv != cur.rv().to_string())
+        {
+            return Err(ApiError::conflict(info, &name));
+        }
+        match update_object(state, target, next, is_dry_run(query), &change) {
+            Err(e) if e.code == 409 && user_rv.is_none() && attempts < 10 => continue,
+            Err(e) => return Err(e),
+            Ok(updated) => return Ok(render_object(info, &updated, 200, out, query)),
+        }
+    }
+}
+
+/// Applies a patch to the current object; returns the result (stamped with the current
+/// resourceVersion) and the resourceVersion the patch itself carried, if any.
+fn patched(
+    cur: &StoredObject,
+    json_ops: Option<&json_patch::Patch>,
+    patch_value: &Value,
+    kind: BodyType,
+) -> Result<(Value, Option<String>), ApiError> {
+    let mut next = cur.value().clone();
+    match json_ops {
         Some(ops) => json_patch::patch(&mut next, ops).map_err(|_| {
             ApiError::new(
                 422,
@@ -516,24 +587,19 @@ pub(crate) fn patch(
             )
             .with_details(json!({}))
         })?,
-        None if kind == BodyType::StrategicMergePatch => super::smp::apply(&mut next, &patch_value),
-        None => merge(&mut next, &patch_value),
+        None if kind == BodyType::StrategicMergePatch => super::smp::apply(&mut next, patch_value),
+        None => merge(&mut next, patch_value),
     }
-    // A resourceVersion carried by the patch is a precondition.
+    // A resourceVersion the patch changed is a precondition.
     let patched_rv = next
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
-        .map(str::to_owned);
-    match patched_rv {
-        Some(rv) if rv != cur.rv().to_string() => return Err(ApiError::conflict(info, &name)),
-        _ => {
-            if let Some(m) = next.get_mut("metadata").and_then(Value::as_object_mut) {
-                m.insert("resourceVersion".into(), json!(cur.rv().to_string()));
-            }
-        }
+        .map(str::to_owned)
+        .filter(|rv| *rv != cur.rv().to_string());
+    if let Some(m) = next.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.insert("resourceVersion".into(), json!(cur.rv().to_string()));
     }
-    let updated = update_object(state, target, next, is_dry_run(query))?;
-    Ok(render_object(info, &updated, 200, out, query))
+    Ok((next, patched_rv))
 }
 
 /// Server-side apply, simplified: create when missing, else merge the applied fields.
@@ -541,6 +607,7 @@ fn apply(
     state: &Arc<AppState>,
     target: &Target,
     query: &HashMap<String, String>,
+    headers: &HeaderMap,
     body: &[u8],
     out: Output,
 ) -> Result<Response, ApiError> {
@@ -559,17 +626,32 @@ fn apply(
     };
     let name = target.name.clone().unwrap_or_default();
     meta_mut(&mut applied).insert("name".into(), json!(name));
-    match state.store.get(&target.info.id(), &target.key()) {
-        None => {
-            let obj = create_object(state, target, Value::Object(applied), is_dry_run(query))?;
-            Ok(render_object(&target.info, &obj, 201, out, query))
-        }
-        Some(cur) => {
-            let mut next = cur.value().clone();
-            meta_mut(&mut applied).remove("resourceVersion");
-            merge(&mut next, &Value::Object(applied));
-            let obj = update_object(state, target, next, is_dry_run(query))?;
-            Ok(render_object(&target.info, &obj, 200, out, query))
+    meta_mut(&mut applied).remove("resourceVersion");
+    let applied = Value::Object(applied);
+    let status_only = target.sub.as_deref() == Some("status");
+    let change = FieldsChange::Set(
+        Manager::from_request(query, headers, "Apply"),
+        field_set(&applied, status_only),
+    );
+    for _ in 0..10 {
+        match state.store.get(&target.info.id(), &target.key()) {
+            None => match create_object(state, target, applied.clone(), is_dry_run(query), &change)
+            {
+                Err(e) if e.code == 409 => continue,
+                Err(e) => return Err(e),
+                Ok(obj) => return Ok(render_object(&target.info, &obj, 201, out, query)),
+            },
+            Some(cur) => {
+                let mut next = cur.value().clone();
+                merge(&mut next, &applied);
+                next["metadata"]["resourceVersion"] = json!(cur.rv().to_string());
+                match update_object(state, target, next, is_dry_run(query), &change) {
+                    Err(e) if e.code == 409 => continue,
+                    Err(e) => return Err(e),
+                    Ok(obj) => return Ok(render_object(&target.info, &obj, 200, out, query)),
+                }
+            }
         }
     }
+    Err(ApiError::conflict(&target.info, &name))
 }

@@ -6,6 +6,7 @@ mod debug;
 mod delete;
 mod discovery;
 mod list;
+pub(crate) mod managed;
 pub(crate) mod negotiate;
 mod openapi;
 pub(crate) mod params;

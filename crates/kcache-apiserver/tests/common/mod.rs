@@ -49,15 +49,16 @@ async fn send(
     let mut req = Request::builder()
         .method(method)
         .uri(path)
-        .header("host", addr.to_string())
-        .header("user-agent", "kcache-tests/1.0");
-    let mut has_accept = false;
-    for (k, v) in headers {
-        has_accept |= k.eq_ignore_ascii_case("accept");
-        req = req.header(*k, *v);
+        .header("host", addr.to_string());
+    let has = |name: &str| headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(name));
+    if !has("user-agent") {
+        req = req.header("user-agent", "kcache-tests/1.0");
     }
-    if !has_accept {
+    if !has("accept") {
         req = req.header("accept", "application/json");
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
     }
     let req = req.body(Full::new(Bytes::from(body.unwrap_or_default())))?;
     Ok(sender.send_request(req).await?)

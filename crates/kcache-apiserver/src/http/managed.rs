@@ -1,0 +1,485 @@
+//! `metadata.managedFields`, approximated without schemas: each write records which
+//! fields its manager set (FieldsV1), one entry per (manager, operation).
+//!
+//! The field set follows kube-apiserver's encoding: `f:<field>` for fields, `k:{...}` for
+//! items of lists merged by key, `v:<value>` for set members, and `.` marking maps with
+//! free-form keys (labels, data, ...) and list items. Which maps are free-form is decided
+//! by field name, since there is no schema.
+
+use std::collections::HashMap;
+
+use http::HeaderMap;
+use serde_json::{Map, Value, json};
+
+/// Who writes, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Manager {
+    /// The field manager name.
+    pub(crate) name: String,
+    /// `Update` or `Apply`.
+    pub(crate) operation: &'static str,
+}
+
+impl Manager {
+    /// `?fieldManager=` or the User-Agent up to its first `/`, as kube-apiserver derives it.
+    pub(crate) fn from_request(
+        query: &HashMap<String, String>,
+        headers: &HeaderMap,
+        operation: &'static str,
+    ) -> Self {
+        let name = query
+            .get("fieldManager")
+            .filter(|m| !m.is_empty())
+            .cloned()
+            .or_else(|| {
+                headers
+                    .get(http::header::USER_AGENT)
+                    .and_then(|v| v.to_str().ok())
+                    .map(|ua| ua.split('/').next().unwrap_or(ua).to_owned())
+            })
+            .unwrap_or_else(|| "unknown".to_owned());
+        Self { name, operation }
+    }
+
+    /// The manager of writes made through the Rust handle.
+    pub(crate) fn handle() -> Self {
+        Self {
+            name: "kcache".to_owned(),
+            operation: "Update",
+        }
+    }
+}
+
+/// How a write changes the managed fields.
+#[derive(Debug, Clone)]
+pub(crate) enum FieldsChange {
+    /// The manager owns exactly these fields (create, apply).
+    Set(Manager, Value),
+    /// An update by this manager: it keeps what it owned and still exists, and takes
+    /// over every field the write changed (PUT and patches).
+    Update(Manager),
+}
+
+fn free_form_map(field: &str) -> bool {
+    matches!(
+        field,
+        "labels"
+            | "annotations"
+            | "data"
+            | "binaryData"
+            | "stringData"
+            | "nodeSelector"
+            | "selector"
+            | "matchLabels"
+            | "limits"
+            | "requests"
+            | "capacity"
+            | "allocatable"
+    )
+}
+
+fn merge_key(field: &str, parent_is_container: bool) -> Option<&'static str> {
+    Some(match field {
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "volumes"
+        | "env"
+        | "imagePullSecrets" => "name",
+        "volumeMounts" => "mountPath",
+        "ports" if parent_is_container => "containerPort",
+        "ports" => "port",
+        "conditions" => "type",
+        "ownerReferences" => "uid",
+        _ => return None,
+    })
+}
+
+fn fields_of(map: &Map<String, Value>, in_container: bool) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (k, v) in map {
+        if k.starts_with('$') || v.is_null() {
+            continue;
+        }
+        let entry = match v {
+            Value::Object(m) if !m.is_empty() => {
+                let mut inner = fields_of(m, false);
+                if free_form_map(k) {
+                    inner.insert(".".into(), json!({}));
+                }
+                Value::Object(inner)
+            }
+            Value::Array(items) if !items.is_empty() => {
+                let container = matches!(
+                    k.as_str(),
+                    "containers" | "initContainers" | "ephemeralContainers"
+                );
+                match merge_key(k, in_container) {
+                    Some(key) if items.iter().all(Value::is_object) => {
+                        let mut inner = Map::new();
+                        for item in items {
+                            let Some(id) = item.get(key) else { continue };
+                            let mut f =
+                                fields_of(item.as_object().unwrap_or(&Map::new()), container);
+                            f.insert(".".into(), json!({}));
+                            inner.insert(format!("k:{}", json!({ key: id })), Value::Object(f));
+                        }
+                        Value::Object(inner)
+                    }
+                    _ if k == "finalizers" => {
+                        let mut inner: Map<String, Value> = items
+                            .iter()
+                            .map(|x| (format!("v:{x}"), json!({})))
+                            .collect();
+                        inner.insert(".".into(), json!({}));
+                        Value::Object(inner)
+                    }
+                    _ => json!({}),
+                }
+            }
+            _ => json!({}),
+        };
+        out.insert(format!("f:{k}"), entry);
+    }
+    out
+}
+
+/// The FieldsV1 set a written object (or patch) claims. Main-resource writes never own
+/// `status`; status writes own only `status`.
+pub(crate) fn field_set(obj: &Value, status_only: bool) -> Value {
+    let Some(m) = obj.as_object() else {
+        return json!({});
+    };
+    let mut top = Map::new();
+    for (k, v) in m {
+        match k.as_str() {
+            "apiVersion" | "kind" => {}
+            "status" if !status_only => {}
+            "metadata" => {
+                if status_only {
+                    continue;
+                }
+                let Some(meta) = v.as_object() else { continue };
+                let owned = owned_meta(meta);
+                let f = fields_of(&owned, false);
+                if !f.is_empty() {
+                    top.insert("f:metadata".into(), Value::Object(f));
+                }
+            }
+            _ if status_only && k != "status" => {}
+            _ => {
+                let single: Map<String, Value> = std::iter::once((k.clone(), v.clone())).collect();
+                top.extend(fields_of(&single, false));
+            }
+        }
+    }
+    Value::Object(top)
+}
+
+fn owned_meta(meta: &Map<String, Value>) -> Map<String, Value> {
+    meta.iter()
+        .filter(|(k, _)| {
+            matches!(
+                k.as_str(),
+                "labels" | "annotations" | "finalizers" | "ownerReferences" | "generateName"
+            )
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// The part of an object a manager can own: `status` only for status writes, else
+/// everything but `status`, `kind`, `apiVersion` and server-owned metadata.
+fn project(obj: &Value, status_only: bool) -> Map<String, Value> {
+    let mut out = Map::new();
+    let Some(m) = obj.as_object() else {
+        return out;
+    };
+    for (k, v) in m {
+        match k.as_str() {
+            "apiVersion" | "kind" => {}
+            "status" if status_only => {
+                out.insert(k.clone(), v.clone());
+            }
+            _ if status_only => {}
+            "status" => {}
+            "metadata" => {
+                if let Some(meta) = v.as_object() {
+                    out.insert(k.clone(), Value::Object(owned_meta(meta)));
+                }
+            }
+            _ => {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The fields (FieldsV1 form) whose values differ between `old` and `new`.
+fn changed(
+    old: &Map<String, Value>,
+    new: &Map<String, Value>,
+    in_container: bool,
+) -> Map<String, Value> {
+    let mut out = Map::new();
+    for (k, nv) in new {
+        let ov = old.get(k);
+        if ov == Some(nv) || nv.is_null() {
+            continue;
+        }
+        match (ov, nv) {
+            (Some(Value::Object(om)), Value::Object(nm)) if !nm.is_empty() => {
+                let mut sub = changed(om, nm, false);
+                if sub.is_empty() {
+                    continue;
+                }
+                if free_form_map(k) {
+                    sub.insert(".".into(), json!({}));
+                }
+                out.insert(format!("f:{k}"), Value::Object(sub));
+            }
+            _ => {
+                let single: Map<String, Value> = std::iter::once((k.clone(), nv.clone())).collect();
+                out.extend(fields_of(&single, in_container));
+            }
+        }
+    }
+    out
+}
+
+/// `a ∩ b` on field trees.
+fn intersect(a: &Value, b: &Value) -> Option<Value> {
+    let (Value::Object(am), Value::Object(bm)) = (a, b) else {
+        return None;
+    };
+    if am.is_empty() {
+        return Some(json!({}));
+    }
+    let mut out = Map::new();
+    for (k, av) in am {
+        if let Some(bv) = bm.get(k)
+            && let Some(x) = intersect(av, bv)
+        {
+            out.insert(k.clone(), x);
+        }
+    }
+    let meaningful = out.keys().any(|k| k != ".");
+    meaningful.then_some(Value::Object(out))
+}
+
+/// `a − b`: drops from `a` the leaves of `b`.
+fn subtract(a: &mut Value, b: &Value) {
+    let (Value::Object(am), Value::Object(bm)) = (a, b) else {
+        return;
+    };
+    for (k, bv) in bm {
+        if k == "." {
+            continue;
+        }
+        let remove = match am.get_mut(k) {
+            None => false,
+            Some(av) => {
+                if bv.as_object().is_some_and(Map::is_empty) {
+                    true
+                } else {
+                    subtract(av, bv);
+                    av.as_object().is_some_and(|m| m.keys().all(|x| x == "."))
+                }
+            }
+        };
+        if remove {
+            am.remove(k);
+        }
+    }
+}
+
+/// Removes the `.` markers of maps (not of list items).
+fn strip_map_markers(v: &mut Value) {
+    if let Value::Object(m) = v {
+        for (k, child) in m.iter_mut() {
+            if let Value::Object(cm) = child
+                && k.starts_with("f:")
+            {
+                cm.remove(".");
+            }
+            strip_map_markers(child);
+        }
+    }
+}
+
+fn union(a: &mut Value, b: &Value) {
+    if let (Value::Object(am), Value::Object(bm)) = (a, b) {
+        for (k, bv) in bm {
+            match am.get_mut(k) {
+                Some(av) => union(av, bv),
+                None => {
+                    am.insert(k.clone(), bv.clone());
+                }
+            }
+        }
+    }
+}
+
+/// The objects before and after an update, for [`FieldsChange::Update`].
+pub(crate) struct Transition<'a> {
+    /// The stored object before the write.
+    pub(crate) old: &'a Value,
+    /// The object about to be stored.
+    pub(crate) new: &'a Value,
+    /// Whether this is a `status` subresource write.
+    pub(crate) status_only: bool,
+}
+
+/// The managedFields after a write. `sent` is what the request carried: a value that
+/// differs from the current one is taken as is, as kube-apiserver does.
+pub(crate) fn updated(
+    current: Option<&Value>,
+    sent: Option<&Value>,
+    change: &FieldsChange,
+    transition: Option<&Transition<'_>>,
+    api_version: &str,
+    now: &str,
+) -> Option<Value> {
+    if let Some(s) = sent
+        && s.as_array().is_some_and(|a| !a.is_empty())
+        && Some(s) != current
+    {
+        return Some(s.clone());
+    }
+    let mut entries: Vec<Value> = current
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let (manager, fields) = match (change, transition) {
+        (FieldsChange::Update(_), None) => return current.cloned(),
+        (FieldsChange::Set(m, f), _) => {
+            let mut f = f.clone();
+            if m.operation == "Apply" {
+                // Applied configurations own fields, not whole maps.
+                strip_map_markers(&mut f);
+                for e in &mut entries {
+                    if !(e["manager"] == m.name.as_str() && e["operation"] == m.operation) {
+                        subtract(&mut e["fieldsV1"], &f);
+                    }
+                }
+                entries.retain(|e| e["fieldsV1"].as_object().is_some_and(|x| !x.is_empty()));
+            }
+            (m, f)
+        }
+        (FieldsChange::Update(m), Some(t)) => {
+            let now_fields = field_set(t.new, t.status_only);
+            let delta = Value::Object(changed(
+                &project(t.old, t.status_only),
+                &project(t.new, t.status_only),
+                false,
+            ));
+            // Everyone keeps only fields that still exist; the writer takes the changes.
+            for e in &mut entries {
+                let kept = intersect(&e["fieldsV1"], &now_fields).unwrap_or_else(|| json!({}));
+                e["fieldsV1"] = kept;
+                if !(e["manager"] == m.name.as_str() && e["operation"] == m.operation) {
+                    subtract(&mut e["fieldsV1"], &delta);
+                }
+            }
+            let mut mine = entries
+                .iter()
+                .find(|e| e["manager"] == m.name.as_str() && e["operation"] == m.operation)
+                .map_or_else(|| json!({}), |e| e["fieldsV1"].clone());
+            union(&mut mine, &delta);
+            entries.retain(|e| e["fieldsV1"].as_object().is_some_and(|f| !f.is_empty()));
+            (m, mine)
+        }
+    };
+    let same =
+        |e: &Value| e["manager"] == manager.name.as_str() && e["operation"] == manager.operation;
+    entries.retain(|e| !same(e));
+    if fields.as_object().is_some_and(|m| !m.is_empty()) {
+        entries.push(json!({
+            "manager": manager.name, "operation": manager.operation, "apiVersion": api_version,
+            "time": now, "fieldsType": "FieldsV1", "fieldsV1": fields,
+        }));
+    }
+    // Apply entries come first, as kube-apiserver orders them.
+    entries.sort_by_key(|e| e["operation"] != "Apply");
+    (!entries.is_empty()).then_some(Value::Array(entries))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_set_matches_kube_apiserver_encoding_for_configmaps_and_pods() {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "w", "labels": {"app": "fx"}}, "data": {"v": "1"}});
+        assert_eq!(
+            field_set(&cm, false),
+            json!({"f:data": {".": {}, "f:v": {}}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}})
+        );
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]},
+                         "status": {"phase": "Pending"}});
+        assert_eq!(
+            field_set(&pod, false),
+            json!({"f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}}})
+        );
+        assert_eq!(field_set(&pod, true), json!({"f:status": {"f:phase": {}}}));
+    }
+
+    #[test]
+    fn updates_move_changed_fields_to_the_writer_and_drop_deleted_ones() {
+        let m = |n: &str| Manager {
+            name: n.into(),
+            operation: "Update",
+        };
+        let v0 = json!({"metadata": {"name": "x"}, "data": {"a": "1", "b": "2"}});
+        let mf0 = updated(
+            None,
+            None,
+            &FieldsChange::Set(m("a"), field_set(&v0, false)),
+            None,
+            "v1",
+            "t1",
+        )
+        .unwrap();
+        let v1 = json!({"metadata": {"name": "x"}, "data": {"a": "1", "c": "3"}});
+        let t = Transition {
+            old: &v0,
+            new: &v1,
+            status_only: false,
+        };
+        let mf1 = updated(
+            Some(&mf0),
+            None,
+            &FieldsChange::Update(m("b")),
+            Some(&t),
+            "v1",
+            "t2",
+        )
+        .unwrap();
+        let entries = mf1.as_array().unwrap();
+        assert_eq!(entries.len(), 2);
+        assert_eq!(entries[0]["manager"], "a");
+        assert_eq!(
+            entries[0]["fieldsV1"],
+            json!({"f:data": {".": {}, "f:a": {}}})
+        );
+        assert_eq!(entries[1]["manager"], "b");
+        assert_eq!(
+            entries[1]["fieldsV1"],
+            json!({"f:data": {".": {}, "f:c": {}}})
+        );
+        let sent = json!([{"manager": "z"}]);
+        assert_eq!(
+            updated(
+                Some(&mf1),
+                Some(&sent),
+                &FieldsChange::Update(m("c")),
+                None,
+                "v1",
+                "t"
+            ),
+            Some(sent)
+        );
+    }
+}
