@@ -55,6 +55,15 @@ pub struct StoreEvent {
     /// The state before the change (`None` for `Added`).
     pub prev: Option<Arc<StoredObject>>,
     at: Instant,
+    /// The JSON watch line, rendered once and shared by every watcher.
+    line: std::sync::OnceLock<bytes::Bytes>,
+}
+
+impl StoreEvent {
+    /// The event's JSON watch line (`{"type":..,"object":..}\n`), rendered on first use.
+    pub fn json_line(&self, render: impl FnOnce() -> bytes::Bytes) -> bytes::Bytes {
+        self.line.get_or_init(render).clone()
+    }
 }
 
 /// How much history to keep per resource type.
@@ -337,6 +346,7 @@ impl Store {
             object: object.clone(),
             prev: current,
             at: now,
+            line: std::sync::OnceLock::new(),
         }));
         table.latest = next;
         table.trim(&self.history, now);

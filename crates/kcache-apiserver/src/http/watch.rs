@@ -315,7 +315,15 @@ impl WatchJob {
                         for ev in events {
                             cursor = ev.rv;
                             if let Some((kind, obj)) = self.filter.visible(&ev) {
-                                self.send(self.renderer.event(kind.as_str(), &obj)).await?;
+                                let plain = kind == ev.kind
+                                    && Arc::ptr_eq(&obj, &ev.object)
+                                    && matches!(self.renderer.out, Output::Json);
+                                let chunk = if plain {
+                                    ev.json_line(|| self.renderer.event(kind.as_str(), &obj))
+                                } else {
+                                    self.renderer.event(kind.as_str(), &obj)
+                                };
+                                self.send(chunk).await?;
                             }
                         }
                         continue;
