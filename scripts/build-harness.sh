@@ -9,7 +9,9 @@
 # Progress and errors go to stderr; a failed build prints its log tail and exits non-zero.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-cache="${KCACHE_CACHE_DIR:-$HOME/.cache/kcache}"
+# Go needs a home for its caches; CI's environment may lack HOME.
+export HOME="${HOME:-$(getent passwd "$(id -u)" | cut -d: -f6)}"
+cache="${KCACHE_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kcache}"
 
 die() { printf 'build-harness: %s\n' "$*" >&2; exit 1; }
 
