@@ -23,6 +23,23 @@
 //! # }
 //! ```
 //!
+//! What it serves:
+//!
+//! - storage: schemaless JSON per group/version/resource ([`ResourceInfo`]; the built-ins
+//!   are namespaces, pods, configmaps, secrets, services, events and
+//!   `coordination.k8s.io/v1` leases; more with [`ApiServerBuilder::resource`] or
+//!   [`ServerHandle::register`]), one global resourceVersion, a bounded per-type history
+//!   ([`ApiServerBuilder::history_events`], [`ApiServerBuilder::history_age`]);
+//! - list: `limit`/`continue` (kube-apiserver's token format), `remainingItemCount`,
+//!   `resourceVersion` + `resourceVersionMatch`, label and field selectors, 410/504 as
+//!   recorded;
+//! - watch: chunked NDJSON, `timeoutSeconds`, bookmarks, `sendInitialEvents`, selector
+//!   entry/exit as ADDED/DELETED, expired RVs as one ERROR event;
+//! - writes: create/update/delete, merge, JSON and strategic merge patches, a simple
+//!   server-side apply, finalizers, generation, managedFields, dry runs;
+//! - discovery (plain and aggregated), Tables, a minimal OpenAPI v3, so `kubectl` works;
+//! - faults ([`FaultHandle`], and `/debug/kcache/` when enabled).
+//!
 //! Deliberate differences from kube-apiserver are listed in `DIFFERENCES.md`.
 
 pub mod fault;
