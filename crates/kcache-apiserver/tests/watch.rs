@@ -230,3 +230,51 @@ async fn table_watch_streams_one_row_tables() {
     assert_eq!(events[0]["object"]["kind"], "Table");
     assert_eq!(events[0]["object"]["rows"][0]["cells"][0], "a");
 }
+
+#[tokio::test(start_paused = true)]
+async fn raw_wire_each_event_is_its_own_chunk_and_the_stream_ends_with_the_zero_chunk() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = ApiServer::builder().start().await.unwrap();
+    post(s.addr(), CMS, &cm("a")).await;
+    post(s.addr(), CMS, &cm("b")).await;
+    let mut tcp = tokio::net::TcpStream::connect(s.addr()).await.unwrap();
+    let req = format!(
+        "GET {CMS}?watch=1&timeoutSeconds=1 HTTP/1.1\r\nHost: {}\r\nAccept: application/json\r\nConnection: close\r\n\r\n",
+        s.addr()
+    );
+    tcp.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = Vec::new();
+    tcp.read_to_end(&mut raw).await.unwrap();
+    let text = String::from_utf8(raw).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("transfer-encoding: chunked"),
+        "{head}"
+    );
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/json"),
+        "{head}"
+    );
+    // Parse the chunks: every chunk is exactly one JSON event line.
+    let mut rest = body;
+    let mut events = Vec::new();
+    loop {
+        let (size, after) = rest.split_once("\r\n").unwrap();
+        let size = usize::from_str_radix(size, 16).unwrap();
+        if size == 0 {
+            assert_eq!(after, "\r\n", "nothing after the terminating chunk");
+            break;
+        }
+        let chunk = &after[..size];
+        assert!(
+            chunk.ends_with('\n') && chunk.matches('\n').count() == 1,
+            "{chunk:?}"
+        );
+        events.push(serde_json::from_str::<Value>(chunk).unwrap());
+        rest = after[size..].strip_prefix("\r\n").unwrap();
+    }
+    assert_eq!(outline(&events), ["ADDED a", "ADDED b"]);
+}
