@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Smoke test of harness/client-go-peer against the upstream kube-apiserver started by
-# scripts/kube-up.sh (env file exported, or sourced from $1): creates a namespace with a few pods
-# with kubectl, runs the peer in each mode/format, checks its one JSON line (valid JSON, n equal
-# to the pod count, the mode it claims is the one it used), its update counting, and that a
-# wrong --n makes it fail. Exits non-zero naming the failing check.
+# Unit tests (go vet, go test) of harness/client-go-peer, then a smoke test of it against the
+# upstream kube-apiserver started by scripts/kube-up.sh (env file exported, or sourced from $1):
+# creates a namespace with a few pods with kubectl, runs the peer in each mode/format, checks its
+# one JSON line (valid JSON, n equal to the pod count, the mode it claims is the one it used), its
+# update counting, and that a wrong --n makes it fail. Exits non-zero naming the failing check.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 if [[ -n "${1:-}" ]]; then set -a; . "$1"; set +a; fi
@@ -13,6 +13,9 @@ fail() { printf 'peer-smoke: FAILED: %s\n' "$*" >&2; exit 1; }
 command -v kubectl >/dev/null || fail "kubectl is not installed (Debian package kubectl)"
 command -v python3 >/dev/null || fail "python3 is not installed (needed to check the JSON line)"
 
+[[ -z "$(gofmt -l "$root/harness")" ]] || fail "gofmt: unformatted Go files: $(gofmt -l "$root/harness")"
+(cd "$root/harness/client-go-peer" && GOTOOLCHAIN=local GOFLAGS=-mod=readonly go vet ./... && \
+  GOTOOLCHAIN=local GOFLAGS=-mod=readonly CGO_ENABLED=0 go test ./...) || fail "go vet / go test of harness/client-go-peer"
 peer="$("$root/scripts/build-harness.sh" client-go-peer)" || fail "build harness/client-go-peer"
 k() { kubectl --kubeconfig "$KCACHE_UPSTREAM_KUBECONFIG" --request-timeout=20s "$@"; }
 ns="kcache-peer-smoke-$$"
