@@ -64,7 +64,19 @@ build_one() {
       "$name" "$version" "$(dirname "$out")" >&2
     start=$SECONDS
     tmp="$out.tmp.$$"
-    if ! (cd "$dir" && nice -n 10 go build -trimpath -ldflags="$ldflags" -o "$tmp" .) >"$log" 2>&1; then
+    # Fetch the modules first, retrying: a network hiccup should not cost a 10-minute build.
+    local attempt
+    for attempt in 1 2 3; do
+      (cd "$dir" && go mod download) >"$log" 2>&1 && break
+      if [[ $attempt == 3 ]]; then
+        printf 'build-harness: FAILED: go mod download for harness/%s (3 attempts); last lines of %s:\n' "$name" "$log" >&2
+        tail -n 40 "$log" >&2
+        exit 1
+      fi
+      printf 'build-harness: go mod download failed (attempt %s of 3), retrying\n' "$attempt" >&2
+      sleep $((attempt * 5))
+    done
+    if ! (cd "$dir" && nice -n 10 go build -trimpath -ldflags="$ldflags" -o "$tmp" .) >>"$log" 2>&1; then
       rm -f "$tmp"
       printf 'build-harness: FAILED: go build of harness/%s (%s); last lines of %s:\n' "$name" "$version" "$log" >&2
       tail -n 40 "$log" >&2
