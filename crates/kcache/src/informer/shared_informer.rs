@@ -291,8 +291,11 @@ where
                 },
             )),
         };
+        let known: Arc<dyn crate::store::KeyListerGetter<K>> = Arc::new(indexer.clone());
         let starter: ReflectorStarter<K> = Box::new(move |store, rconfig, hooks, cancel| {
-            let mut r = Reflector::new(lw, store, rconfig).with_should_resync(hooks.should_resync);
+            let mut r = Reflector::new(lw, store, rconfig)
+                .with_should_resync(hooks.should_resync)
+                .with_known_objects(known);
             if let Some(t) = hooks.transform {
                 r = r.with_transform(t);
             }

@@ -54,7 +54,7 @@ use crate::{
         self, INITIAL_EVENTS_END_ANNOTATION, ListParams, ListerWatcher, WatchEvent, WatchParams,
         WatchStream,
     },
-    store::{ObjectKey, meta_namespace_key},
+    store::{KeyListerGetter, ObjectKey, meta_namespace_key},
 };
 use backoff::Backoff;
 
@@ -228,6 +228,7 @@ pub struct Reflector<K, L> {
     transform: Option<TransformFunc<K>>,
     error_handler: Option<WatchErrorHandler>,
     should_resync: Option<ShouldResyncFunc>,
+    known: Option<Arc<dyn KeyListerGetter<K>>>,
 }
 
 /// How a watch stream ended.
@@ -261,7 +262,19 @@ where
             transform: None,
             error_handler: None,
             should_resync: None,
+            known: None,
         }
+    }
+
+    /// Lets the reflector reuse objects its consumer already holds: during a (re)list, an
+    /// object whose key and resourceVersion match a cached one is replaced by the cached `Arc`
+    /// as soon as it is decoded, and the fresh copy is dropped. A relist then costs about one
+    /// page of extra memory instead of a second copy of the whole collection, and skips the
+    /// transform for unchanged objects. The informer passes its indexer.
+    #[must_use]
+    pub fn with_known_objects(mut self, known: Arc<dyn KeyListerGetter<K>>) -> Self {
+        self.known = Some(known);
+        self
     }
 
     /// Applies `transform` to every object before it reaches the store.
@@ -466,16 +479,16 @@ where
                     };
                     let page = self.lw.list(&full).await?;
                     let list_rv = page.metadata.resource_version.clone().unwrap_or_default();
-                    return Ok((self.share_all(page.items), list_rv, paginated));
+                    return Ok((self.share_listed(page.items), list_rv, paginated));
                 }
                 Err(e) => return Err(e),
             };
             let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
             let list_rv = page.metadata.resource_version.clone().unwrap_or_default();
             if items.is_empty() {
-                items = self.share_all(page.items);
+                items = self.share_listed(page.items);
             } else {
-                items.extend(page.items.into_iter().map(|o| self.share(o)));
+                items.extend(page.items.into_iter().map(|o| self.share_or_reuse(o)));
             }
             match next {
                 Some(token) => {
@@ -499,8 +512,25 @@ where
         })
     }
 
-    fn share_all(&self, objs: Vec<K>) -> Vec<Arc<K>> {
-        objs.into_iter().map(|o| self.share(o)).collect()
+    /// Shares a listed object, or reuses the consumer's copy when it is unchanged.
+    fn share_or_reuse(&self, obj: K) -> Arc<K> {
+        if let Some(known) = &self.known
+            && let Some(rv) = obj
+                .meta()
+                .resource_version
+                .as_deref()
+                .filter(|rv| !rv.is_empty())
+            && let Ok(key) = meta_namespace_key(&obj)
+            && let Some(cached) = known.get_by_key(key.as_str())
+            && cached.meta().resource_version.as_deref() == Some(rv)
+        {
+            return cached;
+        }
+        self.share(obj)
+    }
+
+    fn share_listed(&self, objs: Vec<K>) -> Vec<Arc<K>> {
+        objs.into_iter().map(|o| self.share_or_reuse(o)).collect()
     }
 
     /// The streaming initial list. `Ok(None)` when cancelled.
@@ -831,7 +861,10 @@ where
     /// Applies one object event to the sink; returns the object's RV (`None` when the event
     /// was dropped or the object has no RV, which is reported).
     fn apply(&self, sink: &mut Sink<'_, K>, kind: EventKind, obj: K) -> Option<String> {
-        let obj = self.share(obj);
+        let obj = match sink {
+            Sink::Temporary(_) if kind == EventKind::Added => self.share_or_reuse(obj),
+            _ => self.share(obj),
+        };
         let rv = obj.meta().resource_version.clone();
         let result = match sink {
             Sink::Store => match kind {

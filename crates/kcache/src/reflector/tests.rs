@@ -707,3 +707,65 @@ async fn cancel_stops_the_reflector_promptly() {
     h.cancel.cancel();
     h.task.await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn relist_reuses_cached_objects_whose_resource_version_did_not_change() {
+    let src = FakeSource::new();
+    src.upsert(cm("a"));
+    src.upsert(cm("b"));
+    let store = crate::store::ThreadSafeStore::<ConfigMap>::for_resource();
+    let reflector = Reflector::new(src.clone(), Arc::new(store.clone()), list_config())
+        .with_known_objects(Arc::new(store.clone()));
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(reflector.run(cancel.clone()));
+    for _ in 0..1000 {
+        if store.len() == 2 && src.watcher_count() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let a_before = store.get_by_key("ns/a").unwrap();
+    let b_before = store.get_by_key("ns/b").unwrap();
+    // b changes while the watch is down, then the history is gone: a relist follows.
+    src.drop_watches();
+    src.upsert(cm("b"));
+    src.compact();
+    src.clear_calls();
+    for _ in 0..1000 {
+        if lists(&src.calls()).len() == 1
+            && store.get_by_key("ns/b").map(|b| rv(&b))
+                == Some(
+                    src.resource_version()
+                        .parse::<u64>()
+                        .map(|r| (r - 1).to_string())
+                        .unwrap(),
+                )
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        lists(&src.calls()).len(),
+        1,
+        "a relist happened: {:?}",
+        src.calls()
+    );
+    let a_after = store.get_by_key("ns/a").unwrap();
+    let b_after = store.get_by_key("ns/b").unwrap();
+    assert!(
+        Arc::ptr_eq(&a_before, &a_after),
+        "unchanged a: the cached Arc is reused"
+    );
+    assert!(
+        !Arc::ptr_eq(&b_before, &b_after),
+        "changed b: the new object is stored"
+    );
+    assert_ne!(rv(&b_before), rv(&b_after));
+    cancel.cancel();
+    task.await.unwrap();
+}
+
+fn rv(o: &ConfigMap) -> String {
+    o.metadata.resource_version.clone().unwrap_or_default()
+}
