@@ -16,7 +16,17 @@ use crate::apimachinery::pkg::api::resource as pb_resource;
 use crate::apimachinery::pkg::apis::meta::v1 as pb_meta;
 use crate::apimachinery::pkg::runtime as pb_runtime;
 use crate::apimachinery::pkg::util::intstr as pb_intstr;
-use crate::convert::FromProto;
+use crate::convert::{FromProto, IsZero, TimeParts};
+
+/// Skips `None` and Go's zero value (a non-pointer field tagged `omitempty`).
+pub(crate) fn is_none_or_zero<T: IsZero>(v: &Option<T>) -> bool {
+    v.as_ref().is_none_or(IsZero::is_zero)
+}
+
+/// Skips `None` and Go's zero time (which Go's JSON writes as `null`).
+pub(crate) fn is_none_or_zero_time<T: TimeParts>(v: &Option<T>) -> bool {
+    v.as_ref().is_none_or(TimeParts::is_zero_time)
+}
 
 /// `optional bytes` as base64, as Kubernetes' JSON has it.
 pub(crate) fn opt_bytes<S: Serializer, B: AsRef<[u8]>>(

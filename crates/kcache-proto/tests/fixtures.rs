@@ -231,3 +231,20 @@ fn protobuf_live_watch_decodes_to_the_json_events() {
         4,
     );
 }
+
+/// The generic path (prost → `serde_json::Value` → k8s-openapi, feature `serde`) agrees with
+/// the generated conversion on the recorded Pods. Run with `--features serde`.
+#[cfg(feature = "serde")]
+#[test]
+fn generic_serde_path_agrees_with_generated_conversion() {
+    use kcache_proto::convert::FromProto;
+    use prost::Message;
+    let f = fixture();
+    let env = Envelope::decode(body(step(&f, "list 3 pods as protobuf"))).unwrap();
+    let list = kcache_proto::api::core::v1::PodList::decode(env.raw).unwrap();
+    assert_eq!(list.items.len(), 3);
+    for p in list.items {
+        let generic: Pod = serde_json::from_value(serde_json::to_value(&p).unwrap()).unwrap();
+        assert_eq!(generic, Pod::from_proto(p).unwrap());
+    }
+}

@@ -65,6 +65,7 @@ fn main() -> Result<()> {
     let fds = protox::compile(FILES, [&proto_dir]).context("compiling the .proto files")?;
     let messages = collect_messages(&fds);
     let openapi = parse_openapi(&openapi_dir)?;
+    let facts = parse_facts(&proto_dir.join("go-field-facts.tsv"))?;
 
     // 1. prost types.
     std::fs::create_dir_all(&out_dir)?;
@@ -94,6 +95,17 @@ fn main() -> Result<()> {
             match f.label() {
                 Label::Repeated if is_map => attrs.push("skip_serializing_if = \"::std::collections::BTreeMap::is_empty\"".into()),
                 Label::Repeated => attrs.push("skip_serializing_if = \"::std::vec::Vec::is_empty\"".into()),
+                // As the generated conversion (`opt_nz`, `opt_time`): Go's JSON omits the zero
+                // value of a non-pointer field tagged omitempty, and a zero time.
+                _ if f.type_name().ends_with(".meta.v1.Time") || f.type_name().ends_with(".meta.v1.MicroTime") => {
+                    attrs.push("skip_serializing_if = \"crate::serde_support::is_none_or_zero_time\"".into())
+                }
+                _ if f.r#type() != Type::Message
+                    && !name.starts_with(".k8s.io.apimachinery.pkg.runtime.")
+                    && facts.get(&(name.clone(), f.name().to_owned())).is_some_and(|&(ptr, omit)| !ptr && omit) =>
+                {
+                    attrs.push("skip_serializing_if = \"crate::serde_support::is_none_or_zero\"".into())
+                }
                 _ => attrs.push("skip_serializing_if = \"::std::option::Option::is_none\"".into()),
             }
             if f.r#type() == Type::Bytes {
@@ -112,7 +124,6 @@ fn main() -> Result<()> {
     }
 
     // 2. conversions.
-    let facts = parse_facts(&proto_dir.join("go-field-facts.tsv"))?;
     let code = gen_conversions(&messages, &openapi, &facts)?;
     std::fs::write(out_dir.join("convert_gen.rs"), code)?;
     Ok(())

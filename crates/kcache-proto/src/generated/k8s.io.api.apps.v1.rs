@@ -145,7 +145,7 @@ pub struct DaemonSetCondition {
         feature = "serde",
         serde(
             rename = "lastTransitionTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_transition_time:
@@ -157,7 +157,7 @@ pub struct DaemonSetCondition {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -168,7 +168,7 @@ pub struct DaemonSetCondition {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -253,7 +253,7 @@ pub struct DaemonSetSpec {
         feature = "serde",
         serde(
             rename = "minReadySeconds",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub min_ready_seconds: ::core::option::Option<i32>,
@@ -329,7 +329,7 @@ pub struct DaemonSetStatus {
         feature = "serde",
         serde(
             rename = "observedGeneration",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub observed_generation: ::core::option::Option<i64>,
@@ -340,7 +340,7 @@ pub struct DaemonSetStatus {
         feature = "serde",
         serde(
             rename = "updatedNumberScheduled",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub updated_number_scheduled: ::core::option::Option<i32>,
@@ -353,7 +353,7 @@ pub struct DaemonSetStatus {
         feature = "serde",
         serde(
             rename = "numberAvailable",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub number_available: ::core::option::Option<i32>,
@@ -366,7 +366,7 @@ pub struct DaemonSetStatus {
         feature = "serde",
         serde(
             rename = "numberUnavailable",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub number_unavailable: ::core::option::Option<i32>,
@@ -410,7 +410,7 @@ pub struct DaemonSetUpdateStrategy {
         feature = "serde",
         serde(
             rename = "type",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub r#type: ::core::option::Option<::prost::alloc::string::String>,
@@ -500,7 +500,7 @@ pub struct DeploymentCondition {
         feature = "serde",
         serde(
             rename = "lastUpdateTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_update_time:
@@ -511,7 +511,7 @@ pub struct DeploymentCondition {
         feature = "serde",
         serde(
             rename = "lastTransitionTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_transition_time:
@@ -522,7 +522,7 @@ pub struct DeploymentCondition {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -532,7 +532,7 @@ pub struct DeploymentCondition {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -623,7 +623,7 @@ pub struct DeploymentSpec {
         feature = "serde",
         serde(
             rename = "minReadySeconds",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub min_ready_seconds: ::core::option::Option<i32>,
@@ -647,7 +647,7 @@ pub struct DeploymentSpec {
         feature = "serde",
         serde(
             rename = "paused",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub paused: ::core::option::Option<bool>,
@@ -677,7 +677,7 @@ pub struct DeploymentStatus {
         feature = "serde",
         serde(
             rename = "observedGeneration",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub observed_generation: ::core::option::Option<i64>,
@@ -688,7 +688,7 @@ pub struct DeploymentStatus {
         feature = "serde",
         serde(
             rename = "replicas",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub replicas: ::core::option::Option<i32>,
@@ -699,7 +699,7 @@ pub struct DeploymentStatus {
         feature = "serde",
         serde(
             rename = "updatedReplicas",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub updated_replicas: ::core::option::Option<i32>,
@@ -710,7 +710,7 @@ pub struct DeploymentStatus {
         feature = "serde",
         serde(
             rename = "readyReplicas",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub ready_replicas: ::core::option::Option<i32>,
@@ -721,7 +721,7 @@ pub struct DeploymentStatus {
         feature = "serde",
         serde(
             rename = "availableReplicas",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub available_replicas: ::core::option::Option<i32>,
@@ -734,7 +734,7 @@ pub struct DeploymentStatus {
         feature = "serde",
         serde(
             rename = "unavailableReplicas",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub unavailable_replicas: ::core::option::Option<i32>,
@@ -791,7 +791,7 @@ pub struct DeploymentStrategy {
         feature = "serde",
         serde(
             rename = "type",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub r#type: ::core::option::Option<::prost::alloc::string::String>,
@@ -889,7 +889,7 @@ pub struct ReplicaSetCondition {
         feature = "serde",
         serde(
             rename = "lastTransitionTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_transition_time:
@@ -901,7 +901,7 @@ pub struct ReplicaSetCondition {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -912,7 +912,7 @@ pub struct ReplicaSetCondition {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -970,7 +970,7 @@ pub struct ReplicaSetSpec {
         feature = "serde",
         serde(
             rename = "minReadySeconds",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub min_ready_seconds: ::core::option::Option<i32>,
@@ -1025,7 +1025,7 @@ pub struct ReplicaSetStatus {
         feature = "serde",
         serde(
             rename = "fullyLabeledReplicas",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fully_labeled_replicas: ::core::option::Option<i32>,
@@ -1036,7 +1036,7 @@ pub struct ReplicaSetStatus {
         feature = "serde",
         serde(
             rename = "readyReplicas",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub ready_replicas: ::core::option::Option<i32>,
@@ -1047,7 +1047,7 @@ pub struct ReplicaSetStatus {
         feature = "serde",
         serde(
             rename = "availableReplicas",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub available_replicas: ::core::option::Option<i32>,
@@ -1072,7 +1072,7 @@ pub struct ReplicaSetStatus {
         feature = "serde",
         serde(
             rename = "observedGeneration",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub observed_generation: ::core::option::Option<i64>,
@@ -1316,7 +1316,7 @@ pub struct StatefulSetCondition {
         feature = "serde",
         serde(
             rename = "lastTransitionTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_transition_time:
@@ -1328,7 +1328,7 @@ pub struct StatefulSetCondition {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -1339,7 +1339,7 @@ pub struct StatefulSetCondition {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -1407,7 +1407,7 @@ pub struct StatefulSetPersistentVolumeClaimRetentionPolicy {
         feature = "serde",
         serde(
             rename = "whenDeleted",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub when_deleted: ::core::option::Option<::prost::alloc::string::String>,
@@ -1421,7 +1421,7 @@ pub struct StatefulSetPersistentVolumeClaimRetentionPolicy {
         feature = "serde",
         serde(
             rename = "whenScaled",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub when_scaled: ::core::option::Option<::prost::alloc::string::String>,
@@ -1523,7 +1523,7 @@ pub struct StatefulSetSpec {
         feature = "serde",
         serde(
             rename = "podManagementPolicy",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub pod_management_policy: ::core::option::Option<::prost::alloc::string::String>,
@@ -1561,7 +1561,7 @@ pub struct StatefulSetSpec {
         feature = "serde",
         serde(
             rename = "minReadySeconds",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub min_ready_seconds: ::core::option::Option<i32>,
@@ -1608,7 +1608,7 @@ pub struct StatefulSetStatus {
         feature = "serde",
         serde(
             rename = "observedGeneration",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub observed_generation: ::core::option::Option<i64>,
@@ -1628,7 +1628,7 @@ pub struct StatefulSetStatus {
         feature = "serde",
         serde(
             rename = "readyReplicas",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub ready_replicas: ::core::option::Option<i32>,
@@ -1639,7 +1639,7 @@ pub struct StatefulSetStatus {
         feature = "serde",
         serde(
             rename = "currentReplicas",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub current_replicas: ::core::option::Option<i32>,
@@ -1650,7 +1650,7 @@ pub struct StatefulSetStatus {
         feature = "serde",
         serde(
             rename = "updatedReplicas",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub updated_replicas: ::core::option::Option<i32>,
@@ -1661,7 +1661,7 @@ pub struct StatefulSetStatus {
         feature = "serde",
         serde(
             rename = "currentRevision",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub current_revision: ::core::option::Option<::prost::alloc::string::String>,
@@ -1672,7 +1672,7 @@ pub struct StatefulSetStatus {
         feature = "serde",
         serde(
             rename = "updateRevision",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub update_revision: ::core::option::Option<::prost::alloc::string::String>,
@@ -1730,7 +1730,7 @@ pub struct StatefulSetUpdateStrategy {
         feature = "serde",
         serde(
             rename = "type",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub r#type: ::core::option::Option<::prost::alloc::string::String>,

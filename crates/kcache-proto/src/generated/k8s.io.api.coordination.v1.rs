@@ -90,7 +90,7 @@ pub struct LeaseSpec {
         feature = "serde",
         serde(
             rename = "acquireTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub acquire_time:
@@ -103,7 +103,7 @@ pub struct LeaseSpec {
         feature = "serde",
         serde(
             rename = "renewTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub renew_time:

@@ -30,7 +30,7 @@ pub struct AwsElasticBlockStoreVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -44,7 +44,7 @@ pub struct AwsElasticBlockStoreVolumeSource {
         feature = "serde",
         serde(
             rename = "partition",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub partition: ::core::option::Option<i32>,
@@ -56,7 +56,7 @@ pub struct AwsElasticBlockStoreVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -286,7 +286,7 @@ pub struct AzureFilePersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -335,7 +335,7 @@ pub struct AzureFileVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -403,7 +403,7 @@ pub struct CsiPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -415,7 +415,7 @@ pub struct CsiPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -624,7 +624,7 @@ pub struct CephFsPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "path",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub path: ::core::option::Option<::prost::alloc::string::String>,
@@ -636,7 +636,7 @@ pub struct CephFsPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "user",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub user: ::core::option::Option<::prost::alloc::string::String>,
@@ -648,7 +648,7 @@ pub struct CephFsPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "secretFile",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub secret_file: ::core::option::Option<::prost::alloc::string::String>,
@@ -673,7 +673,7 @@ pub struct CephFsPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -699,7 +699,7 @@ pub struct CephFsVolumeSource {
         feature = "serde",
         serde(
             rename = "path",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub path: ::core::option::Option<::prost::alloc::string::String>,
@@ -711,7 +711,7 @@ pub struct CephFsVolumeSource {
         feature = "serde",
         serde(
             rename = "user",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub user: ::core::option::Option<::prost::alloc::string::String>,
@@ -723,7 +723,7 @@ pub struct CephFsVolumeSource {
         feature = "serde",
         serde(
             rename = "secretFile",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub secret_file: ::core::option::Option<::prost::alloc::string::String>,
@@ -748,7 +748,7 @@ pub struct CephFsVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -781,7 +781,7 @@ pub struct CinderPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -794,7 +794,7 @@ pub struct CinderPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -839,7 +839,7 @@ pub struct CinderVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -852,7 +852,7 @@ pub struct CinderVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -994,7 +994,7 @@ pub struct ComponentCondition {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -1006,7 +1006,7 @@ pub struct ComponentCondition {
         feature = "serde",
         serde(
             rename = "error",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub error: ::core::option::Option<::prost::alloc::string::String>,
@@ -1251,7 +1251,10 @@ pub struct ConfigMapNodeConfigSource {
     #[prost(string, optional, tag = "3")]
     #[cfg_attr(
         feature = "serde",
-        serde(rename = "uid", skip_serializing_if = "::std::option::Option::is_none")
+        serde(
+            rename = "uid",
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
+        )
     )]
     pub uid: ::core::option::Option<::prost::alloc::string::String>,
     /// ResourceVersion is the metadata.ResourceVersion of the referenced ConfigMap.
@@ -1262,7 +1265,7 @@ pub struct ConfigMapNodeConfigSource {
         feature = "serde",
         serde(
             rename = "resourceVersion",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub resource_version: ::core::option::Option<::prost::alloc::string::String>,
@@ -1400,7 +1403,7 @@ pub struct Container {
         feature = "serde",
         serde(
             rename = "image",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub image: ::core::option::Option<::prost::alloc::string::String>,
@@ -1446,7 +1449,7 @@ pub struct Container {
         feature = "serde",
         serde(
             rename = "workingDir",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub working_dir: ::core::option::Option<::prost::alloc::string::String>,
@@ -1672,7 +1675,7 @@ pub struct Container {
         feature = "serde",
         serde(
             rename = "terminationMessagePath",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub termination_message_path: ::core::option::Option<::prost::alloc::string::String>,
@@ -1689,7 +1692,7 @@ pub struct Container {
         feature = "serde",
         serde(
             rename = "terminationMessagePolicy",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub termination_message_policy: ::core::option::Option<::prost::alloc::string::String>,
@@ -1704,7 +1707,7 @@ pub struct Container {
         feature = "serde",
         serde(
             rename = "imagePullPolicy",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub image_pull_policy: ::core::option::Option<::prost::alloc::string::String>,
@@ -1730,7 +1733,7 @@ pub struct Container {
         feature = "serde",
         serde(
             rename = "stdin",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub stdin: ::core::option::Option<bool>,
@@ -1747,7 +1750,7 @@ pub struct Container {
         feature = "serde",
         serde(
             rename = "stdinOnce",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub stdin_once: ::core::option::Option<bool>,
@@ -1757,7 +1760,10 @@ pub struct Container {
     #[prost(bool, optional, tag = "18")]
     #[cfg_attr(
         feature = "serde",
-        serde(rename = "tty", skip_serializing_if = "::std::option::Option::is_none")
+        serde(
+            rename = "tty",
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
+        )
     )]
     pub tty: ::core::option::Option<bool>,
 }
@@ -1818,7 +1824,7 @@ pub struct ContainerImage {
         feature = "serde",
         serde(
             rename = "sizeBytes",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub size_bytes: ::core::option::Option<i64>,
@@ -1836,7 +1842,7 @@ pub struct ContainerPort {
         feature = "serde",
         serde(
             rename = "name",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub name: ::core::option::Option<::prost::alloc::string::String>,
@@ -1850,7 +1856,7 @@ pub struct ContainerPort {
         feature = "serde",
         serde(
             rename = "hostPort",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub host_port: ::core::option::Option<i32>,
@@ -1874,7 +1880,7 @@ pub struct ContainerPort {
         feature = "serde",
         serde(
             rename = "protocol",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub protocol: ::core::option::Option<::prost::alloc::string::String>,
@@ -1885,7 +1891,7 @@ pub struct ContainerPort {
         feature = "serde",
         serde(
             rename = "hostIP",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub host_ip: ::core::option::Option<::prost::alloc::string::String>,
@@ -1930,7 +1936,7 @@ pub struct ContainerRestartRule {
         feature = "serde",
         serde(
             rename = "action",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub action: ::core::option::Option<::prost::alloc::string::String>,
@@ -1964,7 +1970,7 @@ pub struct ContainerRestartRuleOnExitCodes {
         feature = "serde",
         serde(
             rename = "operator",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub operator: ::core::option::Option<::prost::alloc::string::String>,
@@ -2030,7 +2036,7 @@ pub struct ContainerStateRunning {
         feature = "serde",
         serde(
             rename = "startedAt",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub started_at:
@@ -2057,7 +2063,7 @@ pub struct ContainerStateTerminated {
         feature = "serde",
         serde(
             rename = "signal",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub signal: ::core::option::Option<i32>,
@@ -2068,7 +2074,7 @@ pub struct ContainerStateTerminated {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -2079,7 +2085,7 @@ pub struct ContainerStateTerminated {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -2090,7 +2096,7 @@ pub struct ContainerStateTerminated {
         feature = "serde",
         serde(
             rename = "startedAt",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub started_at:
@@ -2102,7 +2108,7 @@ pub struct ContainerStateTerminated {
         feature = "serde",
         serde(
             rename = "finishedAt",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub finished_at:
@@ -2114,7 +2120,7 @@ pub struct ContainerStateTerminated {
         feature = "serde",
         serde(
             rename = "containerID",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub container_id: ::core::option::Option<::prost::alloc::string::String>,
@@ -2130,7 +2136,7 @@ pub struct ContainerStateWaiting {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -2141,7 +2147,7 @@ pub struct ContainerStateWaiting {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -2249,7 +2255,7 @@ pub struct ContainerStatus {
         feature = "serde",
         serde(
             rename = "containerID",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub container_id: ::core::option::Option<::prost::alloc::string::String>,
@@ -2507,7 +2513,7 @@ pub struct EmptyDirVolumeSource {
         feature = "serde",
         serde(
             rename = "medium",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub medium: ::core::option::Option<::prost::alloc::string::String>,
@@ -2551,7 +2557,7 @@ pub struct EndpointAddress {
         feature = "serde",
         serde(
             rename = "hostname",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub hostname: ::core::option::Option<::prost::alloc::string::String>,
@@ -2594,7 +2600,7 @@ pub struct EndpointPort {
         feature = "serde",
         serde(
             rename = "name",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub name: ::core::option::Option<::prost::alloc::string::String>,
@@ -2617,7 +2623,7 @@ pub struct EndpointPort {
         feature = "serde",
         serde(
             rename = "protocol",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub protocol: ::core::option::Option<::prost::alloc::string::String>,
@@ -2796,7 +2802,7 @@ pub struct EnvFromSource {
         feature = "serde",
         serde(
             rename = "prefix",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub prefix: ::core::option::Option<::prost::alloc::string::String>,
@@ -2853,7 +2859,7 @@ pub struct EnvVar {
         feature = "serde",
         serde(
             rename = "value",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub value: ::core::option::Option<::prost::alloc::string::String>,
@@ -2964,7 +2970,7 @@ pub struct EphemeralContainer {
         feature = "serde",
         serde(
             rename = "targetContainerName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub target_container_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -2994,7 +3000,7 @@ pub struct EphemeralContainerCommon {
         feature = "serde",
         serde(
             rename = "image",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub image: ::core::option::Option<::prost::alloc::string::String>,
@@ -3040,7 +3046,7 @@ pub struct EphemeralContainerCommon {
         feature = "serde",
         serde(
             rename = "workingDir",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub working_dir: ::core::option::Option<::prost::alloc::string::String>,
@@ -3225,7 +3231,7 @@ pub struct EphemeralContainerCommon {
         feature = "serde",
         serde(
             rename = "terminationMessagePath",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub termination_message_path: ::core::option::Option<::prost::alloc::string::String>,
@@ -3242,7 +3248,7 @@ pub struct EphemeralContainerCommon {
         feature = "serde",
         serde(
             rename = "terminationMessagePolicy",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub termination_message_policy: ::core::option::Option<::prost::alloc::string::String>,
@@ -3257,7 +3263,7 @@ pub struct EphemeralContainerCommon {
         feature = "serde",
         serde(
             rename = "imagePullPolicy",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub image_pull_policy: ::core::option::Option<::prost::alloc::string::String>,
@@ -3282,7 +3288,7 @@ pub struct EphemeralContainerCommon {
         feature = "serde",
         serde(
             rename = "stdin",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub stdin: ::core::option::Option<bool>,
@@ -3299,7 +3305,7 @@ pub struct EphemeralContainerCommon {
         feature = "serde",
         serde(
             rename = "stdinOnce",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub stdin_once: ::core::option::Option<bool>,
@@ -3309,7 +3315,10 @@ pub struct EphemeralContainerCommon {
     #[prost(bool, optional, tag = "18")]
     #[cfg_attr(
         feature = "serde",
-        serde(rename = "tty", skip_serializing_if = "::std::option::Option::is_none")
+        serde(
+            rename = "tty",
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
+        )
     )]
     pub tty: ::core::option::Option<bool>,
 }
@@ -3388,7 +3397,7 @@ pub struct Event {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -3400,7 +3409,7 @@ pub struct Event {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -3422,7 +3431,7 @@ pub struct Event {
         feature = "serde",
         serde(
             rename = "firstTimestamp",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub first_timestamp:
@@ -3434,7 +3443,7 @@ pub struct Event {
         feature = "serde",
         serde(
             rename = "lastTimestamp",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_timestamp:
@@ -3446,7 +3455,7 @@ pub struct Event {
         feature = "serde",
         serde(
             rename = "count",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub count: ::core::option::Option<i32>,
@@ -3457,7 +3466,7 @@ pub struct Event {
         feature = "serde",
         serde(
             rename = "type",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub r#type: ::core::option::Option<::prost::alloc::string::String>,
@@ -3468,7 +3477,7 @@ pub struct Event {
         feature = "serde",
         serde(
             rename = "eventTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub event_time:
@@ -3491,7 +3500,7 @@ pub struct Event {
         feature = "serde",
         serde(
             rename = "action",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub action: ::core::option::Option<::prost::alloc::string::String>,
@@ -3565,7 +3574,7 @@ pub struct EventSeries {
         feature = "serde",
         serde(
             rename = "count",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub count: ::core::option::Option<i32>,
@@ -3575,7 +3584,7 @@ pub struct EventSeries {
         feature = "serde",
         serde(
             rename = "lastObservedTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_observed_time:
@@ -3592,7 +3601,7 @@ pub struct EventSource {
         feature = "serde",
         serde(
             rename = "component",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub component: ::core::option::Option<::prost::alloc::string::String>,
@@ -3603,7 +3612,7 @@ pub struct EventSource {
         feature = "serde",
         serde(
             rename = "host",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub host: ::core::option::Option<::prost::alloc::string::String>,
@@ -3662,7 +3671,7 @@ pub struct FcVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -3674,7 +3683,7 @@ pub struct FcVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -3770,7 +3779,7 @@ pub struct FlexPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -3797,7 +3806,7 @@ pub struct FlexPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -3840,7 +3849,7 @@ pub struct FlexVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -3867,7 +3876,7 @@ pub struct FlexVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -3900,7 +3909,7 @@ pub struct FlockerVolumeSource {
         feature = "serde",
         serde(
             rename = "datasetName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub dataset_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -3911,7 +3920,7 @@ pub struct FlockerVolumeSource {
         feature = "serde",
         serde(
             rename = "datasetUUID",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub dataset_uuid: ::core::option::Option<::prost::alloc::string::String>,
@@ -3947,7 +3956,7 @@ pub struct GcePersistentDiskVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -3962,7 +3971,7 @@ pub struct GcePersistentDiskVolumeSource {
         feature = "serde",
         serde(
             rename = "partition",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub partition: ::core::option::Option<i32>,
@@ -3975,7 +3984,7 @@ pub struct GcePersistentDiskVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -4037,7 +4046,7 @@ pub struct GitRepoVolumeSource {
         feature = "serde",
         serde(
             rename = "revision",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub revision: ::core::option::Option<::prost::alloc::string::String>,
@@ -4051,7 +4060,7 @@ pub struct GitRepoVolumeSource {
         feature = "serde",
         serde(
             rename = "directory",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub directory: ::core::option::Option<::prost::alloc::string::String>,
@@ -4092,7 +4101,7 @@ pub struct GlusterfsPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -4145,7 +4154,7 @@ pub struct GlusterfsVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -4161,7 +4170,7 @@ pub struct HttpGetAction {
         feature = "serde",
         serde(
             rename = "path",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub path: ::core::option::Option<::prost::alloc::string::String>,
@@ -4186,7 +4195,7 @@ pub struct HttpGetAction {
         feature = "serde",
         serde(
             rename = "host",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub host: ::core::option::Option<::prost::alloc::string::String>,
@@ -4198,7 +4207,7 @@ pub struct HttpGetAction {
         feature = "serde",
         serde(
             rename = "scheme",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub scheme: ::core::option::Option<::prost::alloc::string::String>,
@@ -4350,7 +4359,7 @@ pub struct IscsiPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "iscsiInterface",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub iscsi_interface: ::core::option::Option<::prost::alloc::string::String>,
@@ -4365,7 +4374,7 @@ pub struct IscsiPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -4377,7 +4386,7 @@ pub struct IscsiPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -4398,7 +4407,7 @@ pub struct IscsiPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "chapAuthDiscovery",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub chap_auth_discovery: ::core::option::Option<bool>,
@@ -4409,7 +4418,7 @@ pub struct IscsiPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "chapAuthSession",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub chap_auth_session: ::core::option::Option<bool>,
@@ -4478,7 +4487,7 @@ pub struct IscsiVolumeSource {
         feature = "serde",
         serde(
             rename = "iscsiInterface",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub iscsi_interface: ::core::option::Option<::prost::alloc::string::String>,
@@ -4493,7 +4502,7 @@ pub struct IscsiVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -4505,7 +4514,7 @@ pub struct IscsiVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -4526,7 +4535,7 @@ pub struct IscsiVolumeSource {
         feature = "serde",
         serde(
             rename = "chapAuthDiscovery",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub chap_auth_discovery: ::core::option::Option<bool>,
@@ -4537,7 +4546,7 @@ pub struct IscsiVolumeSource {
         feature = "serde",
         serde(
             rename = "chapAuthSession",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub chap_auth_session: ::core::option::Option<bool>,
@@ -4582,7 +4591,7 @@ pub struct ImageVolumeSource {
         feature = "serde",
         serde(
             rename = "reference",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reference: ::core::option::Option<::prost::alloc::string::String>,
@@ -4597,7 +4606,7 @@ pub struct ImageVolumeSource {
         feature = "serde",
         serde(
             rename = "pullPolicy",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub pull_policy: ::core::option::Option<::prost::alloc::string::String>,
@@ -4616,7 +4625,7 @@ pub struct ImageVolumeStatus {
         feature = "serde",
         serde(
             rename = "imageRef",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub image_ref: ::core::option::Option<::prost::alloc::string::String>,
@@ -4989,7 +4998,10 @@ pub struct LoadBalancerIngress {
     #[prost(string, optional, tag = "1")]
     #[cfg_attr(
         feature = "serde",
-        serde(rename = "ip", skip_serializing_if = "::std::option::Option::is_none")
+        serde(
+            rename = "ip",
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
+        )
     )]
     pub ip: ::core::option::Option<::prost::alloc::string::String>,
     /// Hostname is set for load-balancer ingress points that are DNS based
@@ -5000,7 +5012,7 @@ pub struct LoadBalancerIngress {
         feature = "serde",
         serde(
             rename = "hostname",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub hostname: ::core::option::Option<::prost::alloc::string::String>,
@@ -5077,7 +5089,7 @@ pub struct LocalObjectReference {
         feature = "serde",
         serde(
             rename = "name",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub name: ::core::option::Option<::prost::alloc::string::String>,
@@ -5122,7 +5134,7 @@ pub struct ModifyVolumeStatus {
         feature = "serde",
         serde(
             rename = "targetVolumeAttributesClassName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub target_volume_attributes_class_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -5182,7 +5194,7 @@ pub struct NfsVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -5261,7 +5273,7 @@ pub struct NamespaceCondition {
         feature = "serde",
         serde(
             rename = "lastTransitionTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_transition_time:
@@ -5273,7 +5285,7 @@ pub struct NamespaceCondition {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -5284,7 +5296,7 @@ pub struct NamespaceCondition {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -5345,7 +5357,7 @@ pub struct NamespaceStatus {
         feature = "serde",
         serde(
             rename = "phase",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub phase: ::core::option::Option<::prost::alloc::string::String>,
@@ -5549,7 +5561,7 @@ pub struct NodeCondition {
         feature = "serde",
         serde(
             rename = "lastHeartbeatTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_heartbeat_time:
@@ -5561,7 +5573,7 @@ pub struct NodeCondition {
         feature = "serde",
         serde(
             rename = "lastTransitionTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_transition_time:
@@ -5573,7 +5585,7 @@ pub struct NodeCondition {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -5584,7 +5596,7 @@ pub struct NodeCondition {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -5680,7 +5692,7 @@ pub struct NodeConfigStatus {
         feature = "serde",
         serde(
             rename = "error",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub error: ::core::option::Option<::prost::alloc::string::String>,
@@ -5755,7 +5767,7 @@ pub struct NodeProxyOptions {
         feature = "serde",
         serde(
             rename = "path",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub path: ::core::option::Option<::prost::alloc::string::String>,
@@ -5914,7 +5926,7 @@ pub struct NodeSpec {
         feature = "serde",
         serde(
             rename = "podCIDR",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub pod_cidr: ::core::option::Option<::prost::alloc::string::String>,
@@ -5937,7 +5949,7 @@ pub struct NodeSpec {
         feature = "serde",
         serde(
             rename = "providerID",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub provider_id: ::core::option::Option<::prost::alloc::string::String>,
@@ -5949,7 +5961,7 @@ pub struct NodeSpec {
         feature = "serde",
         serde(
             rename = "unschedulable",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub unschedulable: ::core::option::Option<bool>,
@@ -5981,7 +5993,7 @@ pub struct NodeSpec {
         feature = "serde",
         serde(
             rename = "externalID",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub external_id: ::core::option::Option<::prost::alloc::string::String>,
@@ -6029,7 +6041,7 @@ pub struct NodeStatus {
         feature = "serde",
         serde(
             rename = "phase",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub phase: ::core::option::Option<::prost::alloc::string::String>,
@@ -6325,7 +6337,7 @@ pub struct ObjectFieldSelector {
         feature = "serde",
         serde(
             rename = "apiVersion",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub api_version: ::core::option::Option<::prost::alloc::string::String>,
@@ -6369,7 +6381,7 @@ pub struct ObjectReference {
         feature = "serde",
         serde(
             rename = "kind",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub kind: ::core::option::Option<::prost::alloc::string::String>,
@@ -6381,7 +6393,7 @@ pub struct ObjectReference {
         feature = "serde",
         serde(
             rename = "namespace",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub namespace: ::core::option::Option<::prost::alloc::string::String>,
@@ -6393,7 +6405,7 @@ pub struct ObjectReference {
         feature = "serde",
         serde(
             rename = "name",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub name: ::core::option::Option<::prost::alloc::string::String>,
@@ -6403,7 +6415,10 @@ pub struct ObjectReference {
     #[prost(string, optional, tag = "4")]
     #[cfg_attr(
         feature = "serde",
-        serde(rename = "uid", skip_serializing_if = "::std::option::Option::is_none")
+        serde(
+            rename = "uid",
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
+        )
     )]
     pub uid: ::core::option::Option<::prost::alloc::string::String>,
     /// API version of the referent.
@@ -6413,7 +6428,7 @@ pub struct ObjectReference {
         feature = "serde",
         serde(
             rename = "apiVersion",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub api_version: ::core::option::Option<::prost::alloc::string::String>,
@@ -6425,7 +6440,7 @@ pub struct ObjectReference {
         feature = "serde",
         serde(
             rename = "resourceVersion",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub resource_version: ::core::option::Option<::prost::alloc::string::String>,
@@ -6443,7 +6458,7 @@ pub struct ObjectReference {
         feature = "serde",
         serde(
             rename = "fieldPath",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub field_path: ::core::option::Option<::prost::alloc::string::String>,
@@ -6572,7 +6587,7 @@ pub struct PersistentVolumeClaimCondition {
         feature = "serde",
         serde(
             rename = "lastProbeTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_probe_time:
@@ -6584,7 +6599,7 @@ pub struct PersistentVolumeClaimCondition {
         feature = "serde",
         serde(
             rename = "lastTransitionTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_transition_time:
@@ -6598,7 +6613,7 @@ pub struct PersistentVolumeClaimCondition {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -6609,7 +6624,7 @@ pub struct PersistentVolumeClaimCondition {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -6693,7 +6708,7 @@ pub struct PersistentVolumeClaimSpec {
         feature = "serde",
         serde(
             rename = "volumeName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub volume_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -6805,7 +6820,7 @@ pub struct PersistentVolumeClaimStatus {
         feature = "serde",
         serde(
             rename = "phase",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub phase: ::core::option::Option<::prost::alloc::string::String>,
@@ -7020,7 +7035,7 @@ pub struct PersistentVolumeClaimVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -7387,7 +7402,7 @@ pub struct PersistentVolumeSpec {
         feature = "serde",
         serde(
             rename = "persistentVolumeReclaimPolicy",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub persistent_volume_reclaim_policy: ::core::option::Option<::prost::alloc::string::String>,
@@ -7399,7 +7414,7 @@ pub struct PersistentVolumeSpec {
         feature = "serde",
         serde(
             rename = "storageClassName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub storage_class_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -7472,7 +7487,7 @@ pub struct PersistentVolumeStatus {
         feature = "serde",
         serde(
             rename = "phase",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub phase: ::core::option::Option<::prost::alloc::string::String>,
@@ -7483,7 +7498,7 @@ pub struct PersistentVolumeStatus {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -7495,7 +7510,7 @@ pub struct PersistentVolumeStatus {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -7507,7 +7522,7 @@ pub struct PersistentVolumeStatus {
         feature = "serde",
         serde(
             rename = "lastPhaseTransitionTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_phase_transition_time:
@@ -7535,7 +7550,7 @@ pub struct PhotonPersistentDiskVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -7801,7 +7816,7 @@ pub struct PodAttachOptions {
         feature = "serde",
         serde(
             rename = "stdin",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub stdin: ::core::option::Option<bool>,
@@ -7813,7 +7828,7 @@ pub struct PodAttachOptions {
         feature = "serde",
         serde(
             rename = "stdout",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub stdout: ::core::option::Option<bool>,
@@ -7825,7 +7840,7 @@ pub struct PodAttachOptions {
         feature = "serde",
         serde(
             rename = "stderr",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub stderr: ::core::option::Option<bool>,
@@ -7837,7 +7852,10 @@ pub struct PodAttachOptions {
     #[prost(bool, optional, tag = "4")]
     #[cfg_attr(
         feature = "serde",
-        serde(rename = "tty", skip_serializing_if = "::std::option::Option::is_none")
+        serde(
+            rename = "tty",
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
+        )
     )]
     pub tty: ::core::option::Option<bool>,
     /// The container in which to execute the command.
@@ -7848,7 +7866,7 @@ pub struct PodAttachOptions {
         feature = "serde",
         serde(
             rename = "container",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub container: ::core::option::Option<::prost::alloc::string::String>,
@@ -7866,7 +7884,7 @@ pub struct PodCertificateProjection {
         feature = "serde",
         serde(
             rename = "signerName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub signer_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -7881,7 +7899,7 @@ pub struct PodCertificateProjection {
         feature = "serde",
         serde(
             rename = "keyType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub key_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -7931,7 +7949,7 @@ pub struct PodCertificateProjection {
         feature = "serde",
         serde(
             rename = "credentialBundlePath",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub credential_bundle_path: ::core::option::Option<::prost::alloc::string::String>,
@@ -7948,7 +7966,7 @@ pub struct PodCertificateProjection {
         feature = "serde",
         serde(
             rename = "keyPath",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub key_path: ::core::option::Option<::prost::alloc::string::String>,
@@ -7965,7 +7983,7 @@ pub struct PodCertificateProjection {
         feature = "serde",
         serde(
             rename = "certificateChainPath",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub certificate_chain_path: ::core::option::Option<::prost::alloc::string::String>,
@@ -8017,7 +8035,7 @@ pub struct PodCondition {
         feature = "serde",
         serde(
             rename = "observedGeneration",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub observed_generation: ::core::option::Option<i64>,
@@ -8040,7 +8058,7 @@ pub struct PodCondition {
         feature = "serde",
         serde(
             rename = "lastProbeTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_probe_time:
@@ -8052,7 +8070,7 @@ pub struct PodCondition {
         feature = "serde",
         serde(
             rename = "lastTransitionTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_transition_time:
@@ -8064,7 +8082,7 @@ pub struct PodCondition {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -8075,7 +8093,7 @@ pub struct PodCondition {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -8134,7 +8152,7 @@ pub struct PodDnsConfigOption {
         feature = "serde",
         serde(
             rename = "name",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub name: ::core::option::Option<::prost::alloc::string::String>,
@@ -8165,7 +8183,7 @@ pub struct PodExecOptions {
         feature = "serde",
         serde(
             rename = "stdin",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub stdin: ::core::option::Option<bool>,
@@ -8176,7 +8194,7 @@ pub struct PodExecOptions {
         feature = "serde",
         serde(
             rename = "stdout",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub stdout: ::core::option::Option<bool>,
@@ -8187,7 +8205,7 @@ pub struct PodExecOptions {
         feature = "serde",
         serde(
             rename = "stderr",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub stderr: ::core::option::Option<bool>,
@@ -8197,7 +8215,10 @@ pub struct PodExecOptions {
     #[prost(bool, optional, tag = "4")]
     #[cfg_attr(
         feature = "serde",
-        serde(rename = "tty", skip_serializing_if = "::std::option::Option::is_none")
+        serde(
+            rename = "tty",
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
+        )
     )]
     pub tty: ::core::option::Option<bool>,
     /// Container in which to execute the command.
@@ -8208,7 +8229,7 @@ pub struct PodExecOptions {
         feature = "serde",
         serde(
             rename = "container",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub container: ::core::option::Option<::prost::alloc::string::String>,
@@ -8301,7 +8322,7 @@ pub struct PodLogOptions {
         feature = "serde",
         serde(
             rename = "container",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub container: ::core::option::Option<::prost::alloc::string::String>,
@@ -8312,7 +8333,7 @@ pub struct PodLogOptions {
         feature = "serde",
         serde(
             rename = "follow",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub follow: ::core::option::Option<bool>,
@@ -8323,7 +8344,7 @@ pub struct PodLogOptions {
         feature = "serde",
         serde(
             rename = "previous",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub previous: ::core::option::Option<bool>,
@@ -8351,7 +8372,7 @@ pub struct PodLogOptions {
         feature = "serde",
         serde(
             rename = "sinceTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub since_time:
@@ -8364,7 +8385,7 @@ pub struct PodLogOptions {
         feature = "serde",
         serde(
             rename = "timestamps",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub timestamps: ::core::option::Option<bool>,
@@ -8406,7 +8427,7 @@ pub struct PodLogOptions {
         feature = "serde",
         serde(
             rename = "insecureSkipTLSVerifyBackend",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub insecure_skip_tls_verify_backend: ::core::option::Option<bool>,
@@ -8475,7 +8496,7 @@ pub struct PodProxyOptions {
         feature = "serde",
         serde(
             rename = "path",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub path: ::core::option::Option<::prost::alloc::string::String>,
@@ -8987,7 +9008,7 @@ pub struct PodSpec {
         feature = "serde",
         serde(
             rename = "restartPolicy",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub restart_policy: ::core::option::Option<::prost::alloc::string::String>,
@@ -9034,7 +9055,7 @@ pub struct PodSpec {
         feature = "serde",
         serde(
             rename = "dnsPolicy",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub dns_policy: ::core::option::Option<::prost::alloc::string::String>,
@@ -9063,7 +9084,7 @@ pub struct PodSpec {
         feature = "serde",
         serde(
             rename = "serviceAccountName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub service_account_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -9076,7 +9097,7 @@ pub struct PodSpec {
         feature = "serde",
         serde(
             rename = "serviceAccount",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub service_account: ::core::option::Option<::prost::alloc::string::String>,
@@ -9102,7 +9123,7 @@ pub struct PodSpec {
         feature = "serde",
         serde(
             rename = "nodeName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub node_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -9118,7 +9139,7 @@ pub struct PodSpec {
         feature = "serde",
         serde(
             rename = "hostNetwork",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub host_network: ::core::option::Option<bool>,
@@ -9131,7 +9152,7 @@ pub struct PodSpec {
         feature = "serde",
         serde(
             rename = "hostPID",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub host_pid: ::core::option::Option<bool>,
@@ -9144,7 +9165,7 @@ pub struct PodSpec {
         feature = "serde",
         serde(
             rename = "hostIPC",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub host_ipc: ::core::option::Option<bool>,
@@ -9201,7 +9222,7 @@ pub struct PodSpec {
         feature = "serde",
         serde(
             rename = "hostname",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub hostname: ::core::option::Option<::prost::alloc::string::String>,
@@ -9213,7 +9234,7 @@ pub struct PodSpec {
         feature = "serde",
         serde(
             rename = "subdomain",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub subdomain: ::core::option::Option<::prost::alloc::string::String>,
@@ -9236,7 +9257,7 @@ pub struct PodSpec {
         feature = "serde",
         serde(
             rename = "schedulerName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub scheduler_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -9280,7 +9301,7 @@ pub struct PodSpec {
         feature = "serde",
         serde(
             rename = "priorityClassName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub priority_class_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -9607,7 +9628,7 @@ pub struct PodStatus {
         feature = "serde",
         serde(
             rename = "observedGeneration",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub observed_generation: ::core::option::Option<i64>,
@@ -9635,7 +9656,7 @@ pub struct PodStatus {
         feature = "serde",
         serde(
             rename = "phase",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub phase: ::core::option::Option<::prost::alloc::string::String>,
@@ -9662,7 +9683,7 @@ pub struct PodStatus {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -9674,7 +9695,7 @@ pub struct PodStatus {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -9691,7 +9712,7 @@ pub struct PodStatus {
         feature = "serde",
         serde(
             rename = "nominatedNodeName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub nominated_node_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -9704,7 +9725,7 @@ pub struct PodStatus {
         feature = "serde",
         serde(
             rename = "hostIP",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub host_ip: ::core::option::Option<::prost::alloc::string::String>,
@@ -9730,7 +9751,7 @@ pub struct PodStatus {
         feature = "serde",
         serde(
             rename = "podIP",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub pod_ip: ::core::option::Option<::prost::alloc::string::String>,
@@ -9756,7 +9777,7 @@ pub struct PodStatus {
         feature = "serde",
         serde(
             rename = "startTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub start_time:
@@ -9809,7 +9830,7 @@ pub struct PodStatus {
         feature = "serde",
         serde(
             rename = "qosClass",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub qos_class: ::core::option::Option<::prost::alloc::string::String>,
@@ -9845,7 +9866,7 @@ pub struct PodStatus {
         feature = "serde",
         serde(
             rename = "resize",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub resize: ::core::option::Option<::prost::alloc::string::String>,
@@ -10114,7 +10135,7 @@ pub struct PortworxVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -10126,7 +10147,7 @@ pub struct PortworxVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -10166,7 +10187,7 @@ pub struct PreferAvoidPodsEntry {
         feature = "serde",
         serde(
             rename = "evictionTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub eviction_time:
@@ -10178,7 +10199,7 @@ pub struct PreferAvoidPodsEntry {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -10189,7 +10210,7 @@ pub struct PreferAvoidPodsEntry {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -10237,7 +10258,7 @@ pub struct Probe {
         feature = "serde",
         serde(
             rename = "initialDelaySeconds",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub initial_delay_seconds: ::core::option::Option<i32>,
@@ -10250,7 +10271,7 @@ pub struct Probe {
         feature = "serde",
         serde(
             rename = "timeoutSeconds",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub timeout_seconds: ::core::option::Option<i32>,
@@ -10262,7 +10283,7 @@ pub struct Probe {
         feature = "serde",
         serde(
             rename = "periodSeconds",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub period_seconds: ::core::option::Option<i32>,
@@ -10274,7 +10295,7 @@ pub struct Probe {
         feature = "serde",
         serde(
             rename = "successThreshold",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub success_threshold: ::core::option::Option<i32>,
@@ -10286,7 +10307,7 @@ pub struct Probe {
         feature = "serde",
         serde(
             rename = "failureThreshold",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub failure_threshold: ::core::option::Option<i32>,
@@ -10427,7 +10448,7 @@ pub struct QuobyteVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -10439,7 +10460,7 @@ pub struct QuobyteVolumeSource {
         feature = "serde",
         serde(
             rename = "user",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub user: ::core::option::Option<::prost::alloc::string::String>,
@@ -10451,7 +10472,7 @@ pub struct QuobyteVolumeSource {
         feature = "serde",
         serde(
             rename = "group",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub group: ::core::option::Option<::prost::alloc::string::String>,
@@ -10463,7 +10484,7 @@ pub struct QuobyteVolumeSource {
         feature = "serde",
         serde(
             rename = "tenant",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub tenant: ::core::option::Option<::prost::alloc::string::String>,
@@ -10504,7 +10525,7 @@ pub struct RbdPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -10518,7 +10539,7 @@ pub struct RbdPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "pool",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub pool: ::core::option::Option<::prost::alloc::string::String>,
@@ -10532,7 +10553,7 @@ pub struct RbdPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "user",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub user: ::core::option::Option<::prost::alloc::string::String>,
@@ -10546,7 +10567,7 @@ pub struct RbdPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "keyring",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub keyring: ::core::option::Option<::prost::alloc::string::String>,
@@ -10573,7 +10594,7 @@ pub struct RbdPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -10614,7 +10635,7 @@ pub struct RbdVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -10628,7 +10649,7 @@ pub struct RbdVolumeSource {
         feature = "serde",
         serde(
             rename = "pool",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub pool: ::core::option::Option<::prost::alloc::string::String>,
@@ -10642,7 +10663,7 @@ pub struct RbdVolumeSource {
         feature = "serde",
         serde(
             rename = "user",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub user: ::core::option::Option<::prost::alloc::string::String>,
@@ -10656,7 +10677,7 @@ pub struct RbdVolumeSource {
         feature = "serde",
         serde(
             rename = "keyring",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub keyring: ::core::option::Option<::prost::alloc::string::String>,
@@ -10683,7 +10704,7 @@ pub struct RbdVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -10806,7 +10827,7 @@ pub struct ReplicationControllerCondition {
         feature = "serde",
         serde(
             rename = "lastTransitionTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_transition_time:
@@ -10818,7 +10839,7 @@ pub struct ReplicationControllerCondition {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -10829,7 +10850,7 @@ pub struct ReplicationControllerCondition {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -10893,7 +10914,7 @@ pub struct ReplicationControllerSpec {
         feature = "serde",
         serde(
             rename = "minReadySeconds",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub min_ready_seconds: ::core::option::Option<i32>,
@@ -10954,7 +10975,7 @@ pub struct ReplicationControllerStatus {
         feature = "serde",
         serde(
             rename = "fullyLabeledReplicas",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fully_labeled_replicas: ::core::option::Option<i32>,
@@ -10965,7 +10986,7 @@ pub struct ReplicationControllerStatus {
         feature = "serde",
         serde(
             rename = "readyReplicas",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub ready_replicas: ::core::option::Option<i32>,
@@ -10976,7 +10997,7 @@ pub struct ReplicationControllerStatus {
         feature = "serde",
         serde(
             rename = "availableReplicas",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub available_replicas: ::core::option::Option<i32>,
@@ -10987,7 +11008,7 @@ pub struct ReplicationControllerStatus {
         feature = "serde",
         serde(
             rename = "observedGeneration",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub observed_generation: ::core::option::Option<i64>,
@@ -11033,7 +11054,7 @@ pub struct ResourceClaim {
         feature = "serde",
         serde(
             rename = "request",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub request: ::core::option::Option<::prost::alloc::string::String>,
@@ -11050,7 +11071,7 @@ pub struct ResourceFieldSelector {
         feature = "serde",
         serde(
             rename = "containerName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub container_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -11107,7 +11128,7 @@ pub struct ResourceHealth {
         feature = "serde",
         serde(
             rename = "health",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub health: ::core::option::Option<::prost::alloc::string::String>,
@@ -11369,7 +11390,7 @@ pub struct SeLinuxOptions {
         feature = "serde",
         serde(
             rename = "user",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub user: ::core::option::Option<::prost::alloc::string::String>,
@@ -11380,7 +11401,7 @@ pub struct SeLinuxOptions {
         feature = "serde",
         serde(
             rename = "role",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub role: ::core::option::Option<::prost::alloc::string::String>,
@@ -11391,7 +11412,7 @@ pub struct SeLinuxOptions {
         feature = "serde",
         serde(
             rename = "type",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub r#type: ::core::option::Option<::prost::alloc::string::String>,
@@ -11402,7 +11423,7 @@ pub struct SeLinuxOptions {
         feature = "serde",
         serde(
             rename = "level",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub level: ::core::option::Option<::prost::alloc::string::String>,
@@ -11449,7 +11470,7 @@ pub struct ScaleIoPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "sslEnabled",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub ssl_enabled: ::core::option::Option<bool>,
@@ -11460,7 +11481,7 @@ pub struct ScaleIoPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "protectionDomain",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub protection_domain: ::core::option::Option<::prost::alloc::string::String>,
@@ -11471,7 +11492,7 @@ pub struct ScaleIoPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "storagePool",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub storage_pool: ::core::option::Option<::prost::alloc::string::String>,
@@ -11484,7 +11505,7 @@ pub struct ScaleIoPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "storageMode",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub storage_mode: ::core::option::Option<::prost::alloc::string::String>,
@@ -11495,7 +11516,7 @@ pub struct ScaleIoPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "volumeName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub volume_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -11510,7 +11531,7 @@ pub struct ScaleIoPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -11522,7 +11543,7 @@ pub struct ScaleIoPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -11569,7 +11590,7 @@ pub struct ScaleIoVolumeSource {
         feature = "serde",
         serde(
             rename = "sslEnabled",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub ssl_enabled: ::core::option::Option<bool>,
@@ -11580,7 +11601,7 @@ pub struct ScaleIoVolumeSource {
         feature = "serde",
         serde(
             rename = "protectionDomain",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub protection_domain: ::core::option::Option<::prost::alloc::string::String>,
@@ -11591,7 +11612,7 @@ pub struct ScaleIoVolumeSource {
         feature = "serde",
         serde(
             rename = "storagePool",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub storage_pool: ::core::option::Option<::prost::alloc::string::String>,
@@ -11604,7 +11625,7 @@ pub struct ScaleIoVolumeSource {
         feature = "serde",
         serde(
             rename = "storageMode",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub storage_mode: ::core::option::Option<::prost::alloc::string::String>,
@@ -11615,7 +11636,7 @@ pub struct ScaleIoVolumeSource {
         feature = "serde",
         serde(
             rename = "volumeName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub volume_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -11630,7 +11651,7 @@ pub struct ScaleIoVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -11642,7 +11663,7 @@ pub struct ScaleIoVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -11818,7 +11839,7 @@ pub struct Secret {
         feature = "serde",
         serde(
             rename = "type",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub r#type: ::core::option::Option<::prost::alloc::string::String>,
@@ -11953,7 +11974,7 @@ pub struct SecretReference {
         feature = "serde",
         serde(
             rename = "name",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub name: ::core::option::Option<::prost::alloc::string::String>,
@@ -11964,7 +11985,7 @@ pub struct SecretReference {
         feature = "serde",
         serde(
             rename = "namespace",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub namespace: ::core::option::Option<::prost::alloc::string::String>,
@@ -11985,7 +12006,7 @@ pub struct SecretVolumeSource {
         feature = "serde",
         serde(
             rename = "secretName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub secret_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -12384,7 +12405,7 @@ pub struct ServiceAccountTokenProjection {
         feature = "serde",
         serde(
             rename = "audience",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub audience: ::core::option::Option<::prost::alloc::string::String>,
@@ -12456,7 +12477,7 @@ pub struct ServicePort {
         feature = "serde",
         serde(
             rename = "name",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub name: ::core::option::Option<::prost::alloc::string::String>,
@@ -12469,7 +12490,7 @@ pub struct ServicePort {
         feature = "serde",
         serde(
             rename = "protocol",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub protocol: ::core::option::Option<::prost::alloc::string::String>,
@@ -12542,7 +12563,7 @@ pub struct ServicePort {
         feature = "serde",
         serde(
             rename = "nodePort",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub node_port: ::core::option::Option<i32>,
@@ -12562,7 +12583,7 @@ pub struct ServiceProxyOptions {
         feature = "serde",
         serde(
             rename = "path",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub path: ::core::option::Option<::prost::alloc::string::String>,
@@ -12625,7 +12646,7 @@ pub struct ServiceSpec {
         feature = "serde",
         serde(
             rename = "clusterIP",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub cluster_ip: ::core::option::Option<::prost::alloc::string::String>,
@@ -12685,7 +12706,7 @@ pub struct ServiceSpec {
         feature = "serde",
         serde(
             rename = "type",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub r#type: ::core::option::Option<::prost::alloc::string::String>,
@@ -12716,7 +12737,7 @@ pub struct ServiceSpec {
         feature = "serde",
         serde(
             rename = "sessionAffinity",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub session_affinity: ::core::option::Option<::prost::alloc::string::String>,
@@ -12733,7 +12754,7 @@ pub struct ServiceSpec {
         feature = "serde",
         serde(
             rename = "loadBalancerIP",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub load_balancer_ip: ::core::option::Option<::prost::alloc::string::String>,
@@ -12762,7 +12783,7 @@ pub struct ServiceSpec {
         feature = "serde",
         serde(
             rename = "externalName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub external_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -12785,7 +12806,7 @@ pub struct ServiceSpec {
         feature = "serde",
         serde(
             rename = "externalTrafficPolicy",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub external_traffic_policy: ::core::option::Option<::prost::alloc::string::String>,
@@ -12805,7 +12826,7 @@ pub struct ServiceSpec {
         feature = "serde",
         serde(
             rename = "healthCheckNodePort",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub health_check_node_port: ::core::option::Option<i32>,
@@ -12823,7 +12844,7 @@ pub struct ServiceSpec {
         feature = "serde",
         serde(
             rename = "publishNotReadyAddresses",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub publish_not_ready_addresses: ::core::option::Option<bool>,
@@ -13028,7 +13049,7 @@ pub struct StorageOsPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "volumeName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub volume_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -13044,7 +13065,7 @@ pub struct StorageOsPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "volumeNamespace",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub volume_namespace: ::core::option::Option<::prost::alloc::string::String>,
@@ -13057,7 +13078,7 @@ pub struct StorageOsPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -13069,7 +13090,7 @@ pub struct StorageOsPersistentVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -13097,7 +13118,7 @@ pub struct StorageOsVolumeSource {
         feature = "serde",
         serde(
             rename = "volumeName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub volume_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -13113,7 +13134,7 @@ pub struct StorageOsVolumeSource {
         feature = "serde",
         serde(
             rename = "volumeNamespace",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub volume_namespace: ::core::option::Option<::prost::alloc::string::String>,
@@ -13126,7 +13147,7 @@ pub struct StorageOsVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -13138,7 +13159,7 @@ pub struct StorageOsVolumeSource {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -13204,7 +13225,7 @@ pub struct TcpSocketAction {
         feature = "serde",
         serde(
             rename = "host",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub host: ::core::option::Option<::prost::alloc::string::String>,
@@ -13228,7 +13249,7 @@ pub struct Taint {
         feature = "serde",
         serde(
             rename = "value",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub value: ::core::option::Option<::prost::alloc::string::String>,
@@ -13251,7 +13272,7 @@ pub struct Taint {
         feature = "serde",
         serde(
             rename = "timeAdded",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub time_added:
@@ -13268,7 +13289,10 @@ pub struct Toleration {
     #[prost(string, optional, tag = "1")]
     #[cfg_attr(
         feature = "serde",
-        serde(rename = "key", skip_serializing_if = "::std::option::Option::is_none")
+        serde(
+            rename = "key",
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
+        )
     )]
     pub key: ::core::option::Option<::prost::alloc::string::String>,
     /// Operator represents a key's relationship to the value.
@@ -13282,7 +13306,7 @@ pub struct Toleration {
         feature = "serde",
         serde(
             rename = "operator",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub operator: ::core::option::Option<::prost::alloc::string::String>,
@@ -13294,7 +13318,7 @@ pub struct Toleration {
         feature = "serde",
         serde(
             rename = "value",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub value: ::core::option::Option<::prost::alloc::string::String>,
@@ -13306,7 +13330,7 @@ pub struct Toleration {
         feature = "serde",
         serde(
             rename = "effect",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub effect: ::core::option::Option<::prost::alloc::string::String>,
@@ -13729,7 +13753,7 @@ pub struct VolumeMount {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -13778,7 +13802,7 @@ pub struct VolumeMount {
         feature = "serde",
         serde(
             rename = "subPath",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub sub_path: ::core::option::Option<::prost::alloc::string::String>,
@@ -13808,7 +13832,7 @@ pub struct VolumeMount {
         feature = "serde",
         serde(
             rename = "subPathExpr",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub sub_path_expr: ::core::option::Option<::prost::alloc::string::String>,
@@ -13844,7 +13868,7 @@ pub struct VolumeMountStatus {
         feature = "serde",
         serde(
             rename = "readOnly",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub read_only: ::core::option::Option<bool>,
@@ -14493,7 +14517,7 @@ pub struct VsphereVirtualDiskVolumeSource {
         feature = "serde",
         serde(
             rename = "fsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fs_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -14504,7 +14528,7 @@ pub struct VsphereVirtualDiskVolumeSource {
         feature = "serde",
         serde(
             rename = "storagePolicyName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub storage_policy_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -14515,7 +14539,7 @@ pub struct VsphereVirtualDiskVolumeSource {
         feature = "serde",
         serde(
             rename = "storagePolicyID",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub storage_policy_id: ::core::option::Option<::prost::alloc::string::String>,

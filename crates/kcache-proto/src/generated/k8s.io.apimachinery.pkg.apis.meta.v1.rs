@@ -110,7 +110,7 @@ pub struct ApiResource {
         feature = "serde",
         serde(
             rename = "group",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub group: ::core::option::Option<::prost::alloc::string::String>,
@@ -121,7 +121,7 @@ pub struct ApiResource {
         feature = "serde",
         serde(
             rename = "version",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub version: ::core::option::Option<::prost::alloc::string::String>,
@@ -181,7 +181,7 @@ pub struct ApiResource {
         feature = "serde",
         serde(
             rename = "storageVersionHash",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub storage_version_hash: ::core::option::Option<::prost::alloc::string::String>,
@@ -355,7 +355,7 @@ pub struct Condition {
         feature = "serde",
         serde(
             rename = "observedGeneration",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub observed_generation: ::core::option::Option<i64>,
@@ -370,7 +370,7 @@ pub struct Condition {
         feature = "serde",
         serde(
             rename = "lastTransitionTime",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub last_transition_time: ::core::option::Option<Time>,
@@ -435,7 +435,7 @@ pub struct CreateOptions {
         feature = "serde",
         serde(
             rename = "fieldManager",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub field_manager: ::core::option::Option<::prost::alloc::string::String>,
@@ -461,7 +461,7 @@ pub struct CreateOptions {
         feature = "serde",
         serde(
             rename = "fieldValidation",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub field_validation: ::core::option::Option<::prost::alloc::string::String>,
@@ -646,7 +646,7 @@ pub struct GetOptions {
         feature = "serde",
         serde(
             rename = "resourceVersion",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub resource_version: ::core::option::Option<::prost::alloc::string::String>,
@@ -933,7 +933,7 @@ pub struct ListMeta {
         feature = "serde",
         serde(
             rename = "selfLink",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub self_link: ::core::option::Option<::prost::alloc::string::String>,
@@ -949,7 +949,7 @@ pub struct ListMeta {
         feature = "serde",
         serde(
             rename = "resourceVersion",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub resource_version: ::core::option::Option<::prost::alloc::string::String>,
@@ -965,7 +965,7 @@ pub struct ListMeta {
         feature = "serde",
         serde(
             rename = "continue",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub r#continue: ::core::option::Option<::prost::alloc::string::String>,
@@ -1019,7 +1019,7 @@ pub struct ListOptions {
         feature = "serde",
         serde(
             rename = "labelSelector",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub label_selector: ::core::option::Option<::prost::alloc::string::String>,
@@ -1031,7 +1031,7 @@ pub struct ListOptions {
         feature = "serde",
         serde(
             rename = "fieldSelector",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub field_selector: ::core::option::Option<::prost::alloc::string::String>,
@@ -1043,7 +1043,7 @@ pub struct ListOptions {
         feature = "serde",
         serde(
             rename = "watch",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub watch: ::core::option::Option<bool>,
@@ -1059,7 +1059,7 @@ pub struct ListOptions {
         feature = "serde",
         serde(
             rename = "allowWatchBookmarks",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub allow_watch_bookmarks: ::core::option::Option<bool>,
@@ -1074,7 +1074,7 @@ pub struct ListOptions {
         feature = "serde",
         serde(
             rename = "resourceVersion",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub resource_version: ::core::option::Option<::prost::alloc::string::String>,
@@ -1091,7 +1091,7 @@ pub struct ListOptions {
         feature = "serde",
         serde(
             rename = "resourceVersionMatch",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub resource_version_match: ::core::option::Option<::prost::alloc::string::String>,
@@ -1128,7 +1128,7 @@ pub struct ListOptions {
         feature = "serde",
         serde(
             rename = "limit",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub limit: ::core::option::Option<i64>,
@@ -1151,7 +1151,7 @@ pub struct ListOptions {
         feature = "serde",
         serde(
             rename = "continue",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub r#continue: ::core::option::Option<::prost::alloc::string::String>,
@@ -1223,7 +1223,7 @@ pub struct ListOptions {
         feature = "serde",
         serde(
             rename = "shardSelector",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub shard_selector: ::core::option::Option<::prost::alloc::string::String>,
@@ -1239,7 +1239,7 @@ pub struct ManagedFieldsEntry {
         feature = "serde",
         serde(
             rename = "manager",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub manager: ::core::option::Option<::prost::alloc::string::String>,
@@ -1250,7 +1250,7 @@ pub struct ManagedFieldsEntry {
         feature = "serde",
         serde(
             rename = "operation",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub operation: ::core::option::Option<::prost::alloc::string::String>,
@@ -1263,7 +1263,7 @@ pub struct ManagedFieldsEntry {
         feature = "serde",
         serde(
             rename = "apiVersion",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub api_version: ::core::option::Option<::prost::alloc::string::String>,
@@ -1278,7 +1278,7 @@ pub struct ManagedFieldsEntry {
         feature = "serde",
         serde(
             rename = "time",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub time: ::core::option::Option<Time>,
@@ -1289,7 +1289,7 @@ pub struct ManagedFieldsEntry {
         feature = "serde",
         serde(
             rename = "fieldsType",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub fields_type: ::core::option::Option<::prost::alloc::string::String>,
@@ -1316,7 +1316,7 @@ pub struct ManagedFieldsEntry {
         feature = "serde",
         serde(
             rename = "subresource",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub subresource: ::core::option::Option<::prost::alloc::string::String>,
@@ -1357,7 +1357,7 @@ pub struct ObjectMeta {
         feature = "serde",
         serde(
             rename = "name",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub name: ::core::option::Option<::prost::alloc::string::String>,
@@ -1379,7 +1379,7 @@ pub struct ObjectMeta {
         feature = "serde",
         serde(
             rename = "generateName",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub generate_name: ::core::option::Option<::prost::alloc::string::String>,
@@ -1397,7 +1397,7 @@ pub struct ObjectMeta {
         feature = "serde",
         serde(
             rename = "namespace",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub namespace: ::core::option::Option<::prost::alloc::string::String>,
@@ -1408,7 +1408,7 @@ pub struct ObjectMeta {
         feature = "serde",
         serde(
             rename = "selfLink",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub self_link: ::core::option::Option<::prost::alloc::string::String>,
@@ -1423,7 +1423,10 @@ pub struct ObjectMeta {
     #[prost(string, optional, tag = "5")]
     #[cfg_attr(
         feature = "serde",
-        serde(rename = "uid", skip_serializing_if = "::std::option::Option::is_none")
+        serde(
+            rename = "uid",
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
+        )
     )]
     pub uid: ::core::option::Option<::prost::alloc::string::String>,
     /// An opaque value that represents the internal version of this object that can
@@ -1442,7 +1445,7 @@ pub struct ObjectMeta {
         feature = "serde",
         serde(
             rename = "resourceVersion",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub resource_version: ::core::option::Option<::prost::alloc::string::String>,
@@ -1454,7 +1457,7 @@ pub struct ObjectMeta {
         feature = "serde",
         serde(
             rename = "generation",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub generation: ::core::option::Option<i64>,
@@ -1472,7 +1475,7 @@ pub struct ObjectMeta {
         feature = "serde",
         serde(
             rename = "creationTimestamp",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub creation_timestamp: ::core::option::Option<Time>,
@@ -1500,7 +1503,7 @@ pub struct ObjectMeta {
         feature = "serde",
         serde(
             rename = "deletionTimestamp",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero_time"
         )
     )]
     pub deletion_timestamp: ::core::option::Option<Time>,
@@ -1784,7 +1787,7 @@ pub struct PatchOptions {
         feature = "serde",
         serde(
             rename = "fieldManager",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub field_manager: ::core::option::Option<::prost::alloc::string::String>,
@@ -1810,7 +1813,7 @@ pub struct PatchOptions {
         feature = "serde",
         serde(
             rename = "fieldValidation",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub field_validation: ::core::option::Option<::prost::alloc::string::String>,
@@ -1922,7 +1925,7 @@ pub struct Status {
         feature = "serde",
         serde(
             rename = "status",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub status: ::core::option::Option<::prost::alloc::string::String>,
@@ -1933,7 +1936,7 @@ pub struct Status {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -1947,7 +1950,7 @@ pub struct Status {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -1972,7 +1975,7 @@ pub struct Status {
         feature = "serde",
         serde(
             rename = "code",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub code: ::core::option::Option<i32>,
@@ -1990,7 +1993,7 @@ pub struct StatusCause {
         feature = "serde",
         serde(
             rename = "reason",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub reason: ::core::option::Option<::prost::alloc::string::String>,
@@ -2002,7 +2005,7 @@ pub struct StatusCause {
         feature = "serde",
         serde(
             rename = "message",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub message: ::core::option::Option<::prost::alloc::string::String>,
@@ -2021,7 +2024,7 @@ pub struct StatusCause {
         feature = "serde",
         serde(
             rename = "field",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub field: ::core::option::Option<::prost::alloc::string::String>,
@@ -2043,7 +2046,7 @@ pub struct StatusDetails {
         feature = "serde",
         serde(
             rename = "name",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub name: ::core::option::Option<::prost::alloc::string::String>,
@@ -2054,7 +2057,7 @@ pub struct StatusDetails {
         feature = "serde",
         serde(
             rename = "group",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub group: ::core::option::Option<::prost::alloc::string::String>,
@@ -2067,7 +2070,7 @@ pub struct StatusDetails {
         feature = "serde",
         serde(
             rename = "kind",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub kind: ::core::option::Option<::prost::alloc::string::String>,
@@ -2078,7 +2081,10 @@ pub struct StatusDetails {
     #[prost(string, optional, tag = "6")]
     #[cfg_attr(
         feature = "serde",
-        serde(rename = "uid", skip_serializing_if = "::std::option::Option::is_none")
+        serde(
+            rename = "uid",
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
+        )
     )]
     pub uid: ::core::option::Option<::prost::alloc::string::String>,
     /// The Causes array includes more details associated with the StatusReason
@@ -2100,7 +2106,7 @@ pub struct StatusDetails {
         feature = "serde",
         serde(
             rename = "retryAfterSeconds",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub retry_after_seconds: ::core::option::Option<i32>,
@@ -2120,7 +2126,7 @@ pub struct TableOptions {
         feature = "serde",
         serde(
             rename = "includeObject",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub include_object: ::core::option::Option<::prost::alloc::string::String>,
@@ -2197,7 +2203,7 @@ pub struct TypeMeta {
         feature = "serde",
         serde(
             rename = "kind",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub kind: ::core::option::Option<::prost::alloc::string::String>,
@@ -2211,7 +2217,7 @@ pub struct TypeMeta {
         feature = "serde",
         serde(
             rename = "apiVersion",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub api_version: ::core::option::Option<::prost::alloc::string::String>,
@@ -2244,7 +2250,7 @@ pub struct UpdateOptions {
         feature = "serde",
         serde(
             rename = "fieldManager",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub field_manager: ::core::option::Option<::prost::alloc::string::String>,
@@ -2270,7 +2276,7 @@ pub struct UpdateOptions {
         feature = "serde",
         serde(
             rename = "fieldValidation",
-            skip_serializing_if = "::std::option::Option::is_none"
+            skip_serializing_if = "crate::serde_support::is_none_or_zero"
         )
     )]
     pub field_validation: ::core::option::Option<::prost::alloc::string::String>,
