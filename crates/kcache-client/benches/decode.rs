@@ -1,0 +1,3 @@
+//! Decode benchmarks (placeholder until the realistic Pod benchmark lands).
+
+fn main() {}

@@ -1,0 +1,455 @@
+//! The transport: kube-client's [`Client`](kube_client::Client) (kubeconfig and in-cluster
+//! inference, auth plugins and token refresh, TLS with verification on), with responses read as
+//! raw bodies so that decoding is ours.
+
+use std::{path::Path, sync::Arc, time::Duration};
+
+use bytes::Bytes;
+use http::{HeaderMap, Response, StatusCode};
+use http_body_util::BodyExt;
+use kcache::lister_watcher::Error as LwError;
+use kube_client::{
+    Config,
+    client::Body,
+    config::{KubeConfigOptions, Kubeconfig, KubeconfigError},
+};
+use kube_core::{Status, response::StatusSummary};
+
+use crate::error::{Error, Result, redact_quoted};
+
+/// The most we read of an error response body: Status objects are small, and a proxy's HTML
+/// error page is not worth more.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// A connection to one API server: kube-client's transport plus the server address for error
+/// messages. Cheap to clone (clones share the connection pool).
+#[derive(Clone)]
+pub struct Client {
+    inner: kube_client::Client,
+    server: Arc<str>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Infers the configuration like kubectl: `$KUBECONFIG` or `~/.kube/config`, else the
+    /// in-cluster service account.
+    ///
+    /// # Errors
+    /// [`Error::NoConfig`] when neither exists, [`Error::InvalidKubeconfig`] /
+    /// [`Error::UnreadableKubeconfig`] when the kubeconfig is broken, [`Error::Client`] when
+    /// its TLS settings cannot be used.
+    pub async fn infer() -> Result<Self> {
+        match Config::infer().await {
+            Ok(config) => Self::from_config(config),
+            Err(e) => {
+                let kubeconfig =
+                    std::error::Error::source(&e).and_then(|s| s.downcast_ref::<KubeconfigError>());
+                Err(match kubeconfig {
+                    Some(KubeconfigError::FindPath) | None => Error::NoConfig,
+                    Some(KubeconfigError::ReadConfig(io, _))
+                        if io.kind() == std::io::ErrorKind::NotFound
+                            && std::env::var_os("KUBECONFIG").is_none() =>
+                    {
+                        Error::NoConfig
+                    }
+                    Some(k) => Error::from_kubeconfig(k),
+                })
+            }
+        }
+    }
+
+    /// Loads the current context of the kubeconfig file at `path`.
+    ///
+    /// # Errors
+    /// As [`Client::infer`], for that file.
+    pub async fn from_kubeconfig(path: impl AsRef<Path>) -> Result<Self> {
+        let kubeconfig =
+            Kubeconfig::read_from(path.as_ref()).map_err(|e| Error::from_kubeconfig(&e))?;
+        let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .map_err(|e| Error::from_kubeconfig(&e))?;
+        Self::from_config(config)
+    }
+
+    /// Builds the transport from a kube-client [`Config`].
+    ///
+    /// kube-client's own retry layer (up to 15 retries of 429/503/504, honouring
+    /// `Retry-After`) is switched off: the reflector owns retries and backoff (client-go's
+    /// semantics: a 504 "too large resource version" relists at once at `resourceVersion=""`,
+    /// a 429 backs off and re-watches), and it must see those responses to apply them.
+    ///
+    /// # Errors
+    /// [`Error::Client`] when the TLS or proxy settings cannot be used.
+    pub fn from_config(mut config: Config) -> Result<Self> {
+        config.default_retry = false;
+        let server: Arc<str> = config.cluster_url.to_string().trim_end_matches('/').into();
+        let inner = kube_client::Client::try_from(config)
+            .map_err(|e| Error::Client(redact_quoted(&e.to_string())))?;
+        Ok(Self { inner, server })
+    }
+
+    /// A client for `url` with no credentials (for an embedded or a local test server).
+    ///
+    /// # Errors
+    /// [`Error::Client`] when `url` is not a valid URL.
+    pub fn from_url(url: &str) -> Result<Self> {
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e| Error::Client(format!("invalid server URL {url:?}: {e}")))?;
+        Self::from_config(Config::new(uri))
+    }
+
+    /// Wraps an existing kube-client client. `server` is only used in error messages.
+    ///
+    /// Build it with `Config::default_retry = false` (as [`Client::from_config`] does), or its
+    /// retry layer will hide 429/503/504 responses from the reflector.
+    pub fn from_kube(inner: kube_client::Client, server: &str) -> Self {
+        Self {
+            inner,
+            server: server.into(),
+        }
+    }
+
+    /// The underlying kube-client client.
+    pub fn kube(&self) -> &kube_client::Client {
+        &self.inner
+    }
+
+    /// The API server's URL.
+    pub fn server_url(&self) -> &str {
+        &self.server
+    }
+
+    /// Sends `request` and returns the response if its status is 2xx.
+    ///
+    /// # Errors
+    /// [`LwError::transport`] when the server cannot be reached; [`LwError::api`] with the
+    /// server's `Status` (or one made from the status line) for any other status.
+    pub(crate) async fn send(
+        &self,
+        request: http::Request<Vec<u8>>,
+        verb: &str,
+    ) -> Result<Response<Body>, LwError> {
+        let path = request.uri().path().to_owned();
+        let request = request.map(Body::from);
+        let response = self
+            .inner
+            .send(request)
+            .await
+            .map_err(|e| transport_error(e, &self.server))?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        let (parts, body) = response.into_parts();
+        let body = read_limited(body, MAX_ERROR_BODY).await;
+        Err(api_error(parts.status, &parts.headers, &body, verb, &path))
+    }
+
+    /// Sends `request` and reads the whole 2xx body.
+    ///
+    /// # Errors
+    /// As [`Client::send`], plus [`LwError::transport`] when the body breaks off.
+    pub(crate) async fn send_collect(
+        &self,
+        request: http::Request<Vec<u8>>,
+        verb: &str,
+    ) -> Result<Bytes, LwError> {
+        let body = self.send(request, verb).await?.into_body();
+        body.collect()
+            .await
+            .map(|c| c.to_bytes())
+            .map_err(|e| LwError::transport(BodyError(e.to_string())))
+    }
+}
+
+/// A response body broke off.
+#[derive(Debug, thiserror::Error)]
+#[error("the response body broke off: {0}")]
+struct BodyError(String);
+
+/// Reads at most `limit` bytes of a body; a broken body yields what was read.
+async fn read_limited(mut body: Body, limit: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    while out.len() < limit {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    let take = data.len().min(limit - out.len());
+                    out.extend_from_slice(&data[..take]);
+                }
+            }
+            _ => break,
+        }
+    }
+    out
+}
+
+/// A transport failure, worded for the user.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub(crate) struct TransportError {
+    message: String,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+/// Turns a kube-client error into a one-sentence transport error. Auth errors lose their source
+/// chain: credential plugins' output may carry tokens.
+pub(crate) fn transport_error(e: kube_client::Error, server: &str) -> LwError {
+    use kube_client::Error as K;
+    let (message, source): (String, Option<Box<dyn std::error::Error + Send + Sync>>) = match e {
+        K::Auth(auth) => (
+            format!(
+                "cannot obtain credentials for {server}: {}; check the user entry of the \
+                 current kubeconfig context",
+                redact_quoted(&auth.to_string())
+            ),
+            None,
+        ),
+        K::Api(status) => return LwError::api(*status, None),
+        other => {
+            let chain = error_chain(&other);
+            let lower = chain.to_ascii_lowercase();
+            let message = if lower.contains("connection refused") {
+                format!(
+                    "cannot connect to the API server at {server}: connection refused; is it \
+                     running, and is the server address in the kubeconfig right?"
+                )
+            } else if lower.contains("certificate")
+                || lower.contains("tls")
+                || lower.contains("handshake")
+            {
+                format!(
+                    "TLS handshake with {server} failed ({}); check the cluster's \
+                     certificate-authority in the kubeconfig",
+                    redact_quoted(&chain)
+                )
+            } else if lower.contains("dns") || lower.contains("lookup") {
+                format!("cannot resolve the API server's host name in {server}: {chain}")
+            } else if lower.contains("timed out") || lower.contains("timeout") {
+                format!("the API server at {server} did not answer in time: {chain}")
+            } else {
+                format!("cannot reach the API server at {server}: {chain}")
+            };
+            (message, Some(Box::new(other)))
+        }
+    };
+    LwError::transport(TransportError { message, source })
+}
+
+/// `a: b: c` for an error and its sources, without repeating a message its source repeats.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        let msg = err.to_string();
+        if !parts.iter().any(|p| p.contains(&msg)) {
+            parts.push(msg);
+        }
+        cur = err.source();
+    }
+    parts.join(": ")
+}
+
+/// Builds the API error for a non-2xx response: the body's `Status` when it is one, else a
+/// `Status` made from the status line and the body text. 401/403/404 get a message that says
+/// what to do when the server's own is terse.
+pub(crate) fn api_error(
+    code: StatusCode,
+    headers: &HeaderMap,
+    body: &[u8],
+    verb: &str,
+    path: &str,
+) -> LwError {
+    let mut status = serde_json::from_slice::<Status>(body)
+        .ok()
+        .filter(|s| s.code != 0 || !s.reason.is_empty() || !s.message.is_empty())
+        .unwrap_or_else(|| Status {
+            status: Some(StatusSummary::Failure),
+            code: code.as_u16(),
+            message: String::from_utf8_lossy(body).trim().to_owned(),
+            metadata: None,
+            reason: default_reason(code).to_owned(),
+            details: None,
+        });
+    if status.code == 0 {
+        status.code = code.as_u16();
+    }
+    let terse = status.message.is_empty()
+        || status.message == status.reason
+        || status
+            .message
+            .eq_ignore_ascii_case(&format!("{} page not found", code.as_u16()));
+    if terse {
+        let resource = describe_path(path);
+        let message = match code.as_u16() {
+            401 => Some(
+                "Unauthorized: the API server rejected the credentials of the current \
+                 kubeconfig context; check its token or client certificate"
+                    .to_owned(),
+            ),
+            403 => Some(format!(
+                "Forbidden: the current user may not {verb} {resource}; ask for RBAC permission"
+            )),
+            404 => Some(format!(
+                "NotFound: the API server does not serve {resource}; check the group, version \
+                 and resource name (is the CRD installed?)"
+            )),
+            _ if status.message.is_empty() => Some(format!(
+                "the API server answered {code} to {verb} {resource}"
+            )),
+            _ => None,
+        };
+        if let Some(message) = message {
+            status.message = message;
+        }
+    }
+    LwError::api(status, retry_after(headers))
+}
+
+/// `Retry-After` in seconds (the API server never sends the HTTP-date form).
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    headers
+        .get(http::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse::<u64>()
+        .ok()
+        .map(Duration::from_secs)
+}
+
+fn default_reason(code: StatusCode) -> &'static str {
+    match code.as_u16() {
+        400 => "BadRequest",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "NotFound",
+        405 => "MethodNotAllowed",
+        406 => "NotAcceptable",
+        409 => "Conflict",
+        410 => "Expired",
+        415 => "UnsupportedMediaType",
+        422 => "Invalid",
+        429 => "TooManyRequests",
+        500 => "InternalError",
+        503 => "ServiceUnavailable",
+        504 => "Timeout",
+        _ => "Unknown",
+    }
+}
+
+/// `pods in namespace default` / `nodes` / `leases.coordination.k8s.io "x" in namespace y`
+/// from an API path.
+fn describe_path(path: &str) -> String {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (group, rest) = match segs.as_slice() {
+        ["api", _v, rest @ ..] => ("", rest),
+        ["apis", g, _v, rest @ ..] => (*g, rest),
+        _ => return path.to_owned(),
+    };
+    let (ns, rest) = match rest {
+        ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some(*ns), rest),
+        _ => (None, rest),
+    };
+    let (resource, name) = match rest {
+        [r] => (*r, None),
+        [r, n, ..] => (*r, Some(*n)),
+        [] => return path.to_owned(),
+    };
+    let mut s = if group.is_empty() {
+        resource.to_owned()
+    } else {
+        format!("{resource}.{group}")
+    };
+    if let Some(n) = name {
+        s.push_str(&format!(" {n:?}"));
+    }
+    if let Some(ns) = ns {
+        s.push_str(&format!(" in namespace {ns}"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn describe_path_names_resource_group_and_namespace() {
+        assert_eq!(
+            describe_path("/api/v1/namespaces/default/pods"),
+            "pods in namespace default"
+        );
+        assert_eq!(describe_path("/api/v1/nodes"), "nodes");
+        assert_eq!(
+            describe_path("/apis/coordination.k8s.io/v1/namespaces/x/leases/l"),
+            "leases.coordination.k8s.io \"l\" in namespace x"
+        );
+        assert_eq!(describe_path("/apis/foo.io/v1/bars"), "bars.foo.io");
+    }
+
+    #[test]
+    fn status_body_is_kept_and_retry_after_header_is_read() {
+        let mut headers = HeaderMap::new();
+        headers.insert(http::header::RETRY_AFTER, "3".parse().unwrap());
+        let body = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"slow down","reason":"TooManyRequests","code":429}"#;
+        let e = api_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            &headers,
+            body,
+            "list",
+            "/api/v1/pods",
+        );
+        assert!(e.is_too_many_requests());
+        assert_eq!(e.retry_after(), Some(Duration::from_secs(3)));
+        assert_eq!(e.status().unwrap().message, "slow down");
+    }
+
+    #[test]
+    fn plain_text_404_becomes_a_not_found_status_naming_the_resource() {
+        let e = api_error(
+            StatusCode::NOT_FOUND,
+            &HeaderMap::new(),
+            b"404 page not found\n",
+            "list",
+            "/apis/nope.example.com/v1/widgets",
+        );
+        let status = e.status().unwrap();
+        assert_eq!((status.code, status.reason.as_str()), (404, "NotFound"));
+        assert!(
+            status.message.contains("widgets.nope.example.com"),
+            "{}",
+            status.message
+        );
+    }
+
+    #[test]
+    fn terse_401_and_403_get_actionable_messages() {
+        let body401 = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#;
+        let e = api_error(
+            StatusCode::UNAUTHORIZED,
+            &HeaderMap::new(),
+            body401,
+            "list",
+            "/api/v1/pods",
+        );
+        assert!(e.to_string().contains("credentials"), "{e}");
+        let e = api_error(
+            StatusCode::FORBIDDEN,
+            &HeaderMap::new(),
+            b"",
+            "watch",
+            "/api/v1/namespaces/a/secrets",
+        );
+        let msg = e.to_string();
+        assert!(msg.contains("watch secrets in namespace a"), "{msg}");
+    }
+}

@@ -1,0 +1,279 @@
+//! [`HttpListerWatcher`]: kcache's [`ListerWatcher`] over HTTP.
+
+use std::{fmt, marker::PhantomData};
+
+use http::HeaderValue;
+use http_body_util::BodyDataStream;
+use kcache::{
+    ListerWatcher,
+    lister_watcher::{Error, ListParams, ObjectList, WatchParams, WatchStream},
+};
+use kube_core::{NamespaceResourceScope, Resource};
+
+use crate::{
+    Client,
+    decode::{DEFAULT_MAX_FRAME_SIZE, ItemDecoder, Typed, decode_list, watch_events},
+};
+
+/// The `Accept` header of a metadata-only list.
+pub const ACCEPT_METADATA_LIST: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+/// The `Accept` header of a metadata-only watch (and get).
+pub const ACCEPT_METADATA: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+
+/// Lists and watches one collection of `K` over HTTP.
+///
+/// Requests are built with kube-core's [`Request`](kube_core::Request) and sent through
+/// kube-client's transport; responses are decoded by this crate's decoder with the item
+/// strategy `D` ([`Typed`] by default; [`crate::compact::CompactDecoder`] for compact storage).
+///
+/// - typed: any k8s-openapi `K` — [`HttpListerWatcher::all`], [`HttpListerWatcher::namespaced`];
+/// - dynamic: `DynamicObject` with an [`ApiResource`](kube_core::discovery::ApiResource) from
+///   discovery — [`HttpListerWatcher::all_with`], [`crate::dynamic`];
+/// - metadata only: `PartialObjectMeta<K>` — detected from [`Resource::metadata_api`], the
+///   requests then ask for `PartialObjectMetadata[List]`.
+///
+/// Label and field selectors set here apply to every list and watch, unless the caller's
+/// params carry their own.
+///
+/// ```no_run
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kcache::ListerWatcher;
+/// use kcache::lister_watcher::ListParams;
+/// use kcache_client::{Client, HttpListerWatcher};
+///
+/// # #[tokio::main]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = Client::infer().await?;
+/// let lw = HttpListerWatcher::<Pod>::namespaced(client, "default").labels("app=web");
+/// let page = lw.list(&ListParams::default().limit(500)).await?;
+/// println!("{} pods at RV {:?}", page.items.len(), page.metadata.resource_version);
+/// # Ok(()) }
+/// ```
+pub struct HttpListerWatcher<K, D = Typed> {
+    client: Client,
+    request: kube_core::Request,
+    metadata_only: bool,
+    label_selector: Option<String>,
+    field_selector: Option<String>,
+    decoder: D,
+    max_frame_size: usize,
+    _k: PhantomData<fn() -> K>,
+}
+
+impl<K, D: Clone> Clone for HttpListerWatcher<K, D> {
+    fn clone(&self) -> Self {
+        Self {
+            client: self.client.clone(),
+            request: self.request.clone(),
+            metadata_only: self.metadata_only,
+            label_selector: self.label_selector.clone(),
+            field_selector: self.field_selector.clone(),
+            decoder: self.decoder.clone(),
+            max_frame_size: self.max_frame_size,
+            _k: PhantomData,
+        }
+    }
+}
+
+impl<K, D: fmt::Debug> fmt::Debug for HttpListerWatcher<K, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpListerWatcher")
+            .field("server", &self.client.server_url())
+            .field("path", &self.request.url_path)
+            .field("metadata_only", &self.metadata_only)
+            .field("label_selector", &self.label_selector)
+            .field("field_selector", &self.field_selector)
+            .field("decoder", &self.decoder)
+            .finish()
+    }
+}
+
+impl<K: Resource<DynamicType = ()>, D: Default> HttpListerWatcher<K, D> {
+    /// All objects of a statically typed `K`, across all namespaces (or the cluster-scoped
+    /// collection).
+    pub fn all(client: Client) -> Self {
+        Self::all_with(client, &())
+    }
+
+    /// The objects of a namespaced, statically typed `K` in `namespace`.
+    pub fn namespaced(client: Client, namespace: &str) -> Self
+    where
+        K: Resource<Scope = NamespaceResourceScope>,
+    {
+        Self::at_path(client, K::url_path(&(), Some(namespace)), K::metadata_api())
+    }
+}
+
+impl<K: Resource, D: Default> HttpListerWatcher<K, D> {
+    /// All objects of `K` described by `dyntype` (for `DynamicObject`, an `ApiResource`), across
+    /// all namespaces.
+    pub fn all_with(client: Client, dyntype: &K::DynamicType) -> Self {
+        Self::at_path(client, K::url_path(dyntype, None), K::metadata_api())
+    }
+
+    /// The objects of `K` described by `dyntype` in `namespace`. The caller checks that the
+    /// resource is namespaced ([`crate::dynamic::discover`] reports the scope).
+    pub fn namespaced_with(client: Client, dyntype: &K::DynamicType, namespace: &str) -> Self {
+        Self::at_path(
+            client,
+            K::url_path(dyntype, Some(namespace)),
+            K::metadata_api(),
+        )
+    }
+}
+
+impl<K, D: Default> HttpListerWatcher<K, D> {
+    /// A lister-watcher for the collection at `url_path` (`/api/v1/pods`, …).
+    pub fn at_path(client: Client, url_path: String, metadata_only: bool) -> Self {
+        Self {
+            client,
+            request: kube_core::Request::new(url_path),
+            metadata_only,
+            label_selector: None,
+            field_selector: None,
+            decoder: D::default(),
+            max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            _k: PhantomData,
+        }
+    }
+}
+
+impl<K, D> HttpListerWatcher<K, D> {
+    /// Restricts lists and watches to objects matching this label selector.
+    #[must_use]
+    pub fn labels(mut self, selector: &str) -> Self {
+        self.label_selector = Some(selector.to_owned());
+        self
+    }
+
+    /// Restricts lists and watches to objects matching this field selector.
+    #[must_use]
+    pub fn fields(mut self, selector: &str) -> Self {
+        self.field_selector = Some(selector.to_owned());
+        self
+    }
+
+    /// Asks for metadata only (`PartialObjectMetadata[List]`), whatever `K` is.
+    #[must_use]
+    pub fn metadata_only(mut self, metadata_only: bool) -> Self {
+        self.metadata_only = metadata_only;
+        self
+    }
+
+    /// The largest watch frame accepted (default [`DEFAULT_MAX_FRAME_SIZE`]).
+    #[must_use]
+    pub fn max_frame_size(mut self, bytes: usize) -> Self {
+        self.max_frame_size = bytes;
+        self
+    }
+
+    /// Decodes objects with `decoder` instead.
+    pub fn with_decoder<D2>(self, decoder: D2) -> HttpListerWatcher<K, D2> {
+        HttpListerWatcher {
+            client: self.client,
+            request: self.request,
+            metadata_only: self.metadata_only,
+            label_selector: self.label_selector,
+            field_selector: self.field_selector,
+            decoder,
+            max_frame_size: self.max_frame_size,
+            _k: PhantomData,
+        }
+    }
+
+    /// The collection's URL path.
+    pub fn url_path(&self) -> &str {
+        &self.request.url_path
+    }
+
+    fn list_request(&self, params: &ListParams) -> Result<http::Request<Vec<u8>>, Error> {
+        let mut params = params.clone();
+        if params.label_selector.is_none() {
+            params.label_selector.clone_from(&self.label_selector);
+        }
+        if params.field_selector.is_none() {
+            params.field_selector.clone_from(&self.field_selector);
+        }
+        let mut req = self.request.list(&params).map_err(build_error)?;
+        // kube-core omits `resourceVersion=0` when a limit is set; client-go sends both (the
+        // server then answers from its watch cache and ignores the limit). Send what client-go
+        // sends, so that the reflector's first list is served from the cache.
+        if params.continue_token.is_none()
+            && params.limit.is_some()
+            && params.resource_version.as_deref() == Some("0")
+        {
+            let uri = format!("{}&resourceVersion=0", req.uri());
+            *req.uri_mut() = uri.parse().map_err(|e| build_error(format!("{e}")))?;
+        }
+        if self.metadata_only {
+            req.headers_mut().insert(
+                http::header::ACCEPT,
+                HeaderValue::from_static(ACCEPT_METADATA_LIST),
+            );
+        }
+        Ok(req)
+    }
+
+    fn watch_request(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+    ) -> Result<http::Request<Vec<u8>>, Error> {
+        let mut params = params.clone();
+        if params.label_selector.is_none() {
+            params.label_selector.clone_from(&self.label_selector);
+        }
+        if params.field_selector.is_none() {
+            params.field_selector.clone_from(&self.field_selector);
+        }
+        let mut req = self
+            .request
+            .watch(&params, resource_version)
+            .map_err(build_error)?;
+        if self.metadata_only {
+            req.headers_mut().insert(
+                http::header::ACCEPT,
+                HeaderValue::from_static(ACCEPT_METADATA),
+            );
+        }
+        Ok(req)
+    }
+}
+
+impl<K, D> ListerWatcher<K> for HttpListerWatcher<K, D>
+where
+    K: Clone + Send + 'static,
+    D: ItemDecoder<K>,
+{
+    async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
+        let request = self.list_request(params)?;
+        let body = self.client.send_collect(request, "list").await?;
+        // The body is dropped as soon as its items are decoded.
+        decode_list(&body, &self.decoder).map_err(Error::decode)
+    }
+
+    async fn watch(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+    ) -> Result<WatchStream<K>, Error> {
+        let request = self.watch_request(params, resource_version)?;
+        let response = self.client.send(request, "watch").await?;
+        let body = BodyDataStream::new(response.into_body());
+        Ok(watch_events(
+            body,
+            self.decoder.clone(),
+            self.max_frame_size,
+        ))
+    }
+}
+
+/// A request that kube-core refused to build (invalid params): a bug of the caller.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid list/watch parameters: {0}")]
+struct BuildError(String);
+
+fn build_error(e: impl fmt::Display) -> Error {
+    Error::protocol(BuildError(e.to_string()).to_string())
+}
