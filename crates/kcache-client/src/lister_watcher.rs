@@ -203,7 +203,13 @@ impl<K, D> HttpListerWatcher<K, D> {
             && params.limit.is_some()
             && params.resource_version.as_deref() == Some("0")
         {
-            let uri = format!("{}&resourceVersion=0", req.uri());
+            let mut uri = format!("{}&resourceVersion=0", req.uri());
+            match params.version_match {
+                Some(kcache::lister_watcher::VersionMatch::NotOlderThan) => {
+                    uri.push_str("&resourceVersionMatch=NotOlderThan");
+                }
+                Some(kcache::lister_watcher::VersionMatch::Exact) | None => {}
+            }
             *req.uri_mut() = uri.parse().map_err(|e| build_error(format!("{e}")))?;
         }
         if self.metadata_only {

@@ -1,0 +1,196 @@
+//! The integration tests' server fixture: the same test code runs against the embedded
+//! `kcache-apiserver` (started in-process on 127.0.0.1:0) and, when requested, against the
+//! upstream kube-apiserver described by `KCACHE_UPSTREAM_*` (written by `scripts/kube-up.sh`).
+//!
+//! The upstream is requested when `KCACHE_UPSTREAM_KUBECONFIG` is set, or `CI` or
+//! `KCACHE_REQUIRE_UPSTREAM` is; requested but missing or unreachable is a failure, never a skip.
+
+#![allow(
+    dead_code,
+    reason = "each test binary uses a different part of the fixture"
+)]
+
+use std::{
+    path::PathBuf,
+    sync::atomic::{AtomicUsize, Ordering},
+};
+
+use anyhow::{Context, Result, bail};
+use kcache_apiserver::{ApiServer, FaultHandle, RunningServer};
+use kcache_client::Client;
+use serde_json::{Value, json};
+
+/// One API server under test.
+pub struct TestServer {
+    /// `embedded` or `upstream`.
+    pub name: &'static str,
+    /// A client with full rights.
+    pub client: Client,
+    /// A namespace created for this test.
+    pub ns: String,
+    embedded: Option<RunningServer>,
+    upstream: Option<Upstream>,
+}
+
+/// What the env file says about the upstream server.
+#[derive(Clone, Debug)]
+pub struct Upstream {
+    /// The admin kubeconfig.
+    pub kubeconfig: PathBuf,
+    /// The unprivileged user's kubeconfig (authenticated, no RBAC bindings).
+    pub alice_kubeconfig: Option<PathBuf>,
+    /// The server URL.
+    pub url: String,
+}
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+fn upstream_requested() -> bool {
+    std::env::var_os("KCACHE_UPSTREAM_KUBECONFIG").is_some()
+        || std::env::var_os("KCACHE_REQUIRE_UPSTREAM").is_some_and(|v| v != "0")
+        || std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// The upstream server's description, or an error when it is requested but missing.
+pub fn upstream_env() -> Result<Option<Upstream>> {
+    if !upstream_requested() {
+        return Ok(None);
+    }
+    let kubeconfig = std::env::var_os("KCACHE_UPSTREAM_KUBECONFIG").context(
+        "the upstream kube-apiserver is requested (CI / KCACHE_REQUIRE_UPSTREAM) but \
+         KCACHE_UPSTREAM_KUBECONFIG is not set: run scripts/kube-up.sh and source its env file",
+    )?;
+    Ok(Some(Upstream {
+        kubeconfig: kubeconfig.into(),
+        alice_kubeconfig: std::env::var_os("KCACHE_UPSTREAM_ALICE_KUBECONFIG").map(PathBuf::from),
+        url: std::env::var("KCACHE_UPSTREAM_URL").unwrap_or_default(),
+    }))
+}
+
+impl TestServer {
+    /// The embedded server, fresh for this test.
+    pub async fn embedded() -> Result<Self> {
+        let server = ApiServer::builder().start().await?;
+        let client = Client::from_url(&server.url())?;
+        let mut s = Self {
+            name: "embedded",
+            client,
+            ns: String::new(),
+            embedded: Some(server),
+            upstream: None,
+        };
+        s.ns = s.create_namespace().await?;
+        Ok(s)
+    }
+
+    /// The upstream server, if requested (an error if requested but unusable).
+    pub async fn upstream() -> Result<Option<Self>> {
+        let Some(up) = upstream_env()? else {
+            return Ok(None);
+        };
+        let client = Client::from_kubeconfig(&up.kubeconfig).await?;
+        let mut s = Self {
+            name: "upstream",
+            client,
+            ns: String::new(),
+            embedded: None,
+            upstream: Some(up),
+        };
+        s.ns = s
+            .create_namespace()
+            .await
+            .context("the upstream kube-apiserver is requested but does not answer")?;
+        Ok(Some(s))
+    }
+
+    /// Every server the tests must run against: the embedded one, plus the upstream when
+    /// requested.
+    pub async fn all() -> Result<Vec<Self>> {
+        let mut out = vec![Self::embedded().await?];
+        out.extend(Self::upstream().await?);
+        Ok(out)
+    }
+
+    /// Fault injection (embedded only).
+    pub fn faults(&self) -> Option<&FaultHandle> {
+        self.embedded.as_ref().map(RunningServer::faults)
+    }
+
+    /// The upstream description (upstream only).
+    pub fn upstream_info(&self) -> Option<&Upstream> {
+        self.upstream.as_ref()
+    }
+
+    /// The embedded server (embedded only).
+    pub fn embedded_server(&self) -> Option<&RunningServer> {
+        self.embedded.as_ref()
+    }
+
+    async fn create_namespace(&self) -> Result<String> {
+        let ns = format!(
+            "kcache-it-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        self.request(
+            "POST",
+            "/api/v1/namespaces",
+            Some(json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name": ns}})),
+        )
+        .await?;
+        Ok(ns)
+    }
+
+    /// The configmaps collection path of the test namespace.
+    pub fn configmaps(&self) -> String {
+        format!("/api/v1/namespaces/{}/configmaps", self.ns)
+    }
+
+    /// Creates a ConfigMap in the test namespace.
+    pub async fn create_cm(&self, name: &str, labels: Value, data: Value) -> Result<Value> {
+        let body = json!({"apiVersion":"v1","kind":"ConfigMap",
+            "metadata":{"name": name, "labels": labels}, "data": data});
+        self.request("POST", &self.configmaps(), Some(body)).await
+    }
+
+    /// Replaces a ConfigMap's data (read-modify-write).
+    pub async fn update_cm(&self, name: &str, data: Value) -> Result<Value> {
+        let path = format!("{}/{name}", self.configmaps());
+        let mut cm = self.request("GET", &path, None).await?;
+        cm["data"] = data;
+        self.request("PUT", &path, Some(cm)).await
+    }
+
+    /// Deletes a ConfigMap.
+    pub async fn delete_cm(&self, name: &str) -> Result<Value> {
+        let path = format!("{}/{name}", self.configmaps());
+        self.request("DELETE", &path, None).await
+    }
+
+    /// A raw JSON request through the same transport; non-2xx is an error.
+    pub async fn request(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value> {
+        let body = body
+            .map(|b| serde_json::to_vec(&b))
+            .transpose()?
+            .unwrap_or_default();
+        let req = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("content-type", "application/json")
+            .header("accept", "application/json")
+            .body(kube_client::client::Body::from(body))?;
+        let resp = self.client.kube().send(req).await?;
+        let status = resp.status();
+        let bytes = http_body_util::BodyExt::collect(resp.into_body())
+            .await?
+            .to_bytes();
+        if !status.is_success() {
+            bail!(
+                "{method} {path} on {}: {status}: {}",
+                self.name,
+                String::from_utf8_lossy(&bytes)
+            );
+        }
+        Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+}
