@@ -325,11 +325,12 @@ fn main() {
         runs,
         || {
             // kube-client's path: split lines, serde_json each line into WatchEvent<Pod>.
-            watch
-                .split(|b| *b == b'\n')
-                .filter(|l| !l.is_empty())
-                .map(|l| black_box(serde_json::from_slice::<WatchEvent<Pod>>(l).unwrap()))
-                .count()
+            let mut n = 0;
+            for line in watch.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+                black_box(serde_json::from_slice::<WatchEvent<Pod>>(line).unwrap());
+                n += 1;
+            }
+            n
         },
         n,
     );
@@ -341,7 +342,7 @@ fn main() {
         None,
     );
     let run_watch = |strip: bool| {
-        let s = stream::iter(chunks.iter().cloned().map(Ok::<_, Infallible>));
+        let s = stream::iter(chunks.clone().into_iter().map(Ok::<_, Infallible>));
         let events =
             watch_events::<Pod, _, _, _>(s, Typed::new().strip_managed_fields(strip), 1 << 24);
         block_on(events.map(|e| black_box(e.unwrap())).count())
@@ -359,7 +360,7 @@ fn main() {
     let t = median_secs(
         runs,
         || {
-            let s = stream::iter(chunks.iter().cloned().map(Ok::<_, Infallible>));
+            let s = stream::iter(chunks.clone().into_iter().map(Ok::<_, Infallible>));
             block_on(
                 watch_events::<Compact<Pod>, _, _, _>(s, CompactDecoder::new(), 1 << 24)
                     .map(|e| black_box(e.unwrap()))
