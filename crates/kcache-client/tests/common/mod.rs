@@ -70,7 +70,12 @@ pub fn upstream_env() -> Result<Option<Upstream>> {
 impl TestServer {
     /// The embedded server, fresh for this test.
     pub async fn embedded() -> Result<Self> {
-        let server = ApiServer::builder().start().await?;
+        Self::embedded_with(ApiServer::builder()).await
+    }
+
+    /// The embedded server built by `builder`.
+    pub async fn embedded_with(builder: kcache_apiserver::ApiServerBuilder) -> Result<Self> {
+        let server = builder.start().await?;
         let client = Client::from_url(&server.url())?;
         let mut s = Self {
             name: "embedded",
