@@ -1,0 +1,72 @@
+//! A [`ListerWatcher`] wrapper that counts what arrives, for the initial-sync progress bar.
+
+use std::sync::{
+    Arc,
+    atomic::{AtomicU64, Ordering},
+};
+
+use futures::StreamExt;
+use kcache::{
+    ListerWatcher,
+    lister_watcher::{Error, ListParams, ObjectList, WatchEvent, WatchParams, WatchStream},
+};
+
+/// Counters shared between a [`Counting`] source and the progress display.
+#[derive(Debug, Default)]
+pub struct Received {
+    /// Objects received in list pages and as `ADDED` watch events.
+    pub objects: AtomicU64,
+    /// The total the server announced: items of the first page plus its `remainingItemCount`
+    /// (0 when it did not say, e.g. for a streaming list).
+    pub announced_total: AtomicU64,
+}
+
+/// Forwards to `inner` and counts received objects into [`Received`].
+pub struct Counting<L> {
+    inner: L,
+    received: Arc<Received>,
+}
+
+impl<L> Counting<L> {
+    /// Wraps `inner`.
+    pub fn new(inner: L, received: Arc<Received>) -> Self {
+        Self { inner, received }
+    }
+}
+
+impl<K, L> ListerWatcher<K> for Counting<L>
+where
+    K: Clone + Send + 'static,
+    L: ListerWatcher<K>,
+{
+    async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
+        let page = self.inner.list(params).await?;
+        let n = page.items.len() as u64;
+        self.received.objects.fetch_add(n, Ordering::Relaxed);
+        if params.continue_token.is_none()
+            && let Some(remaining) = page.metadata.remaining_item_count
+        {
+            let total = n + u64::try_from(remaining).unwrap_or(0);
+            self.received
+                .announced_total
+                .store(total, Ordering::Relaxed);
+        }
+        Ok(page)
+    }
+
+    async fn watch(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+    ) -> Result<WatchStream<K>, Error> {
+        let stream = self.inner.watch(params, resource_version).await?;
+        let received = Arc::clone(&self.received);
+        Ok(stream
+            .inspect(move |event| {
+                if let Ok(WatchEvent::Added(_)) = event {
+                    received.objects.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+            .boxed())
+    }
+}

@@ -1,0 +1,148 @@
+//! The demo's summary: a table for people, one JSON object for machines.
+
+use serde::Serialize;
+
+/// Everything the demo measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    /// Pods on the server at the end (equal to the cache's size when consistent).
+    pub objects: usize,
+    /// Pods seeded before the informer started.
+    pub seeded: usize,
+    /// Notifications delivered to the counting handler after the initial list.
+    pub events: u64,
+    /// `events` per second of churn.
+    pub events_per_sec: f64,
+    /// Time from the informer's start to its cache holding the initial list.
+    pub sync_ms: u64,
+    /// Initial-list objects per second.
+    pub sync_objects_per_sec: f64,
+    /// Relists after the first list (410s, failed watches).
+    pub relists: u64,
+    /// Watches opened after the first one.
+    pub watch_restarts: u64,
+    /// Errors the reflector recovered from.
+    pub reflector_errors: u64,
+    /// Faults injected.
+    pub faults_injected: u64,
+    /// Faults injected, per kind.
+    pub faults: Vec<(&'static str, u64)>,
+    /// Writes made during churn.
+    pub writes: u64,
+    /// Churn duration in seconds.
+    pub duration_secs: f64,
+    /// Notifications each handler handled (for the controller: reconciles).
+    pub handled: Vec<(&'static str, u64)>,
+    /// Time for the cache and handlers to settle after the last write.
+    pub settle_ms: u64,
+    /// Peak resident set size of the process (`VmHWM`), server included.
+    pub peak_rss_bytes: u64,
+    /// The verdict: cache and every handler's state equal the server's LIST.
+    pub consistent: bool,
+    /// Number of differences found.
+    pub difference_count: usize,
+    /// Up to 20 of them.
+    pub differences: Vec<String>,
+}
+
+/// Peak RSS of this process from `/proc/self/status` (`VmHWM`); 0 where unavailable.
+pub fn peak_rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| parse_vm_hwm(&s))
+        .unwrap_or(0)
+}
+
+fn parse_vm_hwm(status: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+impl Summary {
+    /// The human summary table.
+    pub fn table(&self) -> String {
+        let faults = if self.faults.is_empty() {
+            "0 (faults off)".to_owned()
+        } else {
+            let kinds: Vec<String> = self
+                .faults
+                .iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect();
+            format!("{} ({})", self.faults_injected, kinds.join(", "))
+        };
+        let handled: Vec<String> = self
+            .handled
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let verdict = if self.consistent {
+            format!(
+                "CONSISTENT: cache, node index and {} handlers equal a fresh LIST ({} pods, same resourceVersions)",
+                self.handled.len(),
+                self.objects
+            )
+        } else {
+            format!("DIVERGED: {} differences", self.difference_count)
+        };
+        let rows = [
+            (
+                "objects",
+                format!("{} ({} seeded)", self.objects, self.seeded),
+            ),
+            (
+                "initial sync",
+                format!(
+                    "{} ms ({:.0} objects/s)",
+                    self.sync_ms, self.sync_objects_per_sec
+                ),
+            ),
+            (
+                "writes",
+                format!("{} in {:.1} s", self.writes, self.duration_secs),
+            ),
+            (
+                "events",
+                format!("{} ({:.0}/s)", self.events, self.events_per_sec),
+            ),
+            ("handled", handled.join(", ")),
+            ("relists", self.relists.to_string()),
+            ("watch restarts", self.watch_restarts.to_string()),
+            ("faults survived", faults),
+            ("settled after", format!("{} ms", self.settle_ms)),
+            ("peak RSS", mib(self.peak_rss_bytes)),
+            ("verdict", verdict),
+        ];
+        let mut out = String::from("kcache demo — summary\n");
+        for (k, v) in rows {
+            out.push_str(&format!("  {k:<16} {v}\n"));
+        }
+        for d in &self.differences {
+            out.push_str(&format!("  - {d}\n"));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vm_hwm_is_read_in_bytes() {
+        let status =
+            "Name:\tkcache\nVmPeak:\t  300000 kB\nVmHWM:\t   51234 kB\nVmRSS:\t 40000 kB\n";
+        assert_eq!(parse_vm_hwm(status), Some(51_234 * 1024));
+        assert_eq!(parse_vm_hwm("Name: x\n"), None);
+    }
+
+    #[test]
+    fn peak_rss_of_this_process_is_positive_on_linux() {
+        assert!(peak_rss_bytes() > 0);
+    }
+}

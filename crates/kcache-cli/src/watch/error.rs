@@ -1,0 +1,153 @@
+//! `kcache watch` failures: one sentence each, and an exit code per class.
+
+use kcache::lister_watcher::Error as LwError;
+
+/// Exit codes of `kcache` (documented in `--help` and the README).
+pub mod exit {
+    /// Any other failure.
+    pub const FAILURE: u8 = 1;
+    /// Bad command line (clap's own code).
+    pub const USAGE: u8 = 2;
+    /// No usable kubeconfig (missing file, no current context, unknown `--context`).
+    pub const CONFIG: u8 = 3;
+    /// The API server cannot be reached.
+    pub const UNREACHABLE: u8 = 4;
+    /// The API server rejected the credentials (401).
+    pub const UNAUTHORIZED: u8 = 5;
+    /// The user may not list or watch the resource (403).
+    pub const FORBIDDEN: u8 = 6;
+    /// The API server does not serve the resource.
+    pub const UNKNOWN_RESOURCE: u8 = 7;
+    /// `kcache demo` found the cache or a handler out of sync with the server.
+    pub const DIVERGED: u8 = 8;
+}
+
+/// Why `kcache watch` stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    /// No usable kubeconfig.
+    #[error("{0}")]
+    Config(String),
+    /// The server cannot be reached.
+    #[error("{0}")]
+    Unreachable(String),
+    /// 401.
+    #[error("{0}")]
+    Unauthorized(String),
+    /// 403.
+    #[error("{0}")]
+    Forbidden(String),
+    /// Discovery found no such resource.
+    #[error("the server doesn't have a resource type \"{0}\"")]
+    UnknownResource(String),
+    /// Anything else.
+    #[error("{0}")]
+    Other(String),
+}
+
+impl WatchError {
+    /// The process exit code for this error.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            WatchError::Config(_) => exit::CONFIG,
+            WatchError::Unreachable(_) => exit::UNREACHABLE,
+            WatchError::Unauthorized(_) => exit::UNAUTHORIZED,
+            WatchError::Forbidden(_) => exit::FORBIDDEN,
+            WatchError::UnknownResource(_) => exit::UNKNOWN_RESOURCE,
+            WatchError::Other(_) => exit::FAILURE,
+        }
+    }
+
+    /// Classifies an HTTP status answered by `server`.
+    pub fn from_status(code: u16, message: &str, server: &str) -> Self {
+        let message = message.trim().trim_end_matches('.');
+        match code {
+            401 => WatchError::Unauthorized(format!(
+                "the API server at {server} rejected the credentials (401 Unauthorized); check the token or client certificate of the kubeconfig user"
+            )),
+            403 => WatchError::Forbidden(format!(
+                "the API server at {server} refused access (403 Forbidden): {message}"
+            )),
+            _ => WatchError::Other(format!(
+                "the API server at {server} answered {code}: {message}"
+            )),
+        }
+    }
+
+    /// Classifies a kube-client error (discovery requests).
+    pub fn from_kube(e: &kube_client::Error, server: &str) -> Self {
+        match e {
+            kube_client::Error::Api(status) => {
+                Self::from_status(status.code, &status.message, server)
+            }
+            kube_client::Error::Auth(_) => WatchError::Unauthorized(format!(
+                "cannot obtain credentials for {server}; check the user entry of the kubeconfig context"
+            )),
+            other => WatchError::Unreachable(unreachable_message(server, &root_cause(other))),
+        }
+    }
+
+    /// Classifies a list/watch error the informer reported, if it is one that retrying cannot
+    /// fix: `None` for errors the reflector recovers from by itself.
+    pub fn fatal_from_lister_watcher(e: &LwError, server: &str, resource: &str) -> Option<Self> {
+        match e.code() {
+            Some(401 | 403) => {
+                let status = e.status().map(|s| s.message.clone()).unwrap_or_default();
+                Some(Self::from_status(e.code().unwrap_or(0), &status, server))
+            }
+            Some(404) => Some(WatchError::UnknownResource(resource.to_owned())),
+            _ => None,
+        }
+    }
+}
+
+/// "cannot connect to the API server at URL: CAUSE".
+pub fn unreachable_message(server: &str, cause: &str) -> String {
+    format!("cannot connect to the API server at {server}: {cause}")
+}
+
+/// The innermost error message of a chain (e.g. "Connection refused (os error 111)").
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cur.source() {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_class_has_its_own_exit_code() {
+        let codes = [
+            WatchError::Config(String::new()).exit_code(),
+            WatchError::Unreachable(String::new()).exit_code(),
+            WatchError::Unauthorized(String::new()).exit_code(),
+            WatchError::Forbidden(String::new()).exit_code(),
+            WatchError::UnknownResource(String::new()).exit_code(),
+            WatchError::Other(String::new()).exit_code(),
+        ];
+        let mut unique = codes.to_vec();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), codes.len(), "{codes:?}");
+        assert!(!codes.contains(&0) && !codes.contains(&exit::USAGE));
+    }
+
+    #[test]
+    fn status_codes_map_to_unauthorized_and_forbidden() {
+        assert!(matches!(
+            WatchError::from_status(401, "Unauthorized", "u"),
+            WatchError::Unauthorized(_)
+        ));
+        let e = WatchError::from_status(
+            403,
+            "pods is forbidden: User \"x\" cannot list",
+            "https://h",
+        );
+        assert_eq!(e.exit_code(), exit::FORBIDDEN);
+        assert!(e.to_string().contains("cannot list"), "{e}");
+    }
+}

@@ -1,0 +1,114 @@
+//! `kcache demo` end to end: the built binary, the embedded server over HTTP, churn, faults
+//! and the verification.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn demo(args: &[&str]) -> (Option<i32>, Value, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kcache"))
+        .arg("demo")
+        .args(args)
+        .env_remove("KCACHE_DEMO_INJECT_DIVERGENCE")
+        .output()
+        .expect("kcache runs");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let json: Value = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("stdout is one JSON object ({e}): {stdout}\nstderr: {stderr}"));
+    (out.status.code(), json, stderr)
+}
+
+#[test]
+fn demo_with_faults_stays_consistent_and_reports_its_figures_as_json() {
+    let (code, s, stderr) = demo(&["--objects", "2000", "--duration", "5", "--json"]);
+    assert_eq!(code, Some(0), "{s}\n{stderr}");
+    assert_eq!(s["consistent"], true, "{s}");
+    assert_eq!(s["difference_count"], 0, "{s}");
+    assert_eq!(s["seeded"], 2000);
+    let objects = s["objects"].as_u64().unwrap();
+    assert!(objects > 0, "{s}");
+    assert!(
+        s["faults_injected"].as_u64().unwrap() > 0,
+        "faults are on by default: {s}"
+    );
+    assert!(
+        s["watch_restarts"].as_u64().unwrap() > 0,
+        "dropped watches were re-opened: {s}"
+    );
+    assert!(s["events"].as_u64().unwrap() > 0, "{s}");
+    assert!(s["writes"].as_u64().unwrap() > 0, "{s}");
+    assert!(s["events_per_sec"].as_f64().unwrap() > 0.0, "{s}");
+    assert!(s["peak_rss_bytes"].as_u64().unwrap() > 0, "{s}");
+    for key in ["sync_ms", "relists"] {
+        assert!(s[key].is_u64(), "{key} in {s}");
+    }
+    // Every handler handled at least the initial list.
+    for h in s["handled"].as_array().unwrap() {
+        assert!(h[1].as_u64().unwrap() >= 2000, "{s}");
+    }
+}
+
+#[test]
+fn demo_detects_an_event_dropped_inside_a_handler_and_exits_non_zero() {
+    let (code, s, stderr) = demo(&[
+        "--objects",
+        "200",
+        "--duration",
+        "1",
+        "--json",
+        "--inject-divergence",
+    ]);
+    assert_eq!(code, Some(8), "{s}\n{stderr}");
+    assert_eq!(s["consistent"], false, "{s}");
+    let diffs: Vec<&str> = s["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        diffs.iter().any(|d| d.starts_with("counting handler: ")),
+        "the counting handler's loss is reported: {diffs:?}"
+    );
+    assert!(
+        diffs.iter().all(|d| d.starts_with("counting handler: ")),
+        "only the counting handler diverged: {diffs:?}"
+    );
+}
+
+#[test]
+fn demo_with_faults_off_injects_none_and_prints_a_summary_table() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kcache"))
+        .args([
+            "demo",
+            "--objects",
+            "100",
+            "--duration",
+            "1",
+            "--faults",
+            "off",
+        ])
+        .output()
+        .expect("kcache runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.starts_with("kcache demo — summary\n"), "{stdout}");
+    let row = |name: &str| {
+        stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(name))
+            .unwrap_or_else(|| panic!("no {name} row in {stdout}"))
+            .to_owned()
+    };
+    assert!(
+        row("faults survived").contains("0 (faults off)"),
+        "{stdout}"
+    );
+    assert!(row("verdict").contains("CONSISTENT"), "{stdout}");
+    assert!(row("peak RSS").contains("MiB"), "{stdout}");
+}
