@@ -89,8 +89,12 @@ const SLOW_HANDLER_DELAY: Duration = Duration::from_micros(250);
 /// When the server cannot start, seeding fails or the verification LIST fails.
 pub async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
     let ui = Ui::new(args.json);
+    // Bookmarks every second let the verification see the informer reach the final RV.
+    // 5,000 history events (≈ 20 s of default churn) keep the server's memory down while a
+    // re-watch after an injected fault still usually resumes instead of relisting.
     let server = ApiServer::builder()
         .bookmark_interval(Duration::from_secs(1))
+        .history_events(5_000)
         .start()
         .await
         .context("starting the embedded API server")?;
@@ -104,6 +108,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
             .map_err(|e| anyhow::anyhow!("creating namespace {}: {e}", pods::namespace(i)))?;
     }
     seed(&ui, &handle, args.objects).await?;
+    let server_rss = report::rss_bytes();
 
     let client = Client::from_url(&server.url()).context("building the HTTP client")?;
     let received = Arc::new(Received::default());
@@ -322,6 +327,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
         ],
         settle_ms: u64::try_from(verdict.settle.as_millis()).unwrap_or(u64::MAX),
         peak_rss_bytes: report::peak_rss_bytes(),
+        server_rss_bytes: server_rss,
         consistent: verdict.consistent && report.write_errors == 0,
         difference_count: verdict.difference_count,
         differences: verdict.differences,

@@ -37,6 +37,9 @@ pub struct Summary {
     pub settle_ms: u64,
     /// Peak resident set size of the process (`VmHWM`), server included.
     pub peak_rss_bytes: u64,
+    /// Resident set size once the server was seeded, before the informer started (`VmRSS`):
+    /// the embedded server's share.
+    pub server_rss_bytes: u64,
     /// The verdict: cache and every handler's state equal the server's LIST.
     pub consistent: bool,
     /// Number of differences found.
@@ -47,14 +50,23 @@ pub struct Summary {
 
 /// Peak RSS of this process from `/proc/self/status` (`VmHWM`); 0 where unavailable.
 pub fn peak_rss_bytes() -> u64 {
+    proc_status_bytes("VmHWM:")
+}
+
+/// Current RSS of this process (`VmRSS`); 0 where unavailable.
+pub fn rss_bytes() -> u64 {
+    proc_status_bytes("VmRSS:")
+}
+
+fn proc_status_bytes(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| parse_vm_hwm(&s))
+        .and_then(|s| parse_kb_field(&s, field))
         .unwrap_or(0)
 }
 
-fn parse_vm_hwm(status: &str) -> Option<u64> {
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+fn parse_kb_field(status: &str, field: &str) -> Option<u64> {
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
 }
@@ -115,7 +127,14 @@ impl Summary {
             ("watch restarts", self.watch_restarts.to_string()),
             ("faults survived", faults),
             ("settled after", format!("{} ms", self.settle_ms)),
-            ("peak RSS", mib(self.peak_rss_bytes)),
+            (
+                "peak RSS",
+                format!(
+                    "{} (the embedded server alone: {})",
+                    mib(self.peak_rss_bytes),
+                    mib(self.server_rss_bytes)
+                ),
+            ),
             ("verdict", verdict),
         ];
         let mut out = String::from("kcache demo — summary\n");
@@ -137,8 +156,9 @@ mod tests {
     fn vm_hwm_is_read_in_bytes() {
         let status =
             "Name:\tkcache\nVmPeak:\t  300000 kB\nVmHWM:\t   51234 kB\nVmRSS:\t 40000 kB\n";
-        assert_eq!(parse_vm_hwm(status), Some(51_234 * 1024));
-        assert_eq!(parse_vm_hwm("Name: x\n"), None);
+        assert_eq!(parse_kb_field(status, "VmHWM:"), Some(51_234 * 1024));
+        assert_eq!(parse_kb_field(status, "VmRSS:"), Some(40_000 * 1024));
+        assert_eq!(parse_kb_field("Name: x\n", "VmHWM:"), None);
     }
 
     #[test]
