@@ -45,3 +45,6 @@ scripts/peer-smoke.sh
 
 step "cargo test"
 PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test --workspace --locked
+
+step "kcache bench smoke (500 pods, 1 run, every peer) against the upstream server"
+scripts/bench-smoke.sh

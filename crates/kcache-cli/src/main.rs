@@ -4,6 +4,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench;
 mod counting;
 mod demo;
 mod serve;
@@ -42,6 +43,8 @@ enum Command {
     Watch(watch::WatchArgs),
     /// Run the embedded Kubernetes-compatible API server (prints a kubeconfig for kubectl).
     Serve(serve::ServeArgs),
+    /// Benchmark kcache side by side with client-go and kube-rs (see BENCHMARKS.md).
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -104,6 +107,13 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Bench(args) => match runtime.block_on(bench::run(args)) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                exit::FAILURE
+            }
+        },
         Command::Watch(args) => match runtime.block_on(watch::run(args)) {
             Ok(()) => 0,
             Err(e) => {

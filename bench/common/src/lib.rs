@@ -1,0 +1,15 @@
+//! Shared code of `kcache bench`, the side-by-side benchmark of kcache, client-go and kube-rs.
+//!
+//! - [`line`](mod@line): the one JSON line every peer prints (the format of `harness/client-go-peer`);
+//! - [`metrics`]: the process's CPU time and memory high-water mark, read the same way by
+//!   every Rust peer;
+//! - [`peer`]: the command-line flags every peer shares and the sync / update timers;
+//! - [`dataset`]: the realistic pods the benchmark loads and the updater that changes each
+//!   of them once.
+
+pub mod dataset;
+pub mod line;
+pub mod metrics;
+pub mod peer;
+
+pub use line::PeerLine;

@@ -1,0 +1,165 @@
+//! `kcache bench`: kcache, client-go and kube-rs side by side, against the same server and the
+//! same dataset, in one run.
+//!
+//! For each `--objects` N the dataset (N realistic pods, see [`kcache_bench::dataset`]) is
+//! loaded once into a fresh namespace; then every peer configuration runs `--runs` times,
+//! alternating (A B C A B C …), each as its own process so that its memory figures are its own.
+//! While a peer waits after its sync, the updater patches every pod once and the peer times
+//! those N events. The results go to `--out`: `results.json` (every run), `results.md` (medians,
+//! min–max, ratios kcache/peer) and one `chart-N.png` per N.
+
+mod chart;
+mod report;
+mod runner;
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use anyhow::{Context, bail};
+use kcache_apiserver::ApiServer;
+use kcache_bench::{dataset, peer::parse_duration};
+
+pub use runner::PeerKind;
+
+/// Arguments of `kcache bench`.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// The server: `embedded` (kcache's own, started here) or `kubeconfig PATH` (any cluster,
+    /// e.g. the upstream kube-apiserver of `scripts/kube-up.sh`).
+    #[arg(long, num_args = 1..=2, value_names = ["embedded|kubeconfig", "PATH"], default_value = "embedded")]
+    pub server: Vec<String>,
+    /// Pod counts to run with, comma-separated (the dataset is loaded once per count).
+    #[arg(long, value_delimiter = ',', default_value = "10000")]
+    pub objects: Vec<usize>,
+    /// Runs of each peer configuration per count.
+    #[arg(long, default_value_t = 3)]
+    pub runs: usize,
+    /// Peers to run, comma-separated.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "kcache,kube-rs,client-go"
+    )]
+    pub peers: Vec<PeerKind>,
+    /// Directory for results.json, results.md, the charts and the peers' logs.
+    #[arg(long, default_value = "bench-out")]
+    pub out: PathBuf,
+    /// The client-go peer binary (default: `scripts/build-harness.sh`'s cache,
+    /// `~/.cache/kcache/client-go-peer-*/client-go-peer`, the newest).
+    #[arg(long, env = "KCACHE_CLIENT_GO_PEER")]
+    pub client_go_peer: Option<PathBuf>,
+    /// Directory holding the `kube-rs-peer` and `kcache-peer` binaries (default: this
+    /// program's directory, where cargo puts them).
+    #[arg(long)]
+    pub peer_dir: Option<PathBuf>,
+    /// Requests in flight while loading and updating.
+    #[arg(long, default_value_t = 48)]
+    pub concurrency: usize,
+    /// Give up on one peer run after this long (e.g. 300s, 10m).
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub timeout: Duration,
+    /// Skip client-go's protobuf configurations.
+    #[arg(long)]
+    pub no_protobuf: bool,
+}
+
+/// Where the peers read from.
+enum Server {
+    Embedded(Box<kcache_apiserver::RunningServer>),
+    Kubeconfig,
+}
+
+/// Runs the benchmark; fails when any peer run failed (after writing every result).
+///
+/// # Errors
+/// Bad arguments, a server or loader failure, or a failed peer run.
+pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+    if args.runs == 0 || args.objects.is_empty() || args.objects.contains(&0) {
+        bail!("--runs and every --objects count must be at least 1");
+    }
+    std::fs::create_dir_all(args.out.join("logs"))
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let max_n = args.objects.iter().copied().max().unwrap_or(1);
+    let (server, kubeconfig) = match args.server.as_slice() {
+        [kind] if kind == "embedded" => {
+            let history = (max_n * 4).max(10_000);
+            let server = ApiServer::builder()
+                .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
+                .history_events(history)
+                .auto_create_namespaces(true)
+                .start()
+                .await
+                .context("starting the embedded API server")?;
+            let path = args.out.join("embedded.kubeconfig");
+            server
+                .write_kubeconfig(&path)
+                .with_context(|| format!("writing {}", path.display()))?;
+            eprintln!("bench: embedded server at {}", server.url());
+            (Server::Embedded(Box::new(server)), path)
+        }
+        [kind, path] if kind == "kubeconfig" => (Server::Kubeconfig, PathBuf::from(path)),
+        other => bail!("--server takes `embedded` or `kubeconfig PATH`, not {other:?}"),
+    };
+    let server_label = match &server {
+        Server::Embedded(_) => "embedded (kcache-apiserver)".to_owned(),
+        Server::Kubeconfig => format!("kubeconfig {}", kubeconfig.display()),
+    };
+    let client = dataset::client(&kubeconfig).await?;
+    let configs = runner::configs(&args)?;
+    let mut records = Vec::new();
+    for &n in &args.objects {
+        let namespace = format!("kcache-bench-{n}-{}", std::process::id());
+        let started = std::time::Instant::now();
+        eprintln!("bench: loading {n} pods into namespace {namespace}");
+        dataset::load(&client, &namespace, n, args.concurrency).await?;
+        eprintln!("bench: loaded in {:.1}s", started.elapsed().as_secs_f64());
+        let ctx = runner::Context {
+            args: &args,
+            kubeconfig: &kubeconfig,
+            client: &client,
+            namespace: &namespace,
+            n,
+        };
+        for run in 0..args.runs {
+            for config in &configs {
+                let record = runner::run_one(&ctx, config, run).await;
+                match &record.line {
+                    Ok(line) => eprintln!(
+                        "bench: n={n} run {}/{} {}: sync {:.0} ms, cpu {:.2} s, rss {:.0} MB, peak {:.0} MB",
+                        run + 1,
+                        args.runs,
+                        config.label(),
+                        line.sync_ms,
+                        line.sync_cpu_s,
+                        line.rss_after_sync_bytes as f64 / 1e6,
+                        line.vmhwm_bytes as f64 / 1e6
+                    ),
+                    Err(e) => eprintln!(
+                        "bench: n={n} run {}/{} {}: FAILED: {e}",
+                        run + 1,
+                        args.runs,
+                        config.label()
+                    ),
+                }
+                records.push(record);
+            }
+        }
+        if let Err(e) = runner::delete_pods(&client, &namespace).await {
+            eprintln!("bench: cleaning up {namespace}: {e}");
+        }
+    }
+    let summary = report::write_all(&args.out, &server_label, &records)?;
+    print!("{summary}");
+    if let Server::Embedded(server) = server {
+        server.shutdown().await;
+    }
+    let failed = records.iter().filter(|r| r.line.is_err()).count();
+    if failed > 0 {
+        bail!(
+            "{failed} of {} peer runs failed (see above and {}/logs)",
+            records.len(),
+            args.out.display()
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,289 @@
+//! The benchmark's outputs: `results.json`, `results.md` (medians, min–max, ratios) and the
+//! charts.
+
+use std::{collections::BTreeMap, fmt::Write as _, path::Path};
+
+use anyhow::Context as _;
+use serde::Serialize;
+
+use super::{chart, runner::Record};
+
+/// One figure over the runs of one configuration.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Stat {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+}
+
+impl Stat {
+    /// `None` for no values.
+    pub fn of(mut values: Vec<f64>) -> Option<Self> {
+        values.retain(|v| v.is_finite());
+        if values.is_empty() {
+            return None;
+        }
+        values.sort_by(f64::total_cmp);
+        let mid = values.len() / 2;
+        let median = if values.len() % 2 == 1 {
+            values[mid]
+        } else {
+            (values[mid - 1] + values[mid]) / 2.0
+        };
+        Some(Self {
+            median,
+            min: values[0],
+            max: values[values.len() - 1],
+        })
+    }
+}
+
+/// The figures of one configuration at one N.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub n: usize,
+    pub label: String,
+    pub peer: String,
+    pub mode: String,
+    pub storage: Option<String>,
+    pub protobuf: bool,
+    pub runs_ok: usize,
+    pub runs_failed: usize,
+    pub figures: BTreeMap<&'static str, Stat>,
+}
+
+/// The figures, in table order: key, column title, decimals.
+pub const FIGURES: [(&str, &str, usize); 7] = [
+    ("sync_ms", "sync wall (ms)", 0),
+    ("sync_cpu_s", "sync CPU (s)", 2),
+    ("sync_cpu_us_per_obj", "sync CPU/pod (µs)", 0),
+    ("rss_after_sync_mb", "RSS after sync (MB)", 0),
+    ("vmhwm_mb", "peak RSS (MB)", 0),
+    ("update_cpu_us_per_event", "update CPU/event (µs)", 0),
+    ("update_events_per_s", "updates/s", 0),
+];
+
+/// Groups the records by (N, configuration), in first-run order.
+pub fn rows(records: &[Record]) -> Vec<Row> {
+    let mut rows: Vec<Row> = Vec::new();
+    for r in records {
+        if rows.iter().any(|row| row.n == r.n && row.label == r.label) {
+            continue;
+        }
+        let same: Vec<&Record> = records
+            .iter()
+            .filter(|x| x.n == r.n && x.label == r.label)
+            .collect();
+        let ok: Vec<_> = same.iter().filter_map(|x| x.line.as_ref().ok()).collect();
+        let n = r.n as f64;
+        let mut figures = BTreeMap::new();
+        let mut put = |key: &'static str, f: &dyn Fn(&kcache_bench::PeerLine) -> Option<f64>| {
+            if let Some(stat) = Stat::of(ok.iter().filter_map(|l| f(l)).collect()) {
+                figures.insert(key, stat);
+            }
+        };
+        put("sync_ms", &|l| Some(l.sync_ms));
+        put("sync_cpu_s", &|l| Some(l.sync_cpu_s));
+        put("sync_cpu_us_per_obj", &|l| Some(l.sync_cpu_s / n * 1e6));
+        put("rss_after_sync_mb", &|l| {
+            Some(l.rss_after_sync_bytes as f64 / 1e6)
+        });
+        put("vmhwm_mb", &|l| Some(l.vmhwm_bytes as f64 / 1e6));
+        put("update_cpu_us_per_event", &|l| {
+            Some(l.update_cpu_s? / l.update_events? as f64 * 1e6)
+        });
+        put("update_events_per_s", &|l| l.update_events_per_s);
+        rows.push(Row {
+            n: r.n,
+            label: r.label.clone(),
+            peer: r.peer.name().to_owned(),
+            mode: r.mode.to_owned(),
+            storage: r.storage.clone(),
+            protobuf: r.protobuf,
+            runs_ok: ok.len(),
+            runs_failed: same.len() - ok.len(),
+            figures,
+        });
+    }
+    rows
+}
+
+fn cell(stat: Option<&Stat>, decimals: usize) -> String {
+    match stat {
+        None => "–".into(),
+        Some(s) if s.min == s.max => format!("{:.decimals$}", s.median),
+        Some(s) => format!(
+            "{:.decimals$} ({:.decimals$}–{:.decimals$})",
+            s.median, s.min, s.max
+        ),
+    }
+}
+
+/// The peer row a kcache row is compared with: same N and mode, JSON.
+fn reference<'a>(rows: &'a [Row], kcache: &Row, peer: &str) -> Option<&'a Row> {
+    rows.iter()
+        .find(|r| r.n == kcache.n && r.peer == peer && r.mode == kcache.mode && !r.protobuf)
+}
+
+/// The peer's best median of a figure at the kcache row's N, over all its configurations.
+fn best(rows: &[Row], n: usize, peer: &str, key: &str) -> Option<f64> {
+    rows.iter()
+        .filter(|r| r.n == n && r.peer == peer)
+        .filter_map(|r| r.figures.get(key).map(|s| s.median))
+        .min_by(f64::total_cmp)
+}
+
+const RATIO_FIGURES: [&str; 5] = [
+    "sync_ms",
+    "sync_cpu_s",
+    "rss_after_sync_mb",
+    "vmhwm_mb",
+    "update_cpu_us_per_event",
+];
+
+/// The Markdown report: per N, a table of medians (min–max) and the ratios kcache/peer.
+pub fn markdown(server: &str, rows: &[Row], runs: usize) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "Server: {server}. Runs per configuration: {runs}.\n");
+    let mut ns: Vec<usize> = rows.iter().map(|r| r.n).collect();
+    ns.dedup();
+    for n in ns {
+        let _ = writeln!(md, "### N = {n} pods\n");
+        let _ = write!(md, "| configuration | runs ok |");
+        for (_, title, _) in FIGURES {
+            let _ = write!(md, " {title} |");
+        }
+        let _ = write!(md, "\n|---|---|");
+        for _ in FIGURES {
+            md.push_str("---|");
+        }
+        md.push('\n');
+        for row in rows.iter().filter(|r| r.n == n) {
+            let _ = write!(
+                md,
+                "| {} | {}/{} |",
+                row.label,
+                row.runs_ok,
+                row.runs_ok + row.runs_failed
+            );
+            for (key, _, decimals) in FIGURES {
+                let _ = write!(md, " {} |", cell(row.figures.get(key), decimals));
+            }
+            md.push('\n');
+        }
+        md.push('\n');
+        let kcache_rows: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.n == n && r.peer == "kcache")
+            .collect();
+        for peer in ["client-go", "kube-rs"] {
+            if kcache_rows.is_empty() || !rows.iter().any(|r| r.n == n && r.peer == peer) {
+                continue;
+            }
+            let _ = writeln!(
+                md,
+                "Ratios kcache / {peer} (medians; same mode, JSON — in brackets: vs {peer}'s best configuration):\n"
+            );
+            md.push_str("| kcache configuration |");
+            for key in RATIO_FIGURES {
+                let title = FIGURES.iter().find(|f| f.0 == key).map_or(key, |f| f.1);
+                let _ = write!(md, " {title} |");
+            }
+            md.push_str("\n|---|");
+            for _ in RATIO_FIGURES {
+                md.push_str("---|");
+            }
+            md.push('\n');
+            for k in &kcache_rows {
+                let _ = write!(md, "| {} |", k.label);
+                for key in RATIO_FIGURES {
+                    let mine = k.figures.get(key).map(|s| s.median);
+                    let same = reference(rows, k, peer)
+                        .and_then(|r| r.figures.get(key))
+                        .map(|s| s.median);
+                    let best = best(rows, n, peer, key);
+                    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
+                        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
+                        _ => "–".into(),
+                    };
+                    let _ = write!(md, " {} [{}] |", ratio(mine, same), ratio(mine, best));
+                }
+                md.push('\n');
+            }
+            md.push('\n');
+        }
+    }
+    md
+}
+
+/// What the machine is (the run's context in results.json).
+fn machine() -> serde_json::Value {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let cpu = read("/proc/cpuinfo")
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")?
+                .split(':')
+                .nth(1)
+                .map(|s| s.trim().to_owned())
+        })
+        .unwrap_or_default();
+    let mem = read("/proc/meminfo")
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    serde_json::json!({
+        "cpu": cpu,
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "memory": mem,
+        "kernel": read("/proc/sys/kernel/osrelease").trim(),
+        "loadavg_at_end": read("/proc/loadavg").trim(),
+    })
+}
+
+/// Writes results.json, results.md and the charts; returns the Markdown.
+///
+/// # Errors
+/// When a file cannot be written.
+pub fn write_all(out: &Path, server: &str, records: &[Record]) -> anyhow::Result<String> {
+    let rows = rows(records);
+    let runs = records.iter().map(|r| r.run + 1).max().unwrap_or(0);
+    let json = serde_json::json!({
+        "server": server,
+        "machine": machine(),
+        "runs": records,
+        "summary": rows,
+    });
+    let path = out.join("results.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&json)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    let md = markdown(server, &rows, runs);
+    let path = out.join("results.md");
+    std::fs::write(&path, &md).with_context(|| format!("writing {}", path.display()))?;
+    let mut ns: Vec<usize> = rows.iter().map(|r| r.n).collect();
+    ns.dedup();
+    for n in ns {
+        let these: Vec<&Row> = rows.iter().filter(|r| r.n == n).collect();
+        let path = out.join(format!("chart-{n}.png"));
+        if let Err(e) = chart::draw(&path, n, &these) {
+            eprintln!("bench: chart {}: {e:#}", path.display());
+        }
+    }
+    Ok(md)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_takes_median_min_max() {
+        let s = Stat::of(vec![3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 3.0));
+        let s = Stat::of(vec![4.0, 1.0, 2.0, 3.0]).unwrap();
+        assert_eq!(s.median, 2.5);
+        assert!(Stat::of(vec![]).is_none());
+        assert!(Stat::of(vec![f64::NAN]).is_none());
+    }
+}

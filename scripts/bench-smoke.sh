@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Smoke test of `kcache bench` (issue 8) against the upstream kube-apiserver started by
+# scripts/kube-up.sh (env file exported, or sourced from $1): 500 pods, 1 run, every peer
+# (kcache, kube-rs, client-go) in every mode, with debug builds. Asserts only that every peer
+# configuration produced a valid result line (the bench itself validates each line: pod count,
+# update count, plausible figures) and that the reports were written — never a speed.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+if [[ -n "${1:-}" ]]; then set -a; . "$1"; set +a; fi
+: "${KCACHE_UPSTREAM_KUBECONFIG:?source the env file written by scripts/kube-up.sh}"
+
+fail() { printf 'bench-smoke: FAILED: %s\n' "$*" >&2; exit 1; }
+command -v python3 >/dev/null || fail "python3 is not installed (needed to check results.json)"
+
+client_go_peer="$(scripts/build-harness.sh client-go-peer)" || fail "build harness/client-go-peer"
+cargo build --locked -p kcache-cli -p kube-rs-peer -p kcache-peer || fail "cargo build of the bench binaries"
+out="$(mktemp -d "${TMPDIR:-/tmp}/kcache-bench-smoke.XXXXXX")"
+trap 'rm -rf "$out"' EXIT
+
+cargo run --locked -q -p kcache-cli --bin kcache -- bench \
+  --server kubeconfig "$KCACHE_UPSTREAM_KUBECONFIG" --objects 500 --runs 1 \
+  --peers kcache,kube-rs,client-go --client-go-peer "$client_go_peer" --out "$out" \
+  || fail "kcache bench (peer logs: see the lines above)"
+
+python3 - "$out" <<'PY' || fail "results in $out"
+import json, os, sys
+out = sys.argv[1]
+r = json.load(open(os.path.join(out, "results.json")))
+runs = r["runs"]
+peers = {x["peer"] for x in runs}
+assert peers == {"kcache", "kube-rs", "client-go"}, peers
+for x in runs:
+    line = x["line"]
+    assert "error" not in line, x
+    assert line["peer"] == x["peer"] and line["mode"] == x["mode"], x
+    assert line["n"] == 500 and line["update_events"] == 500, x
+modes = {(x["peer"], x["mode"]) for x in runs}
+for p in peers:
+    assert {(p, "list-watch"), (p, "streaming")} <= modes, (p, modes)
+for f in ("results.md", "chart-500.png"):
+    assert os.path.getsize(os.path.join(out, f)) > 0, f
+print(f"bench-smoke: {len(runs)} peer runs, all valid: " + ", ".join(sorted(x['label'] for x in runs)))
+PY
