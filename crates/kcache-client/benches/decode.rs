@@ -4,6 +4,8 @@
 //!
 //! `cargo bench -p kcache-client --bench decode` (release). Env: `KCACHE_BENCH_PODS` (10000),
 //! `KCACHE_BENCH_RUNS` (3, the median is reported). Single-threaded; figures are per core.
+//! Bytes held per object are measured by the `memory` benchmark (its counting allocator
+//! would slow this one down).
 
 use std::{convert::Infallible, hint::black_box, time::Instant};
 
@@ -15,102 +17,11 @@ use kcache_client::{
     decode::{Typed, decode_list, watch_events},
 };
 use kube_core::{ObjectList, PartialObjectMeta, WatchEvent};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-/// Counts live heap bytes, so that bytes held per object are exact.
-#[global_allocator]
-static ALLOC: peak_alloc::PeakAlloc = peak_alloc::PeakAlloc;
-
-/// Live heap bytes held by the values `make` returns (measured around building them).
-fn held_by<T>(make: impl FnOnce() -> Vec<T>) -> (Vec<T>, usize) {
-    let before = ALLOC.current_usage();
-    let mut v = make();
-    v.shrink_to_fit();
-    let after = ALLOC.current_usage();
-    (v, after.saturating_sub(before))
-}
-
-fn pod(i: usize) -> Value {
-    let name = format!("web-{i:05}-7d9f8c6b5-x{:04}", i % 9973);
-    let env: Vec<Value> = (0..10)
-        .map(|k| json!({"name": format!("ENV_VAR_NUMBER_{k}"), "value": format!("value-{k}-{i}-abcdefghij")}))
-        .collect();
-    let container = |n: &str| {
-        json!({
-            "name": n, "image": format!("registry.example.com/team/{n}:v1.{}.{}", i % 17, i % 5),
-            "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
-            "env": env,
-            "resources": {"limits": {"cpu": "500m", "memory": "512Mi"}, "requests": {"cpu": "100m", "memory": "128Mi"}},
-            "volumeMounts": [
-                {"mountPath": "/etc/config", "name": "config"},
-                {"mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "name": "kube-api-access", "readOnly": true}
-            ],
-            "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
-            "imagePullPolicy": "IfNotPresent"
-        })
-    };
-    let fields = |prefix: &str| {
-        json!({"f:metadata": {"f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {}, "f:tier": {}},
-               "f:ownerReferences": {".": {}, "k:{\"uid\":\"3c1f\"}": {}}},
-               "f:spec": {"f:containers": {
-                   format!("k:{{\"name\":\"{prefix}-app\"}}"): {".": {}, "f:env": {".": {}, "k:{\"name\":\"ENV_VAR_NUMBER_0\"}": {".": {}, "f:name": {}, "f:value": {}},
-                   "k:{\"name\":\"ENV_VAR_NUMBER_1\"}": {".": {}, "f:name": {}, "f:value": {}}}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {},
-                   "f:ports": {".": {}, "k:{\"containerPort\":8080,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}, "f:name": {}, "f:protocol": {}}},
-                   "f:resources": {".": {}, "f:limits": {".": {}, "f:cpu": {}, "f:memory": {}}, "f:requests": {".": {}, "f:cpu": {}, "f:memory": {}}}},
-                   format!("k:{{\"name\":\"{prefix}-sidecar\"}}"): {".": {}, "f:image": {}, "f:name": {}}},
-                 "f:dnsPolicy": {}, "f:enableServiceLinks": {}, "f:restartPolicy": {}, "f:schedulerName": {},
-                 "f:securityContext": {}, "f:terminationGracePeriodSeconds": {}, "f:volumes": {".": {}, "k:{\"name\":\"config\"}": {".": {}, "f:configMap": {}, "f:name": {}}}}})
-    };
-    json!({
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {
-            "name": name, "namespace": format!("team-{}", i % 20), "uid": format!("4c1e2a8e-1f3b-4d6a-9c2e-{i:012}"),
-            "resourceVersion": format!("{}", 100000 + i), "generateName": "web-7d9f8c6b5-",
-            "creationTimestamp": "2026-01-01T00:00:00Z",
-            "labels": {"app": "web", "tier": "frontend", "pod-template-hash": "7d9f8c6b5", "team": format!("t{}", i % 20), "version": "v1"},
-            "annotations": {
-                "kubectl.kubernetes.io/restartedAt": "2026-01-01T00:00:00Z",
-                "prometheus.io/scrape": "true",
-                "example.com/description": "x".repeat(300),
-            },
-            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-7d9f8c6b5", "uid": "3c1f", "controller": true, "blockOwnerDeletion": true}],
-            "managedFields": [
-                {"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1", "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": fields("c")},
-                {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1", "subresource": "status",
-                 "fieldsV1": {"f:status": {"f:conditions": {"k:{\"type\":\"Ready\"}": {".": {}, "f:lastProbeTime": {}, "f:lastTransitionTime": {}, "f:status": {}, "f:type": {}},
-                    "k:{\"type\":\"PodScheduled\"}": {".": {}, "f:lastTransitionTime": {}, "f:status": {}, "f:type": {}}},
-                    "f:containerStatuses": {}, "f:hostIP": {}, "f:phase": {}, "f:podIP": {}, "f:podIPs": {".": {}, "k:{\"ip\":\"10.0.0.1\"}": {".": {}, "f:ip": {}}}, "f:startTime": {}}}},
-                {"manager": "kubectl", "operation": "Update", "apiVersion": "v1", "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": fields("k")}
-            ]
-        },
-        "spec": {
-            "containers": [container("app"), container("sidecar")],
-            "volumes": [
-                {"name": "config", "configMap": {"name": "web-config", "defaultMode": 420}},
-                {"name": "data", "emptyDir": {}},
-                {"name": "kube-api-access", "projected": {"defaultMode": 420, "sources": [
-                    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
-                    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
-                    {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}
-            ],
-            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30, "dnsPolicy": "ClusterFirst",
-            "serviceAccountName": "default", "nodeName": format!("node-{}", i % 50), "schedulerName": "default-scheduler",
-            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}]
-        },
-        "status": {
-            "phase": "Running", "hostIP": "10.1.0.1", "podIP": format!("10.0.{}.{}", i / 250 % 250, i % 250), "startTime": "2026-01-01T00:00:00Z",
-            "qosClass": "Burstable",
-            "conditions": [
-                {"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
-                {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}
-            ],
-            "containerStatuses": [
-                {"name": "app", "ready": true, "restartCount": 0, "image": "registry.example.com/team/app:v1", "imageID": "registry.example.com/team/app@sha256:0123456789abcdef", "containerID": "containerd://abcdef0123456789", "started": true, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}},
-                {"name": "sidecar", "ready": true, "restartCount": 0, "image": "registry.example.com/team/sidecar:v1", "imageID": "registry.example.com/team/sidecar@sha256:0123456789abcdef", "containerID": "containerd://0123456789abcdef", "started": true, "state": {"running": {"startedAt": "2026-01-01T00:00:00Z"}}}
-            ]
-        }
-    })
-}
+#[path = "pods.rs"]
+mod pods;
+use pods::pod;
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -370,54 +281,6 @@ fn main() {
         n,
     );
     report("kcache compact", t, watch.len(), n, Some(base));
-
-    println!("\n-- bytes held per object (live heap, exact) --");
-    let held = n.min(2000);
-    let sample: Vec<Vec<u8>> = pods[..held].iter().map(|p| p.as_bytes().to_vec()).collect();
-    let avg_json = sample.iter().map(Vec::len).sum::<usize>() as f64 / held as f64;
-    println!("JSON per object: {avg_json:.0} B (a page's body is dropped once decoded)");
-    let show = |what: &str, bytes: usize| {
-        let per = bytes as f64 / held as f64;
-        println!(
-            "{what:<44} {per:>8.0} B/object  {:>5.2}× JSON",
-            per / avg_json
-        );
-    };
-    let obj =
-        |b: &Vec<u8>, d: &Typed| -> Pod { kcache_client::decode::decode_object(b, d).unwrap() };
-    let (full, bytes) = held_by(|| sample.iter().map(|b| obj(b, &Typed::new())).collect());
-    show("full typed Pod", bytes);
-    drop(full);
-    let (stripped, bytes) = held_by(|| sample.iter().map(|b| obj(b, &strip)).collect());
-    show("typed Pod, managedFields stripped", bytes);
-    drop(stripped);
-    let (meta, bytes) = held_by(|| {
-        sample
-            .iter()
-            .map(|b| {
-                kcache_client::decode::decode_object::<PartialObjectMeta<Pod>, _>(b, &strip)
-                    .unwrap()
-            })
-            .collect()
-    });
-    show("metadata only (PartialObjectMeta)", bytes);
-    drop(meta);
-    let (compact, bytes) = held_by(|| {
-        sample
-            .iter()
-            .map(|b| Compact::<Pod>::from_json(b, false).unwrap())
-            .collect()
-    });
-    show("compact (JSON bytes + metadata)", bytes);
-    drop(compact);
-    let (compact, bytes) = held_by(|| {
-        sample
-            .iter()
-            .map(|b| Compact::<Pod>::from_json(b, true).unwrap())
-            .collect()
-    });
-    show("compact, managedFields stripped", bytes);
-    drop(compact);
 }
 
 /// Splits a list page into its items' raw bytes and reads each item's namespace and name:
