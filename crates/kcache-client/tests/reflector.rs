@@ -305,3 +305,94 @@ async fn bookmarks_advance_the_resource_version() -> Result<()> {
     ensure!(r.store.snapshot().len() == 1);
     r.stop().await
 }
+
+/// A running reflector of `K` over `lw`, feeding a recording store.
+struct Spawned<K> {
+    store: Arc<RecordingStore<K>>,
+    cancel: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+fn spawn_reflector<K, L>(lw: L) -> Spawned<K>
+where
+    K: kube_core::Resource + Clone + Send + Sync + 'static,
+    L: ListerWatcher<K>,
+{
+    let store = Arc::new(RecordingStore::<K>::new());
+    let reflector = Reflector::new(lw, store.clone(), Config::default());
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(reflector.run(cancel.clone()));
+    Spawned {
+        store,
+        cancel,
+        task,
+    }
+}
+
+impl<K: kube_core::Resource + Send + Sync + 'static> Spawned<K> {
+    /// Waits until the store equals `want` (key → RV), then stops the reflector.
+    async fn converge_and_stop(self, want: &BTreeMap<ObjectKey, String>) -> Result<()> {
+        let store = self.store.clone();
+        let result = tokio::time::timeout(HANG_GUARD, async {
+            loop {
+                let seen = store.ops().len();
+                if &store.snapshot() == want {
+                    return;
+                }
+                store.wait_for(|ops| ops.len() > seen).await;
+            }
+        })
+        .await;
+        self.cancel.cancel();
+        self.task.await?;
+        result.with_context(|| format!("store {:?} != {want:?}", store.snapshot()))
+    }
+}
+
+#[tokio::test]
+async fn typed_dynamic_metadata_only_and_compact_reflectors_converge_under_churn_and_faults()
+-> Result<()> {
+    use kcache_client::compact::{Compact, CompactDecoder};
+    use kube_core::{DynamicObject, GroupVersionKind, PartialObjectMeta};
+
+    let s = TestServer::embedded().await?;
+    churn(&s, 0).await?;
+    let gvk = GroupVersionKind::gvk("", "v1", "ConfigMap");
+    let typed = spawn_reflector::<ConfigMap, _>(HttpListerWatcher::<ConfigMap>::namespaced(
+        s.client.clone(),
+        &s.ns,
+    ));
+    let dynamic = spawn_reflector::<DynamicObject, _>(
+        kcache_client::dynamic::lister_watcher(s.client.clone(), &gvk, Some(&s.ns)).await?,
+    );
+    let meta = spawn_reflector::<PartialObjectMeta<ConfigMap>, _>(HttpListerWatcher::<
+        PartialObjectMeta<ConfigMap>,
+    >::namespaced(
+        s.client.clone(), &s.ns
+    ));
+    let compact = spawn_reflector::<Compact<ConfigMap>, _>(
+        HttpListerWatcher::<Compact<ConfigMap>>::namespaced(s.client.clone(), &s.ns)
+            .with_decoder(CompactDecoder::new().strip_managed_fields(true)),
+    );
+    // Churn while they run, with dropped watches and a compaction in between.
+    let faults = s.faults().unwrap();
+    churn(&s, 1).await?;
+    faults.drop_watches();
+    churn(&s, 2).await?;
+    faults.compact();
+    faults.drop_watches();
+    churn(&s, 3).await?;
+    let want = server_state(&s).await?;
+    ensure!(want.len() == 20, "{want:?}");
+    let (a, b, c, d) = tokio::join!(
+        typed.converge_and_stop(&want),
+        dynamic.converge_and_stop(&want),
+        meta.converge_and_stop(&want),
+        compact.converge_and_stop(&want),
+    );
+    a.context("typed")?;
+    b.context("dynamic")?;
+    c.context("metadata only")?;
+    d.context("compact")?;
+    Ok(())
+}
