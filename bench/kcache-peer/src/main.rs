@@ -1,5 +1,6 @@
-//! kcache peer of `kcache bench`: a kcache [`SharedIndexInformer`](kcache::SharedIndexInformer) (through
-//! [`SharedInformerFactory`]) of the pods of one namespace.
+//! kcache peer of `kcache bench`: a kcache [`SharedIndexInformer`](kcache::SharedIndexInformer)
+//! (through [`SharedInformerFactory`]) of the pods of one namespace, fed by kcache-client's
+//! [`HttpListerWatcher`].
 //!
 //! It prints one JSON line on stdout with the fields and the measuring windows of
 //! `harness/client-go-peer`, plus `storage` (how objects are kept) and the reflector's request
@@ -10,8 +11,6 @@
 //!
 //! `--list-storages` prints the storage modes this build offers, for `kcache bench`.
 
-mod source;
-
 use std::sync::{
     Arc,
     atomic::{AtomicBool, Ordering},
@@ -21,22 +20,30 @@ use anyhow::bail;
 use clap::{Parser, ValueEnum};
 use k8s_openapi::api::core::v1::Pod;
 use kcache::{
-    FactoryOptions, HandlerFns, SharedInformerFactory, informer::InformerConfig, reflector,
+    FactoryOptions, HandlerFns, ListerWatcher, SharedInformerFactory, informer::InformerConfig,
+    reflector,
 };
 use kcache_bench::{
-    dataset,
+    PeerLine, metrics,
     peer::{Mode, PeerArgs, SyncTimer, UpdateWindow},
 };
+use kcache_client::{Client, Compact, CompactDecoder, HttpListerWatcher, Typed};
+use kube_core::{PartialObjectMeta, Resource};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 /// How the informer keeps objects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Storage {
-    /// Full typed k8s-openapi `Pod`s.
+    /// Full typed k8s-openapi `Pod`s, `managedFields` included.
     Typed,
-    /// Typed `Pod`s with `metadata.managedFields` dropped (`FactoryOptions::strip_managed_fields`).
+    /// Typed `Pod`s without `metadata.managedFields` (skipped in the parser, and
+    /// `FactoryOptions::strip_managed_fields`).
     Stripped,
+    /// `PartialObjectMeta<Pod>` (metadata-only requests), without `managedFields`.
+    Metadata,
+    /// `Compact<Pod>`: each object's JSON bytes (without `managedFields`) plus parsed metadata.
+    Compact,
 }
 
 impl Storage {
@@ -44,6 +51,8 @@ impl Storage {
         match self {
             Storage::Typed => "typed",
             Storage::Stripped => "stripped",
+            Storage::Metadata => "metadata",
+            Storage::Compact => "compact",
         }
     }
 }
@@ -78,23 +87,48 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(run(peer, cli.storage))
+    runtime.block_on(async move {
+        let client = Client::from_kubeconfig(&peer.kubeconfig).await?;
+        let ns = peer.namespace.clone();
+        match cli.storage {
+            Storage::Typed => {
+                let lw = HttpListerWatcher::<Pod>::namespaced(client, &ns);
+                run(peer, Storage::Typed, lw).await
+            }
+            Storage::Stripped => {
+                let lw = HttpListerWatcher::<Pod>::namespaced(client, &ns)
+                    .with_decoder(Typed::new().strip_managed_fields(true));
+                run(peer, Storage::Stripped, lw).await
+            }
+            Storage::Metadata => {
+                let lw = HttpListerWatcher::<PartialObjectMeta<Pod>>::namespaced(client, &ns)
+                    .with_decoder(Typed::new().strip_managed_fields(true));
+                run(peer, Storage::Metadata, lw).await
+            }
+            Storage::Compact => {
+                let lw = HttpListerWatcher::<Compact<Pod>>::namespaced(client, &ns)
+                    .with_decoder(CompactDecoder::new().strip_managed_fields(true));
+                run(peer, Storage::Compact, lw).await
+            }
+        }
+    })
 }
 
-async fn run(args: PeerArgs, storage: Storage) -> anyhow::Result<()> {
-    let client = dataset::client(&args.kubeconfig).await?;
+async fn run<K, L>(args: PeerArgs, storage: Storage, lw: L) -> anyhow::Result<()>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    L: ListerWatcher<K>,
+{
     let reflector = reflector::Config {
         use_watch_list: args.mode == Mode::Streaming,
         ..reflector::Config::default()
     };
     let options = FactoryOptions::default()
         .namespace(args.namespace.clone())
-        .strip_managed_fields(storage == Storage::Stripped)
+        .strip_managed_fields(storage != Storage::Typed)
         .informer_config(InformerConfig::default().reflector(reflector));
     let factory = SharedInformerFactory::new(options);
-    let informer = factory.informer_for::<Pod, _, _>(|opts| {
-        source::KubeClientSource::new(client, opts.namespace.as_deref().unwrap_or_default())
-    });
+    let informer = factory.informer_for::<K, _, _>(|_opts| lw);
 
     let synced = Arc::new(AtomicBool::new(false));
     let window = Arc::new(Mutex::new(UpdateWindow::new(args.updates)));
@@ -122,7 +156,7 @@ async fn run(args: PeerArgs, storage: Storage) -> anyhow::Result<()> {
     let n = informer.indexer().len() as u64;
     let mut line = timer.synced("kcache", &args, n)?;
     line.extra.insert("storage".into(), storage.as_str().into());
-    line.extra.insert("client".into(), "kube-client".into());
+    line.extra.insert("client".into(), "kcache-client".into());
 
     if args.updates > 0 && n == args.n {
         let wait = done.notified();
@@ -137,17 +171,26 @@ async fn run(args: PeerArgs, storage: Storage) -> anyhow::Result<()> {
             .insert("watch_list_requests".into(), m.watch_lists.into());
         line.extra.insert("watch_requests".into(), m.watches.into());
     }
+    // Memory at the end, with the update phase's objects in the cache (for the report).
+    if let Ok(mem) = metrics::memory() {
+        line.extra
+            .insert("rss_at_end_bytes".into(), mem.rss_bytes.into());
+    }
     println!("{}", serde_json::to_string(&line)?);
     factory.shutdown().await;
+    check(&args, &line, &window.lock())
+}
 
-    if n != args.n {
+/// The exit status: the count, the updates and the initial-list mode really used.
+fn check(args: &PeerArgs, line: &PeerLine, window: &UpdateWindow) -> anyhow::Result<()> {
+    if line.n != args.n {
         bail!(
-            "synced {n} pods in namespace {:?}, expected --n={}",
+            "synced {} pods in namespace {:?}, expected --n={}",
+            line.n,
             args.namespace,
             args.n
         );
     }
-    let window = window.lock();
     if !window.is_done() {
         bail!(
             "saw {} of {} update events before --timeout={:?}",

@@ -82,7 +82,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let max_n = args.objects.iter().copied().max().unwrap_or(1);
     let (server, kubeconfig) = match args.server.as_slice() {
         [kind] if kind == "embedded" => {
-            let history = (max_n * 4).max(10_000);
+            let history = (max_n * 2).max(10_000);
             let server = ApiServer::builder()
                 .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
                 .history_events(history)
@@ -107,12 +107,20 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
     let client = dataset::client(&kubeconfig).await?;
     let configs = runner::configs(&args)?;
     let mut records = Vec::new();
+    let mut pod_sizes = Vec::new();
     for &n in &args.objects {
         let namespace = format!("kcache-bench-{n}-{}", std::process::id());
         let started = std::time::Instant::now();
         eprintln!("bench: loading {n} pods into namespace {namespace}");
         dataset::load(&client, &namespace, n, args.concurrency).await?;
         eprintln!("bench: loaded in {:.1}s", started.elapsed().as_secs_f64());
+        match dataset::sample_size(&client, &namespace).await {
+            Ok((total, managed)) => {
+                eprintln!("bench: one pod is {total} bytes of JSON ({managed} of managedFields)");
+                pod_sizes.push((n, total, managed));
+            }
+            Err(e) => eprintln!("bench: reading one pod back: {e}"),
+        }
         let ctx = runner::Context {
             args: &args,
             kubeconfig: &kubeconfig,
@@ -148,7 +156,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             eprintln!("bench: cleaning up {namespace}: {e}");
         }
     }
-    let summary = report::write_all(&args.out, &server_label, &records)?;
+    let summary = report::write_all(&args.out, &server_label, &pod_sizes, &records)?;
     print!("{summary}");
     if let Server::Embedded(server) = server {
         server.shutdown().await;

@@ -142,9 +142,20 @@ const RATIO_FIGURES: [&str; 5] = [
 ];
 
 /// The Markdown report: per N, a table of medians (min–max) and the ratios kcache/peer.
-pub fn markdown(server: &str, rows: &[Row], runs: usize) -> String {
+pub fn markdown(
+    server: &str,
+    pod_sizes: &[(usize, usize, usize)],
+    rows: &[Row],
+    runs: usize,
+) -> String {
     let mut md = String::new();
     let _ = writeln!(md, "Server: {server}. Runs per configuration: {runs}.\n");
+    for (n, total, managed) in pod_sizes {
+        let _ = writeln!(
+            md,
+            "N = {n}: one pod is {total} bytes of JSON as read back, {managed} of them managedFields.\n"
+        );
+    }
     let mut ns: Vec<usize> = rows.iter().map(|r| r.n).collect();
     ns.dedup();
     for n in ns {
@@ -246,19 +257,27 @@ fn machine() -> serde_json::Value {
 ///
 /// # Errors
 /// When a file cannot be written.
-pub fn write_all(out: &Path, server: &str, records: &[Record]) -> anyhow::Result<String> {
+pub fn write_all(
+    out: &Path,
+    server: &str,
+    pod_sizes: &[(usize, usize, usize)],
+    records: &[Record],
+) -> anyhow::Result<String> {
     let rows = rows(records);
     let runs = records.iter().map(|r| r.run + 1).max().unwrap_or(0);
     let json = serde_json::json!({
         "server": server,
         "machine": machine(),
+        "pod_json_bytes": pod_sizes.iter().map(|(n, total, managed)| {
+            serde_json::json!({"n": n, "total": total, "managed_fields": managed})
+        }).collect::<Vec<_>>(),
         "runs": records,
         "summary": rows,
     });
     let path = out.join("results.json");
     std::fs::write(&path, serde_json::to_string_pretty(&json)?)
         .with_context(|| format!("writing {}", path.display()))?;
-    let md = markdown(server, &rows, runs);
+    let md = markdown(server, pod_sizes, &rows, runs);
     let path = out.join("results.md");
     std::fs::write(&path, &md).with_context(|| format!("writing {}", path.display()))?;
     let mut ns: Vec<usize> = rows.iter().map(|r| r.n).collect();
