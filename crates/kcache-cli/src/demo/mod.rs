@@ -30,6 +30,7 @@ use kcache::{
     FactoryOptions, SharedInformerFactory,
     controller::{Action, Controller, ControllerConfig},
     informer::{BufferMode, HandlerOptions},
+    reflector::BackoffConfig,
     store::{IndexFunc, namespace_indexers},
 };
 use kcache_apiserver::ApiServer;
@@ -90,11 +91,12 @@ const SLOW_HANDLER_DELAY: Duration = Duration::from_micros(250);
 pub async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
     let ui = Ui::new(args.json);
     // Bookmarks every second let the verification see the informer reach the final RV.
-    // 5,000 history events (≈ 20 s of default churn) keep the server's memory down while a
-    // re-watch after an injected fault still usually resumes instead of relisting.
+    // 2,000 history events (≈ 10 s of default churn) keep the server's memory down (it keeps
+    // every version in its window) while a re-watch after an injected fault still usually
+    // resumes instead of relisting.
     let server = ApiServer::builder()
         .bookmark_interval(Duration::from_secs(1))
-        .history_events(5_000)
+        .history_events(2_000)
         .start()
         .await
         .context("starting the embedded API server")?;
@@ -112,7 +114,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
 
     let client = Client::from_url(&server.url()).context("building the HTTP client")?;
     let received = Arc::new(Received::default());
-    let factory = SharedInformerFactory::new(FactoryOptions::default().strip_managed_fields(true));
+    let factory = SharedInformerFactory::new(demo_factory_options());
     let mut indexers = namespace_indexers::<Pod>();
     let by_node: IndexFunc<Pod> = Arc::new(|pod: &Pod| {
         pod.spec
@@ -332,6 +334,21 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
         difference_count: verdict.difference_count,
         differences: verdict.differences,
     })
+}
+
+/// The factory's options: managedFields stripped before objects are stored, and a reflector
+/// backoff capped at 2 s (client-go's: 800 ms doubling to 30 s, plus up to 100 % jitter, reset
+/// after 2 min healthy), because the demo injects a fault every 1–3 s: with client-go's cap,
+/// the backoff would keep growing through the run and the last fault could keep the informer
+/// away for up to a minute.
+fn demo_factory_options() -> FactoryOptions {
+    let mut options = FactoryOptions::default().strip_managed_fields(true);
+    options.informer.reflector.backoff = BackoffConfig {
+        max: Duration::from_secs(2),
+        reset_after: Duration::from_secs(10),
+        ..BackoffConfig::default()
+    };
+    options
 }
 
 /// Creates `n` pods through the server's Rust handle, on the blocking pool.

@@ -130,7 +130,7 @@ impl Summary {
             (
                 "peak RSS",
                 format!(
-                    "{} (the embedded server alone: {})",
+                    "{} (the embedded server after seeding: {})",
                     mib(self.peak_rss_bytes),
                     mib(self.server_rss_bytes)
                 ),
