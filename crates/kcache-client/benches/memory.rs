@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kcache_client::{compact::Compact, decode::Typed};
 use kube_core::PartialObjectMeta;
 
-#[path = "pods.rs"]
+#[path = "support/pods.rs"]
 mod pods;
 use pods::pod;
 
