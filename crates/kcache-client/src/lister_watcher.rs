@@ -21,6 +21,9 @@ pub const ACCEPT_METADATA_LIST: &str =
 /// The `Accept` header of a metadata-only watch (and get).
 pub const ACCEPT_METADATA: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
+/// List bodies at least this large are decoded on Tokio's blocking pool.
+const BLOCKING_DECODE_THRESHOLD: usize = 256 * 1024;
+
 /// Lists and watches one collection of `K` over HTTP.
 ///
 /// Requests are built with kube-core's [`Request`](kube_core::Request) and sent through
@@ -255,8 +258,17 @@ where
     async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
         let request = self.list_request(params)?;
         let body = self.client.send_collect(request, "list").await?;
-        // The body is dropped as soon as its items are decoded.
-        decode_list(&body, &self.decoder).map_err(Error::decode)
+        // The body is dropped as soon as its items are decoded. A large page (a 500-pod page is
+        // about 4 MB, tens of milliseconds of CPU) is decoded on the blocking pool so that it
+        // does not stall the runtime's worker.
+        if body.len() < BLOCKING_DECODE_THRESHOLD {
+            return decode_list(&body, &self.decoder).map_err(Error::decode);
+        }
+        let decoder = self.decoder.clone();
+        tokio::task::spawn_blocking(move || decode_list(&body, &decoder))
+            .await
+            .map_err(|e| Error::decode(format!("list decoding task failed: {e}")))?
+            .map_err(Error::decode)
     }
 
     async fn watch(

@@ -466,3 +466,26 @@ async fn compact_decoder_reads_watch_events() -> Result<()> {
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn large_list_pages_decode_off_the_runtime_and_keep_every_item() -> Result<()> {
+    // 80 objects of 4 KB: a page above the blocking-decode threshold (256 KiB).
+    for s in TestServer::all().await? {
+        for i in 0..80 {
+            s.create_cm(
+                &format!("big-{i:02}"),
+                json!({}),
+                json!({"blob": "x".repeat(4096)}),
+            )
+            .await?;
+        }
+        let list = cms(&s).list(&ListParams::default()).await?;
+        ensure!(list.items.len() == 80, "{}: {}", s.name, list.items.len());
+        ensure!(
+            list.items
+                .iter()
+                .all(|c| c.data.as_ref().unwrap()["blob"].len() == 4096)
+        );
+    }
+    Ok(())
+}
