@@ -24,7 +24,7 @@ use std::{
 };
 
 use anyhow::Context;
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use k8s_openapi::api::core::v1::Pod;
 use kcache::{
     FactoryOptions, SharedInformerFactory,
@@ -401,9 +401,16 @@ impl Ui {
     fn bar(&self, len: u64, what: &'static str) -> ProgressBar {
         let bar = ProgressBar::with_draw_target(Some(len), self.target());
         let style = ProgressStyle::with_template(
-            "{msg:>13} [{bar:32}] {pos}/{len} objects  {per_sec}  ETA {eta}",
+            "{msg:>13} [{bar:32}] {pos}/{len} objects  {rate}  ETA {eta}",
         )
-        .map(|s| s.progress_chars("=> "))
+        .map(|s| {
+            s.progress_chars("=> ").with_key(
+                "rate",
+                |st: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = write!(w, "{:.0}/s", st.per_sec());
+                },
+            )
+        })
         .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
         bar.set_message(what);

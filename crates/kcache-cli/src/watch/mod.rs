@@ -113,13 +113,11 @@ pub async fn run(args: WatchArgs) -> Result<(), WatchError> {
     }
     let output = args.output.unwrap_or_default();
     let stdout_closed = CancellationToken::new();
-    if let Some(h) = print::header(output) {
-        println!("{h}");
-    }
     informer
         .add_event_handler(Printer {
             output,
             watch_only: args.watch_only,
+            header: std::sync::Once::new(),
             closed: stdout_closed.clone(),
         })
         .map_err(|e| WatchError::Other(e.to_string()))?;
@@ -186,6 +184,8 @@ async fn drive(
 struct Printer {
     output: Output,
     watch_only: bool,
+    /// The header goes out with the first line, as kubectl does.
+    header: std::sync::Once,
     closed: CancellationToken,
 }
 
@@ -194,7 +194,17 @@ impl Printer {
         use std::io::Write;
         let line = print::line(self.output, event, obj, Timestamp::now());
         let mut out = std::io::stdout().lock();
-        if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+        let mut result = Ok(());
+        self.header.call_once(|| {
+            if let Some(h) = print::header(self.output) {
+                result = writeln!(out, "{h}");
+            }
+        });
+        if result
+            .and_then(|()| writeln!(out, "{line}"))
+            .and_then(|()| out.flush())
+            .is_err()
+        {
             self.closed.cancel();
         }
     }
