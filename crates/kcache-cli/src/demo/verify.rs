@@ -181,7 +181,7 @@ pub struct Verdict {
 
 /// After the last write, no progress for this long with nothing left to deliver means the
 /// views will not change any more.
-const QUIET: Duration = Duration::from_secs(2);
+const QUIET: Duration = Duration::from_secs(5);
 /// The longest the informer may take to reach the listed resourceVersion (it may be backing
 /// off after the last injected failure).
 const CATCH_UP: Duration = Duration::from_secs(60);
