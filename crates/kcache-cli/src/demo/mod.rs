@@ -191,6 +191,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
         }
     };
     let sync = sync_start.elapsed();
+    let rss_after_sync = report::rss_bytes();
     bar.set_position(bar.length().unwrap_or(0));
     bar.finish_and_clear();
     anyhow::ensure!(
@@ -330,6 +331,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
         settle_ms: u64::try_from(verdict.settle.as_millis()).unwrap_or(u64::MAX),
         peak_rss_bytes: report::peak_rss_bytes(),
         server_rss_bytes: server_rss,
+        rss_after_sync_bytes: rss_after_sync,
         consistent: verdict.consistent && report.write_errors == 0,
         difference_count: verdict.difference_count,
         differences: verdict.differences,

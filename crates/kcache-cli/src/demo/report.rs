@@ -40,6 +40,8 @@ pub struct Summary {
     /// Resident set size once the server was seeded, before the informer started (`VmRSS`):
     /// the embedded server's share.
     pub server_rss_bytes: u64,
+    /// Resident set size right after the initial sync (`VmRSS`): server plus synced informer.
+    pub rss_after_sync_bytes: u64,
     /// The verdict: cache and every handler's state equal the server's LIST.
     pub consistent: bool,
     /// Number of differences found.
