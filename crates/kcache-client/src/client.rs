@@ -161,11 +161,23 @@ impl Client {
         request: http::Request<Vec<u8>>,
         verb: &str,
     ) -> Result<Bytes, LwError> {
-        let body = self.send(request, verb).await?.into_body();
-        body.collect()
+        Ok(self.send_collect_with_headers(request, verb).await?.1)
+    }
+
+    /// [`Client::send_collect`], also returning the response headers (the `Content-Type`
+    /// decides between JSON and protobuf).
+    pub(crate) async fn send_collect_with_headers(
+        &self,
+        request: http::Request<Vec<u8>>,
+        verb: &str,
+    ) -> Result<(HeaderMap, Bytes), LwError> {
+        let (parts, body) = self.send(request, verb).await?.into_parts();
+        let body = body
+            .collect()
             .await
             .map(|c| c.to_bytes())
-            .map_err(|e| LwError::transport(BodyError(e.to_string())))
+            .map_err(|e| LwError::transport(BodyError(e.to_string())))?;
+        Ok((parts.headers, body))
     }
 }
 
@@ -268,6 +280,11 @@ pub(crate) fn api_error(
     verb: &str,
     path: &str,
 ) -> LwError {
+    // A server asked for protobuf answers errors with a protobuf Status.
+    #[cfg(feature = "protobuf")]
+    let converted = crate::protobuf::status_as_json(body);
+    #[cfg(feature = "protobuf")]
+    let body = converted.as_deref().unwrap_or(body);
     let mut status = serde_json::from_slice::<Status>(body)
         .ok()
         .filter(|s| s.code != 0 || !s.reason.is_empty() || !s.message.is_empty())

@@ -13,6 +13,8 @@
 //!   objects;
 //! - [`compact`] stores objects as their JSON bytes plus parsed metadata, with a typed view on
 //!   demand;
+//! - with the default feature `protobuf`, built-in kinds travel as protobuf
+//!   ([`protobuf`], through `kcache-proto`), with a clean fallback to JSON;
 //! - [`LeaseClient`] gets, creates and updates `coordination.k8s.io/v1` Leases for leader
 //!   election.
 //!
@@ -26,6 +28,8 @@ pub mod dynamic;
 pub mod error;
 pub mod lease;
 pub mod lister_watcher;
+#[cfg(feature = "protobuf")]
+pub mod protobuf;
 
 pub use client::Client;
 pub use compact::{Compact, CompactDecoder};

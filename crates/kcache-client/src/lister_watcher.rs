@@ -256,6 +256,24 @@ where
     D: ItemDecoder<K>,
 {
     async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
+        #[cfg(feature = "protobuf")]
+        if self.wants_protobuf() {
+            let mut request = self.list_request(params)?;
+            request.headers_mut().insert(
+                http::header::ACCEPT,
+                HeaderValue::from_static(crate::protobuf::ACCEPT_LIST),
+            );
+            match self.client.send_collect_with_headers(request, "list").await {
+                Ok((headers, body)) if crate::protobuf::is_protobuf(&headers) => {
+                    return crate::protobuf::decode_list(body, &self.decoder);
+                }
+                Ok((_, body)) => return decode_list(&body, &self.decoder).map_err(Error::decode),
+                // A server that cannot produce protobuf and does not take the JSON
+                // alternative: ask again for JSON only.
+                Err(e) if is_not_acceptable(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
         let request = self.list_request(params)?;
         let body = self.client.send_collect(request, "list").await?;
         // The body is dropped as soon as its items are decoded. A large page (a 500-pod page is
@@ -276,6 +294,28 @@ where
         params: &WatchParams,
         resource_version: &str,
     ) -> Result<WatchStream<K>, Error> {
+        #[cfg(feature = "protobuf")]
+        if self.wants_protobuf() {
+            let mut request = self.watch_request(params, resource_version)?;
+            request.headers_mut().insert(
+                http::header::ACCEPT,
+                HeaderValue::from_static(crate::protobuf::ACCEPT_WATCH),
+            );
+            match self.client.send(request, "watch").await {
+                Ok(response) => {
+                    let protobuf = crate::protobuf::is_protobuf(response.headers());
+                    let body = BodyDataStream::new(response.into_body());
+                    let decoder = self.decoder.clone();
+                    return Ok(if protobuf {
+                        crate::protobuf::watch_events(body, decoder, self.max_frame_size)
+                    } else {
+                        watch_events(body, decoder, self.max_frame_size)
+                    });
+                }
+                Err(e) if is_not_acceptable(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
         let request = self.watch_request(params, resource_version)?;
         let response = self.client.send(request, "watch").await?;
         let body = BodyDataStream::new(response.into_body());
@@ -285,6 +325,21 @@ where
             self.max_frame_size,
         ))
     }
+}
+
+impl<K, D: ItemDecoder<K>> HttpListerWatcher<K, D> {
+    /// Whether to ask for protobuf: the decoder takes it for `K` (a built-in kind's
+    /// k8s-openapi type with [`crate::decode::Typed`]) and the request is not metadata-only.
+    #[cfg(feature = "protobuf")]
+    fn wants_protobuf(&self) -> bool {
+        !self.metadata_only && self.decoder.accepts_protobuf()
+    }
+}
+
+/// 406 Not Acceptable: the server produces none of the representations asked for.
+#[cfg(feature = "protobuf")]
+fn is_not_acceptable(e: &Error) -> bool {
+    e.status().is_some_and(|s| s.code == 406)
 }
 
 /// A request that kube-core refused to build (invalid params): a bug of the caller.

@@ -13,7 +13,7 @@ use prost::Message;
 use serde::de::DeserializeOwned;
 
 use crate::apimachinery::pkg::apis::meta::v1::Time;
-use crate::decode::{DecodeError, decode_item};
+use crate::decode::{DecodeError, DecodeOptions, decode_item};
 use crate::envelope::Envelope;
 use crate::list::{RawList, item_kind};
 
@@ -148,7 +148,12 @@ impl CompactObject {
     ///
     /// As [`crate::decode_object`].
     pub fn decode<K: DeserializeOwned + 'static>(&self) -> Result<K, DecodeError> {
-        decode_item(&self.type_meta.0, &self.type_meta.1, self.raw.clone())
+        decode_item(
+            &self.type_meta.0,
+            &self.type_meta.1,
+            self.raw.clone(),
+            DecodeOptions::default(),
+        )
     }
 
     /// Heap and inline bytes this object holds (the shared type record not counted).

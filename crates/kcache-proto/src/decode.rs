@@ -1,6 +1,6 @@
 //! From an envelope to the caller's type.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 
 use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as k8s_meta;
@@ -60,6 +60,23 @@ pub enum DecodeError {
     Status(Box<k8s_meta::Status>),
 }
 
+/// Options for [`decode_object_with`] and [`decode_list_with`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DecodeOptions {
+    /// Drop `metadata.managedFields` before converting (skips its JSON parsing entirely).
+    pub strip_managed_fields: bool,
+}
+
+impl DecodeOptions {
+    /// Sets [`DecodeOptions::strip_managed_fields`].
+    #[must_use]
+    pub const fn strip_managed_fields(mut self, strip: bool) -> Self {
+        self.strip_managed_fields = strip;
+        self
+    }
+}
+
 /// Puts `v` into an `Option<K>` if `T` is `K` (no allocation, no `unsafe`).
 fn cast<T: 'static, K: 'static>(v: T) -> Result<K, T> {
     let mut slot: Option<K> = None;
@@ -93,15 +110,21 @@ pub(crate) fn decode_item<K: DeserializeOwned + 'static>(
     api_version: &str,
     kind: &str,
     raw: Bytes,
+    opts: DecodeOptions,
 ) -> Result<K, DecodeError> {
     macro_rules! arm {
         ($av:literal, $kind:literal, $pb:ty, $k8s:ty) => {
             if api_version == $av && kind == $kind {
-                let pb =
+                let mut pb =
                     <$pb as Message>::decode(raw).map_err(|source| DecodeError::Malformed {
                         kind: kind.to_owned(),
                         source,
                     })?;
+                if opts.strip_managed_fields
+                    && let Some(m) = pb.metadata.as_mut()
+                {
+                    m.managed_fields = Vec::new();
+                }
                 return into_k(<$k8s as FromProto<$pb>>::from_proto(pb)?, kind);
             }
         };
@@ -111,6 +134,23 @@ pub(crate) fn decode_item<K: DeserializeOwned + 'static>(
         api_version: api_version.to_owned(),
         kind: kind.to_owned(),
     })
+}
+
+/// `(apiVersion, kind)` of `K` if `K` is the k8s-openapi type of a kind with a generated
+/// conversion: then [`decode_object`] takes the fast path, and a client should ask for
+/// protobuf. `None` for other types (`DynamicObject`, custom resources, user structs), which
+/// are best served as JSON.
+pub fn native_kind<K: 'static>() -> Option<(&'static str, &'static str)> {
+    let k = TypeId::of::<K>();
+    macro_rules! arm {
+        ($av:literal, $kind:literal, $pb:ty, $k8s:ty) => {
+            if k == TypeId::of::<$k8s>() {
+                return Some(($av, $kind));
+            }
+        };
+    }
+    for_each_kind!(arm);
+    None
 }
 
 /// Whether [`decode_object`] knows the protobuf type of `api_version`/`kind` (a client asks
@@ -151,8 +191,20 @@ fn check(env: &Envelope) -> Result<(), DecodeError> {
 /// kinds without a protobuf type, [`DecodeError::Malformed`] / [`DecodeError::Convert`] for bad
 /// bytes, [`DecodeError::Json`] when `K` cannot be deserialized from the object's JSON form.
 pub fn decode_object<K: DeserializeOwned + 'static>(env: Envelope) -> Result<K, DecodeError> {
+    decode_object_with(env, DecodeOptions::default())
+}
+
+/// [`decode_object`] with options.
+///
+/// # Errors
+///
+/// As [`decode_object`].
+pub fn decode_object_with<K: DeserializeOwned + 'static>(
+    env: Envelope,
+    opts: DecodeOptions,
+) -> Result<K, DecodeError> {
     check(&env)?;
-    decode_item(&env.api_version, &env.kind, env.raw)
+    decode_item(&env.api_version, &env.kind, env.raw, opts)
 }
 
 /// Decodes an enveloped list (`XList`) into its metadata and items of type `K`.
@@ -163,6 +215,18 @@ pub fn decode_object<K: DeserializeOwned + 'static>(env: Envelope) -> Result<K, 
 pub fn decode_list<K: DeserializeOwned + 'static>(
     env: Envelope,
 ) -> Result<(k8s_meta::ListMeta, Vec<K>), DecodeError> {
+    decode_list_with(env, DecodeOptions::default())
+}
+
+/// [`decode_list`] with options.
+///
+/// # Errors
+///
+/// As [`decode_list`].
+pub fn decode_list_with<K: DeserializeOwned + 'static>(
+    env: Envelope,
+    opts: DecodeOptions,
+) -> Result<(k8s_meta::ListMeta, Vec<K>), DecodeError> {
     check(&env)?;
     let kind = item_kind(&env.kind)?;
     let list = RawList::decode_raw(env.raw)?;
@@ -170,7 +234,7 @@ pub fn decode_list<K: DeserializeOwned + 'static>(
     let items = list
         .items
         .into_iter()
-        .map(|raw| decode_item(&env.api_version, kind, raw))
+        .map(|raw| decode_item(&env.api_version, kind, raw, opts))
         .collect::<Result<_, _>>()?;
     Ok((metadata, items))
 }

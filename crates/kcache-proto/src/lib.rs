@@ -69,7 +69,10 @@ pub mod generated {
 pub use generated::k8s::io::api;
 pub use generated::k8s::io::apimachinery;
 
-pub use decode::{DecodeError, decode_list, decode_object, decode_status, kind_is_supported};
+pub use decode::{
+    DecodeError, DecodeOptions, decode_list, decode_list_with, decode_object, decode_object_with,
+    decode_status, kind_is_supported, native_kind,
+};
 pub use envelope::{Envelope, EnvelopeError};
 pub use frame::{FrameDecoder, FrameError};
 pub use watch::{EventType, RawWatchEvent, WatchDecoder, WatchError};

@@ -181,3 +181,39 @@ fn supported_kinds_are_the_generated_built_ins() {
     assert!(!kind_is_supported("example.com/v1", "Widget"));
     assert!(!kind_is_supported("v1", "PodList"));
 }
+
+#[test]
+fn native_kind_is_only_the_k8s_openapi_type_of_a_generated_kind() {
+    assert_eq!(
+        kcache_proto::native_kind::<k8s_core::Pod>(),
+        Some(("v1", "Pod"))
+    );
+    assert_eq!(
+        kcache_proto::native_kind::<k8s_coord::Lease>(),
+        Some(("coordination.k8s.io/v1", "Lease"))
+    );
+    assert_eq!(kcache_proto::native_kind::<serde_json::Value>(), None);
+}
+
+#[test]
+fn strip_managed_fields_option_drops_them() {
+    use kcache_proto::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
+    let mut cm = core::ConfigMap {
+        metadata: meta("cm"),
+        ..Default::default()
+    };
+    cm.metadata.as_mut().unwrap().managed_fields = vec![ManagedFieldsEntry {
+        manager: Some("m".into()),
+        fields_v1: Some(FieldsV1 {
+            raw: Some(b"{}".to_vec()),
+        }),
+        ..Default::default()
+    }];
+    let env = Envelope::for_message("v1", "ConfigMap", &cm);
+    let kept: k8s_core::ConfigMap = decode_object(env.clone()).unwrap();
+    assert_eq!(kept.metadata.managed_fields.map(|m| m.len()), Some(1));
+    let opts = kcache_proto::DecodeOptions::default().strip_managed_fields(true);
+    let stripped: k8s_core::ConfigMap = kcache_proto::decode_object_with(env, opts).unwrap();
+    assert_eq!(stripped.metadata.managed_fields, None);
+    assert_eq!(stripped.metadata.name.as_deref(), Some("cm"));
+}

@@ -20,6 +20,24 @@ pub trait ItemDecoder<K>: Clone + Send + Sync + 'static {
     /// # Errors
     /// The deserializer's error when the input is not a valid `K`.
     fn decode_item<'de, D: Deserializer<'de>>(&self, deserializer: D) -> Result<K, D::Error>;
+
+    /// Decodes one enveloped protobuf object (feature `protobuf`). `None` (the default) means
+    /// this decoder takes JSON only: the lister-watcher then never asks for protobuf.
+    #[cfg(feature = "protobuf")]
+    fn decode_protobuf(
+        &self,
+        envelope: kcache_proto::Envelope,
+    ) -> Option<Result<K, kcache_proto::DecodeError>> {
+        let _ = envelope;
+        None
+    }
+
+    /// Whether [`ItemDecoder::decode_protobuf`] decodes `K` (feature `protobuf`): true for
+    /// [`Typed`] when `K` is the k8s-openapi type of a built-in kind.
+    #[cfg(feature = "protobuf")]
+    fn accepts_protobuf(&self) -> bool {
+        false
+    }
 }
 
 /// Decodes any `K: DeserializeOwned` (k8s-openapi types, `DynamicObject`,
@@ -52,13 +70,28 @@ impl Typed {
     }
 }
 
-impl<K: DeserializeOwned> ItemDecoder<K> for Typed {
+impl<K: DeserializeOwned + 'static> ItemDecoder<K> for Typed {
     fn decode_item<'de, D: Deserializer<'de>>(&self, deserializer: D) -> Result<K, D::Error> {
         if self.strip_managed_fields {
             K::deserialize(StripManagedFields::new(deserializer))
         } else {
             K::deserialize(deserializer)
         }
+    }
+
+    #[cfg(feature = "protobuf")]
+    fn decode_protobuf(
+        &self,
+        envelope: kcache_proto::Envelope,
+    ) -> Option<Result<K, kcache_proto::DecodeError>> {
+        let opts =
+            kcache_proto::DecodeOptions::default().strip_managed_fields(self.strip_managed_fields);
+        Some(kcache_proto::decode_object_with(envelope, opts))
+    }
+
+    #[cfg(feature = "protobuf")]
+    fn accepts_protobuf(&self) -> bool {
+        kcache_proto::native_kind::<K>().is_some()
     }
 }
 

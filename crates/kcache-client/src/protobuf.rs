@@ -1,0 +1,194 @@
+//! Protobuf on the wire (feature `protobuf`, on by default), through [`kcache_proto`].
+//!
+//! For the k8s-openapi types of built-in kinds ([`kcache_proto::native_kind`]) decoded with
+//! [`Typed`](crate::decode::Typed), lists ask for
+//! `application/vnd.kubernetes.protobuf, application/json` and watches for
+//! `application/vnd.kubernetes.protobuf;stream=watch, application/json`, as client-go does.
+//! The response's `Content-Type` decides the decoder, so a server that answers JSON (such as
+//! kcache-apiserver) is decoded as JSON; a server that refuses the protobuf request with 406 is
+//! asked again for JSON. Custom resources, `DynamicObject` and metadata-only requests stay
+//! JSON.
+
+use bytes::Bytes;
+use futures::{Stream, StreamExt, stream};
+use http::HeaderMap;
+use kcache::lister_watcher::{Error, WatchStream};
+use kcache_proto::{DecodeError, Envelope, EventType, WatchDecoder, WatchError};
+use kube_core::{ListMeta, ObjectList, TypeMeta, WatchEvent};
+
+use crate::decode::ItemDecoder;
+
+/// `Accept` of a list (or get) that prefers protobuf.
+pub const ACCEPT_LIST: &str = "application/vnd.kubernetes.protobuf, application/json";
+/// `Accept` of a watch that prefers protobuf.
+pub const ACCEPT_WATCH: &str = "application/vnd.kubernetes.protobuf;stream=watch, application/json";
+
+/// Whether a response is protobuf (object, list, `Status` or watch stream).
+pub(crate) fn is_protobuf(headers: &HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|base| base.trim().eq_ignore_ascii_case(kcache_proto::CONTENT_TYPE))
+}
+
+/// A protobuf `Status` body as JSON (for the JSON error path), `None` if `body` is not an
+/// enveloped `Status`.
+pub(crate) fn status_as_json(body: &[u8]) -> Option<Vec<u8>> {
+    if !body.starts_with(&kcache_proto::envelope::MAGIC) {
+        return None;
+    }
+    let env = Envelope::decode(Bytes::copy_from_slice(body)).ok()?;
+    let status = kcache_proto::decode_status(env).ok()?;
+    let mut json = serde_json::to_value(status).ok()?;
+    if let Some(o) = json.as_object_mut() {
+        o.insert("kind".into(), "Status".into());
+        o.insert("apiVersion".into(), "v1".into());
+    }
+    serde_json::to_vec(&json).ok()
+}
+
+fn decode_error(e: DecodeError) -> Error {
+    match e {
+        DecodeError::UnknownKind { .. } | DecodeError::UnsupportedContentType(_) => {
+            Error::protocol(e.to_string())
+        }
+        other => Error::decode(other),
+    }
+}
+
+/// The object of an event or list item through `decoder` (which must take protobuf).
+fn object<K, D: ItemDecoder<K>>(decoder: &D, env: Envelope) -> Result<K, Error> {
+    match decoder.decode_protobuf(env) {
+        Some(r) => r.map_err(decode_error),
+        None => Err(Error::protocol(
+            "the server answered protobuf to a request for JSON".to_owned(),
+        )),
+    }
+}
+
+/// Decodes a protobuf list body into an [`ObjectList`].
+pub(crate) fn decode_list<K: Clone, D: ItemDecoder<K>>(
+    body: Bytes,
+    decoder: &D,
+) -> Result<ObjectList<K>, Error> {
+    let env = Envelope::decode(body).map_err(Error::decode)?;
+    let types = TypeMeta {
+        api_version: env.api_version.clone(),
+        kind: env.kind.clone(),
+    };
+    let item_kind = kcache_proto::list::item_kind(&env.kind).map_err(Error::decode)?;
+    let list = kcache_proto::list::RawList::decode_raw(env.raw.clone()).map_err(Error::decode)?;
+    let metadata = list_meta(list.metadata)?;
+    let items = list
+        .items
+        .into_iter()
+        .map(|raw| {
+            object(
+                decoder,
+                Envelope {
+                    api_version: env.api_version.clone(),
+                    kind: item_kind.to_owned(),
+                    raw,
+                    content_type: String::new(),
+                },
+            )
+        })
+        .collect::<Result<Vec<K>, Error>>()?;
+    Ok(ObjectList {
+        types,
+        metadata,
+        items,
+    })
+}
+
+fn list_meta(
+    pb: Option<kcache_proto::apimachinery::pkg::apis::meta::v1::ListMeta>,
+) -> Result<ListMeta, Error> {
+    use kcache_proto::convert::FromProto;
+    pb.map(ListMeta::from_proto)
+        .transpose()
+        .map(Option::unwrap_or_default)
+        .map_err(Error::decode)
+}
+
+/// One protobuf watch event as kube-core's [`WatchEvent`].
+fn event<K, D: ItemDecoder<K>>(
+    decoder: &D,
+    ev: kcache_proto::RawWatchEvent,
+) -> Result<WatchEvent<K>, Error> {
+    Ok(match ev.event_type {
+        EventType::Added => WatchEvent::Added(object(decoder, ev.object)?),
+        EventType::Modified => WatchEvent::Modified(object(decoder, ev.object)?),
+        EventType::Deleted => WatchEvent::Deleted(object(decoder, ev.object)?),
+        EventType::Bookmark => {
+            WatchEvent::Bookmark(kcache_proto::decode_object(ev.object).map_err(decode_error)?)
+        }
+        EventType::Error => {
+            let status = kcache_proto::decode_status(ev.object).map_err(decode_error)?;
+            let json = serde_json::to_value(status).map_err(Error::decode)?;
+            WatchEvent::Error(serde_json::from_value(json).map_err(Error::decode)?)
+        }
+    })
+}
+
+/// Decodes a protobuf watch body into [`WatchEvent`]s as its chunks arrive, with the same
+/// contract as [`crate::decode::watch_events`]: the stream ends with the body, or after one
+/// error item (transport for a broken or truncated body, decode for a bad frame or object,
+/// protocol for an unknown event type or kind).
+///
+/// # Cancel safety
+/// Dropping the stream drops the body, which closes the connection.
+pub(crate) fn watch_events<K, D, S, E>(body: S, decoder: D, max_frame_size: usize) -> WatchStream<K>
+where
+    K: Send + 'static,
+    D: ItemDecoder<K>,
+    S: Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let state = (
+        Box::pin(body),
+        WatchDecoder::new(max_frame_size),
+        decoder,
+        false,
+    );
+    stream::unfold(state, |(mut body, mut frames, decoder, done)| async move {
+        if done {
+            return None;
+        }
+        loop {
+            match frames.next_event() {
+                Ok(Some(ev)) => {
+                    let item = event(&decoder, ev);
+                    let done = item.is_err();
+                    return Some((item, (body, frames, decoder, done)));
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    let err = match e {
+                        WatchError::UnknownEventType(_) => Error::protocol(e.to_string()),
+                        other => Error::decode(other),
+                    };
+                    return Some((Err(err), (body, frames, decoder, true)));
+                }
+            }
+            match body.next().await {
+                Some(Ok(chunk)) => frames.push(&chunk),
+                Some(Err(e)) => {
+                    let err = Error::transport(WatchBodyError(e.into()));
+                    return Some((Err(err), (body, frames, decoder, true)));
+                }
+                None => {
+                    let end = frames.finish().err().map(|e| Err(Error::transport(e)));
+                    return end.map(|item| (item, (body, frames, decoder, true)));
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+/// The watch body failed while being read.
+#[derive(Debug, thiserror::Error)]
+#[error("watch stream broke: {0}")]
+struct WatchBodyError(#[source] Box<dyn std::error::Error + Send + Sync>);
