@@ -233,6 +233,36 @@ pub(crate) fn req_time<P, T: FromProto<P> + From<k8s_openapi::jiff::Timestamp>>(
     )
 }
 
+/// `repeated string` (or number) → the same `Vec`, moved.
+#[inline]
+pub(crate) fn vec_id<T>(v: Vec<T>) -> Result<Vec<T>, ConvertError> {
+    Ok(v)
+}
+
+/// `repeated string` (or number) → `Option<Vec>` (empty → `None`), moved.
+#[inline]
+pub(crate) fn opt_vec_id<T>(v: Vec<T>) -> Result<Option<Vec<T>>, ConvertError> {
+    Ok((!v.is_empty()).then_some(v))
+}
+
+/// `map<string, string>` → the same map, moved (no rebuild).
+#[allow(
+    dead_code,
+    reason = "for required string maps; the generated packages have none today"
+)]
+#[inline]
+pub(crate) fn map_id<V>(m: BTreeMap<String, V>) -> Result<BTreeMap<String, V>, ConvertError> {
+    Ok(m)
+}
+
+/// `map<string, string>` → `Option<BTreeMap>` (empty → `None`), moved.
+#[inline]
+pub(crate) fn opt_map_id<V>(
+    m: BTreeMap<String, V>,
+) -> Result<Option<BTreeMap<String, V>>, ConvertError> {
+    Ok((!m.is_empty()).then_some(m))
+}
+
 /// `repeated P` → `Vec<T>`.
 #[inline]
 pub(crate) fn vec<P, T: FromProto<P>>(v: Vec<P>) -> Result<Vec<T>, ConvertError> {

@@ -2,9 +2,11 @@
 // Conversions from the prost types to the k8s-openapi types generated from the same
 // Kubernetes definitions, field by field.
 
-use crate::convert::{
-    ConvertError, FromProto, map, opt, opt_map, opt_nz, opt_time, opt_vec, req, req_time, vec,
-};
+#[allow(
+    clippy::wildcard_imports,
+    reason = "generated code calls whichever helpers it needs"
+)]
+use crate::convert::*;
 
 impl FromProto<crate::generated::k8s::io::api::apps::v1::ControllerRevision>
     for k8s_openapi::api::apps::v1::ControllerRevision
@@ -592,7 +594,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::CsiPersistentVolumeSour
             volume_handle: req(m.volume_handle)?,
             read_only: opt_nz(m.read_only)?,
             fs_type: opt_nz(m.fs_type)?,
-            volume_attributes: opt_map(m.volume_attributes)?,
+            volume_attributes: opt_map_id(m.volume_attributes)?,
             controller_publish_secret_ref: opt(m.controller_publish_secret_ref)?,
             node_stage_secret_ref: opt(m.node_stage_secret_ref)?,
             node_publish_secret_ref: opt(m.node_publish_secret_ref)?,
@@ -613,7 +615,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::CsiVolumeSource>
             driver: req(m.driver)?,
             read_only: opt(m.read_only)?,
             fs_type: opt(m.fs_type)?,
-            volume_attributes: opt_map(m.volume_attributes)?,
+            volume_attributes: opt_map_id(m.volume_attributes)?,
             node_publish_secret_ref: opt(m.node_publish_secret_ref)?,
         })
     }
@@ -627,8 +629,8 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::Capabilities>
         m: crate::generated::k8s::io::api::core::v1::Capabilities,
     ) -> Result<Self, ConvertError> {
         Ok(Self {
-            add: opt_vec(m.add)?,
-            drop: opt_vec(m.drop)?,
+            add: opt_vec_id(m.add)?,
+            drop: opt_vec_id(m.drop)?,
         })
     }
 }
@@ -641,7 +643,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::CephFsPersistentVolumeS
         m: crate::generated::k8s::io::api::core::v1::CephFsPersistentVolumeSource,
     ) -> Result<Self, ConvertError> {
         Ok(Self {
-            monitors: vec(m.monitors)?,
+            monitors: vec_id(m.monitors)?,
             path: opt_nz(m.path)?,
             user: opt_nz(m.user)?,
             secret_file: opt_nz(m.secret_file)?,
@@ -659,7 +661,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::CephFsVolumeSource>
         m: crate::generated::k8s::io::api::core::v1::CephFsVolumeSource,
     ) -> Result<Self, ConvertError> {
         Ok(Self {
-            monitors: vec(m.monitors)?,
+            monitors: vec_id(m.monitors)?,
             path: opt_nz(m.path)?,
             user: opt_nz(m.user)?,
             secret_file: opt_nz(m.secret_file)?,
@@ -771,7 +773,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::ConfigMap>
         Ok(Self {
             metadata: req(m.metadata)?,
             immutable: opt(m.immutable)?,
-            data: opt_map(m.data)?,
+            data: opt_map_id(m.data)?,
             binary_data: opt_map(m.binary_data)?,
         })
     }
@@ -868,8 +870,8 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::Container>
         Ok(Self {
             name: req(m.name)?,
             image: opt_nz(m.image)?,
-            command: opt_vec(m.command)?,
-            args: opt_vec(m.args)?,
+            command: opt_vec_id(m.command)?,
+            args: opt_vec_id(m.args)?,
             working_dir: opt_nz(m.working_dir)?,
             ports: opt_vec(m.ports)?,
             env_from: opt_vec(m.env_from)?,
@@ -918,7 +920,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::ContainerImage>
         m: crate::generated::k8s::io::api::core::v1::ContainerImage,
     ) -> Result<Self, ConvertError> {
         Ok(Self {
-            names: opt_vec(m.names)?,
+            names: opt_vec_id(m.names)?,
             size_bytes: opt_nz(m.size_bytes)?,
         })
     }
@@ -978,7 +980,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::ContainerRestartRuleOnE
     ) -> Result<Self, ConvertError> {
         Ok(Self {
             operator: req(m.operator)?,
-            values: opt_vec(m.values)?,
+            values: opt_vec_id(m.values)?,
         })
     }
 }
@@ -1271,8 +1273,8 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::EphemeralContainer>
         Ok(Self {
             name: req(ephemeral_container_common.name)?,
             image: opt_nz(ephemeral_container_common.image)?,
-            command: opt_vec(ephemeral_container_common.command)?,
-            args: opt_vec(ephemeral_container_common.args)?,
+            command: opt_vec_id(ephemeral_container_common.command)?,
+            args: opt_vec_id(ephemeral_container_common.args)?,
             working_dir: opt_nz(ephemeral_container_common.working_dir)?,
             ports: opt_vec(ephemeral_container_common.ports)?,
             env_from: opt_vec(ephemeral_container_common.env_from)?,
@@ -1377,7 +1379,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::ExecAction>
         m: crate::generated::k8s::io::api::core::v1::ExecAction,
     ) -> Result<Self, ConvertError> {
         Ok(Self {
-            command: opt_vec(m.command)?,
+            command: opt_vec_id(m.command)?,
         })
     }
 }
@@ -1390,11 +1392,11 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::FcVolumeSource>
         m: crate::generated::k8s::io::api::core::v1::FcVolumeSource,
     ) -> Result<Self, ConvertError> {
         Ok(Self {
-            target_wwns: opt_vec(m.target_ww_ns)?,
+            target_wwns: opt_vec_id(m.target_ww_ns)?,
             lun: opt(m.lun)?,
             fs_type: opt_nz(m.fs_type)?,
             read_only: opt_nz(m.read_only)?,
-            wwids: opt_vec(m.wwids)?,
+            wwids: opt_vec_id(m.wwids)?,
         })
     }
 }
@@ -1427,7 +1429,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::FlexPersistentVolumeSou
             fs_type: opt_nz(m.fs_type)?,
             secret_ref: opt(m.secret_ref)?,
             read_only: opt_nz(m.read_only)?,
-            options: opt_map(m.options)?,
+            options: opt_map_id(m.options)?,
         })
     }
 }
@@ -1444,7 +1446,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::FlexVolumeSource>
             fs_type: opt_nz(m.fs_type)?,
             secret_ref: opt(m.secret_ref)?,
             read_only: opt_nz(m.read_only)?,
-            options: opt_map(m.options)?,
+            options: opt_map_id(m.options)?,
         })
     }
 }
@@ -1579,7 +1581,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::HostAlias>
     ) -> Result<Self, ConvertError> {
         Ok(Self {
             ip: req(m.ip)?,
-            hostnames: opt_vec(m.hostnames)?,
+            hostnames: opt_vec_id(m.hostnames)?,
         })
     }
 }
@@ -1623,7 +1625,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::IscsiPersistentVolumeSo
             iscsi_interface: opt_nz(m.iscsi_interface)?,
             fs_type: opt_nz(m.fs_type)?,
             read_only: opt_nz(m.read_only)?,
-            portals: opt_vec(m.portals)?,
+            portals: opt_vec_id(m.portals)?,
             chap_auth_discovery: opt_nz(m.chap_auth_discovery)?,
             chap_auth_session: opt_nz(m.chap_auth_session)?,
             secret_ref: opt(m.secret_ref)?,
@@ -1646,7 +1648,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::IscsiVolumeSource>
             iscsi_interface: opt_nz(m.iscsi_interface)?,
             fs_type: opt_nz(m.fs_type)?,
             read_only: opt_nz(m.read_only)?,
-            portals: opt_vec(m.portals)?,
+            portals: opt_vec_id(m.portals)?,
             chap_auth_discovery: opt_nz(m.chap_auth_discovery)?,
             chap_auth_session: opt_nz(m.chap_auth_session)?,
             secret_ref: opt(m.secret_ref)?,
@@ -1783,7 +1785,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::LinuxContainerUser>
         Ok(Self {
             uid: req(m.uid)?,
             gid: req(m.gid)?,
-            supplemental_groups: opt_vec(m.supplemental_groups)?,
+            supplemental_groups: opt_vec_id(m.supplemental_groups)?,
         })
     }
 }
@@ -1911,7 +1913,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::NamespaceSpec>
         m: crate::generated::k8s::io::api::core::v1::NamespaceSpec,
     ) -> Result<Self, ConvertError> {
         Ok(Self {
-            finalizers: opt_vec(m.finalizers)?,
+            finalizers: opt_vec_id(m.finalizers)?,
         })
     }
 }
@@ -1984,7 +1986,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::NodeAllocatableResource
     ) -> Result<Self, ConvertError> {
         Ok(Self {
             resource_claim_name: req(m.resource_claim_name)?,
-            containers: opt_vec(m.containers)?,
+            containers: opt_vec_id(m.containers)?,
             resources: map(m.resources)?,
         })
     }
@@ -2114,7 +2116,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::NodeSelectorRequirement
         Ok(Self {
             key: req(m.key)?,
             operator: req(m.operator)?,
-            values: opt_vec(m.values)?,
+            values: opt_vec_id(m.values)?,
         })
     }
 }
@@ -2142,7 +2144,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::NodeSpec>
     ) -> Result<Self, ConvertError> {
         Ok(Self {
             pod_cidr: opt_nz(m.pod_cidr)?,
-            pod_cidrs: opt_vec(m.pod_cid_rs)?,
+            pod_cidrs: opt_vec_id(m.pod_cid_rs)?,
             provider_id: opt_nz(m.provider_id)?,
             unschedulable: opt_nz(m.unschedulable)?,
             taints: opt_vec(m.taints)?,
@@ -2168,12 +2170,12 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::NodeStatus>
             daemon_endpoints: opt(m.daemon_endpoints)?,
             node_info: opt(m.node_info)?,
             images: opt_vec(m.images)?,
-            volumes_in_use: opt_vec(m.volumes_in_use)?,
+            volumes_in_use: opt_vec_id(m.volumes_in_use)?,
             volumes_attached: opt_vec(m.volumes_attached)?,
             config: opt(m.config)?,
             runtime_handlers: opt_vec(m.runtime_handlers)?,
             features: opt(m.features)?,
-            declared_features: opt_vec(m.declared_features)?,
+            declared_features: opt_vec_id(m.declared_features)?,
         })
     }
 }
@@ -2303,7 +2305,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::PersistentVolumeClaimSp
         m: crate::generated::k8s::io::api::core::v1::PersistentVolumeClaimSpec,
     ) -> Result<Self, ConvertError> {
         Ok(Self {
-            access_modes: opt_vec(m.access_modes)?,
+            access_modes: opt_vec_id(m.access_modes)?,
             selector: opt(m.selector)?,
             resources: opt(m.resources)?,
             volume_name: opt_nz(m.volume_name)?,
@@ -2325,11 +2327,11 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::PersistentVolumeClaimSt
     ) -> Result<Self, ConvertError> {
         Ok(Self {
             phase: opt_nz(m.phase)?,
-            access_modes: opt_vec(m.access_modes)?,
+            access_modes: opt_vec_id(m.access_modes)?,
             capacity: opt_map(m.capacity)?,
             conditions: opt_vec(m.conditions)?,
             allocated_resources: opt_map(m.allocated_resources)?,
-            allocated_resource_statuses: opt_map(m.allocated_resource_statuses)?,
+            allocated_resource_statuses: opt_map_id(m.allocated_resource_statuses)?,
             current_volume_attributes_class_name: opt(m.current_volume_attributes_class_name)?,
             modify_volume_status: opt(m.modify_volume_status)?,
         })
@@ -2396,11 +2398,11 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::PersistentVolumeSpec>
             local: opt(persistent_volume_source.local)?,
             storageos: opt(persistent_volume_source.storageos)?,
             csi: opt(persistent_volume_source.csi)?,
-            access_modes: opt_vec(m.access_modes)?,
+            access_modes: opt_vec_id(m.access_modes)?,
             claim_ref: opt(m.claim_ref)?,
             persistent_volume_reclaim_policy: opt_nz(m.persistent_volume_reclaim_policy)?,
             storage_class_name: opt_nz(m.storage_class_name)?,
-            mount_options: opt_vec(m.mount_options)?,
+            mount_options: opt_vec_id(m.mount_options)?,
             volume_mode: opt(m.volume_mode)?,
             node_affinity: opt(m.node_affinity)?,
             volume_attributes_class_name: opt(m.volume_attributes_class_name)?,
@@ -2476,11 +2478,11 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::PodAffinityTerm>
     ) -> Result<Self, ConvertError> {
         Ok(Self {
             label_selector: opt(m.label_selector)?,
-            namespaces: opt_vec(m.namespaces)?,
+            namespaces: opt_vec_id(m.namespaces)?,
             topology_key: req(m.topology_key)?,
             namespace_selector: opt(m.namespace_selector)?,
-            match_label_keys: opt_vec(m.match_label_keys)?,
-            mismatch_label_keys: opt_vec(m.mismatch_label_keys)?,
+            match_label_keys: opt_vec_id(m.match_label_keys)?,
+            mismatch_label_keys: opt_vec_id(m.mismatch_label_keys)?,
         })
     }
 }
@@ -2517,7 +2519,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::PodCertificateProjectio
             credential_bundle_path: opt_nz(m.credential_bundle_path)?,
             key_path: opt_nz(m.key_path)?,
             certificate_chain_path: opt_nz(m.certificate_chain_path)?,
-            user_annotations: opt_map(m.user_annotations)?,
+            user_annotations: opt_map_id(m.user_annotations)?,
         })
     }
 }
@@ -2549,8 +2551,8 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::PodDnsConfig>
         m: crate::generated::k8s::io::api::core::v1::PodDnsConfig,
     ) -> Result<Self, ConvertError> {
         Ok(Self {
-            nameservers: opt_vec(m.nameservers)?,
-            searches: opt_vec(m.searches)?,
+            nameservers: opt_vec_id(m.nameservers)?,
+            searches: opt_vec_id(m.searches)?,
             options: opt_vec(m.options)?,
         })
     }
@@ -2685,7 +2687,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::PodSecurityContext>
             run_as_user: opt(m.run_as_user)?,
             run_as_group: opt(m.run_as_group)?,
             run_as_non_root: opt(m.run_as_non_root)?,
-            supplemental_groups: opt_vec(m.supplemental_groups)?,
+            supplemental_groups: opt_vec_id(m.supplemental_groups)?,
             supplemental_groups_policy: opt(m.supplemental_groups_policy)?,
             fs_group: opt(m.fs_group)?,
             sysctls: opt_vec(m.sysctls)?,
@@ -2713,7 +2715,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::PodSpec>
             termination_grace_period_seconds: opt(m.termination_grace_period_seconds)?,
             active_deadline_seconds: opt(m.active_deadline_seconds)?,
             dns_policy: opt_nz(m.dns_policy)?,
-            node_selector: opt_map(m.node_selector)?,
+            node_selector: opt_map_id(m.node_selector)?,
             service_account_name: opt_nz(m.service_account_name)?,
             service_account: opt_nz(m.service_account)?,
             automount_service_account_token: opt(m.automount_service_account_token)?,
@@ -2921,7 +2923,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::RbdPersistentVolumeSour
         m: crate::generated::k8s::io::api::core::v1::RbdPersistentVolumeSource,
     ) -> Result<Self, ConvertError> {
         Ok(Self {
-            monitors: vec(m.monitors)?,
+            monitors: vec_id(m.monitors)?,
             image: req(m.image)?,
             fs_type: opt_nz(m.fs_type)?,
             pool: opt_nz(m.pool)?,
@@ -2941,7 +2943,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::RbdVolumeSource>
         m: crate::generated::k8s::io::api::core::v1::RbdVolumeSource,
     ) -> Result<Self, ConvertError> {
         Ok(Self {
-            monitors: vec(m.monitors)?,
+            monitors: vec_id(m.monitors)?,
             image: req(m.image)?,
             fs_type: opt_nz(m.fs_type)?,
             pool: opt_nz(m.pool)?,
@@ -2995,7 +2997,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::ReplicationControllerSp
         Ok(Self {
             replicas: opt(m.replicas)?,
             min_ready_seconds: opt_nz(m.min_ready_seconds)?,
-            selector: opt_map(m.selector)?,
+            selector: opt_map_id(m.selector)?,
             template: opt(m.template)?,
         })
     }
@@ -3087,7 +3089,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::ResourceQuotaSpec>
     ) -> Result<Self, ConvertError> {
         Ok(Self {
             hard: opt_map(m.hard)?,
-            scopes: opt_vec(m.scopes)?,
+            scopes: opt_vec_id(m.scopes)?,
             scope_selector: opt(m.scope_selector)?,
         })
     }
@@ -3219,7 +3221,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::ScopedResourceSelectorR
         Ok(Self {
             scope_name: req(m.scope_name)?,
             operator: req(m.operator)?,
-            values: opt_vec(m.values)?,
+            values: opt_vec_id(m.values)?,
         })
     }
 }
@@ -3249,7 +3251,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::Secret>
             metadata: req(m.metadata)?,
             immutable: opt(m.immutable)?,
             data: opt_map(m.data)?,
-            string_data: opt_map(m.string_data)?,
+            string_data: opt_map_id(m.string_data)?,
             type_: opt_nz(m.r#type)?,
         })
     }
@@ -3429,20 +3431,20 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::ServiceSpec>
     ) -> Result<Self, ConvertError> {
         Ok(Self {
             ports: opt_vec(m.ports)?,
-            selector: opt_map(m.selector)?,
+            selector: opt_map_id(m.selector)?,
             cluster_ip: opt_nz(m.cluster_ip)?,
-            cluster_ips: opt_vec(m.cluster_i_ps)?,
+            cluster_ips: opt_vec_id(m.cluster_i_ps)?,
             type_: opt_nz(m.r#type)?,
-            external_ips: opt_vec(m.external_i_ps)?,
+            external_ips: opt_vec_id(m.external_i_ps)?,
             session_affinity: opt_nz(m.session_affinity)?,
             load_balancer_ip: opt_nz(m.load_balancer_ip)?,
-            load_balancer_source_ranges: opt_vec(m.load_balancer_source_ranges)?,
+            load_balancer_source_ranges: opt_vec_id(m.load_balancer_source_ranges)?,
             external_name: opt_nz(m.external_name)?,
             external_traffic_policy: opt_nz(m.external_traffic_policy)?,
             health_check_node_port: opt_nz(m.health_check_node_port)?,
             publish_not_ready_addresses: opt_nz(m.publish_not_ready_addresses)?,
             session_affinity_config: opt(m.session_affinity_config)?,
-            ip_families: opt_vec(m.ip_families)?,
+            ip_families: opt_vec_id(m.ip_families)?,
             ip_family_policy: opt(m.ip_family_policy)?,
             allocate_load_balancer_node_ports: opt(m.allocate_load_balancer_node_ports)?,
             load_balancer_class: opt(m.load_balancer_class)?,
@@ -3596,7 +3598,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::TopologySelectorLabelRe
     ) -> Result<Self, ConvertError> {
         Ok(Self {
             key: req(m.key)?,
-            values: vec(m.values)?,
+            values: vec_id(m.values)?,
         })
     }
 }
@@ -3629,7 +3631,7 @@ impl FromProto<crate::generated::k8s::io::api::core::v1::TopologySpreadConstrain
             min_domains: opt(m.min_domains)?,
             node_affinity_policy: opt(m.node_affinity_policy)?,
             node_taints_policy: opt(m.node_taints_policy)?,
-            match_label_keys: opt_vec(m.match_label_keys)?,
+            match_label_keys: opt_vec_id(m.match_label_keys)?,
         })
     }
 }
@@ -3900,7 +3902,7 @@ impl FromProto<crate::generated::k8s::io::apimachinery::pkg::apis::meta::v1::Api
         m: crate::generated::k8s::io::apimachinery::pkg::apis::meta::v1::ApiVersions,
     ) -> Result<Self, ConvertError> {
         Ok(Self {
-            versions: vec(m.versions)?,
+            versions: vec_id(m.versions)?,
             server_address_by_client_cidrs: vec(m.server_address_by_client_cid_rs)?,
         })
     }
@@ -3936,7 +3938,7 @@ impl
         Ok(Self {
             key: req(m.key)?,
             operator: req(m.operator)?,
-            values: opt_vec(m.values)?,
+            values: opt_vec_id(m.values)?,
         })
     }
 }
@@ -3979,7 +3981,7 @@ impl FromProto<crate::generated::k8s::io::apimachinery::pkg::apis::meta::v1::Lab
         m: crate::generated::k8s::io::apimachinery::pkg::apis::meta::v1::LabelSelector,
     ) -> Result<Self, ConvertError> {
         Ok(Self {
-            match_labels: opt_map(m.match_labels)?,
+            match_labels: opt_map_id(m.match_labels)?,
             match_expressions: opt_vec(m.match_expressions)?,
         })
     }
@@ -3997,7 +3999,7 @@ impl
         Ok(Self {
             key: req(m.key)?,
             operator: req(m.operator)?,
-            values: opt_vec(m.values)?,
+            values: opt_vec_id(m.values)?,
         })
     }
 }
@@ -4056,10 +4058,10 @@ impl FromProto<crate::generated::k8s::io::apimachinery::pkg::apis::meta::v1::Obj
             creation_timestamp: opt_time(m.creation_timestamp)?,
             deletion_timestamp: opt_time(m.deletion_timestamp)?,
             deletion_grace_period_seconds: opt(m.deletion_grace_period_seconds)?,
-            labels: opt_map(m.labels)?,
-            annotations: opt_map(m.annotations)?,
+            labels: opt_map_id(m.labels)?,
+            annotations: opt_map_id(m.annotations)?,
             owner_references: opt_vec(m.owner_references)?,
-            finalizers: opt_vec(m.finalizers)?,
+            finalizers: opt_vec_id(m.finalizers)?,
             managed_fields: opt_vec(m.managed_fields)?,
         })
     }
