@@ -150,6 +150,10 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
                     ),
                 }
                 records.push(record);
+                // Keep the files current, so that an interrupted run leaves its results.
+                if let Err(e) = report::write_all(&args.out, &server_label, &pod_sizes, &records) {
+                    eprintln!("bench: writing results: {e:#}");
+                }
             }
         }
         if let Err(e) = runner::delete_pods(&client, &namespace).await {
