@@ -219,6 +219,8 @@ pub(crate) struct Listener<K> {
     pending_initial: AtomicUsize,
     delivered: AtomicU64,
     pub(crate) requested_resync: Duration,
+    /// Deliver on the listener's task rather than the blocking pool.
+    pub(crate) inline: bool,
     resync: Mutex<ResyncState>,
     /// Poked whenever sync progress may have changed (shared with the informer).
     sync_notify: Arc<Notify>,
@@ -234,6 +236,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         id: u64,
         handler: Box<dyn EventHandler<K>>,
         mode: BufferMode,
+        inline: bool,
         requested_resync: Duration,
         resync_period: Duration,
         sync_notify: Arc<Notify>,
@@ -247,6 +250,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
             pending_initial: AtomicUsize::new(0),
             delivered: AtomicU64::new(0),
             requested_resync,
+            inline,
             resync: Mutex::new(ResyncState {
                 period: resync_period,
                 next: Instant::now() + resync_period,
@@ -298,7 +302,8 @@ impl<K: Send + Sync + 'static> Listener<K> {
     /// tokio's blocking pool: a blocking handler then never holds an async worker (and the
     /// tasks queued behind it). `inline` delivers on this task instead, which saves a thread
     /// hop per batch for handlers that never block.
-    pub(crate) async fn run(self: Arc<Self>, inline: bool) {
+    pub(crate) async fn run(self: Arc<Self>) {
+        let inline = self.inline;
         loop {
             let (batch, initial) = self.buffer.lock().drain();
             if batch.is_empty() && initial == 0 {

@@ -15,8 +15,6 @@ use super::listener::{Listener, Notification, determine_resync_period};
 
 pub(crate) struct Processor<K> {
     listeners: RwLock<Vec<Arc<Listener<K>>>>,
-    /// Which listeners deliver inline (by id), for starting their tasks.
-    inline: Mutex<Vec<u64>>,
     /// Listeners whose resync was due at the last `should_resync` (client-go's
     /// `syncingListeners`): resync notifications go only to them.
     syncing: Mutex<Vec<Arc<Listener<K>>>>,
@@ -27,7 +25,6 @@ impl<K: Send + Sync + 'static> Processor<K> {
     pub(crate) fn new() -> Self {
         Self {
             listeners: RwLock::new(Vec::new()),
-            inline: Mutex::new(Vec::new()),
             syncing: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(1),
         }
@@ -37,21 +34,12 @@ impl<K: Send + Sync + 'static> Processor<K> {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    pub(crate) fn add(&self, listener: Arc<Listener<K>>, inline: bool) {
-        if inline {
-            self.inline.lock().push(listener.id);
-        }
+    pub(crate) fn add(&self, listener: Arc<Listener<K>>) {
         self.listeners.write().push(listener);
     }
 
-    /// Every listener with whether it delivers inline.
-    pub(crate) fn listeners_with_mode(&self) -> Vec<(Arc<Listener<K>>, bool)> {
-        let inline = self.inline.lock();
-        self.listeners
-            .read()
-            .iter()
-            .map(|l| (Arc::clone(l), inline.contains(&l.id)))
-            .collect()
+    pub(crate) fn listeners(&self) -> Vec<Arc<Listener<K>>> {
+        self.listeners.read().clone()
     }
 
     /// Removes a listener; `false` if it was not there.

@@ -382,13 +382,14 @@ where
             inner.processor.next_id(),
             Box::new(handler),
             options.buffer,
+            options.inline,
             period,
             resync,
             Arc::clone(&inner.sync_notify),
         ));
         if start.started {
             let _block = inner.block_deltas.lock();
-            inner.processor.add(Arc::clone(&listener), options.inline);
+            inner.processor.add(Arc::clone(&listener));
             for (key, obj) in crate::store::KeyListerGetter::list_keyed(&inner.indexer) {
                 listener.add(Notification::Add {
                     key,
@@ -397,10 +398,10 @@ where
                 });
             }
             if let Some(tasks) = &start.tasks {
-                tasks.spawn(Arc::clone(&listener).run(options.inline));
+                tasks.spawn(Arc::clone(&listener).run());
             }
         } else {
-            inner.processor.add(Arc::clone(&listener), options.inline);
+            inner.processor.add(Arc::clone(&listener));
         }
         drop(start);
         Ok(HandlerRegistration::new(
@@ -536,8 +537,8 @@ where
                 }),
             };
             // Listener tasks, under the start lock so that none is spawned twice.
-            for (l, inline) in inner.processor.listeners_with_mode() {
-                tasks.spawn(l.run(inline));
+            for l in inner.processor.listeners() {
+                tasks.spawn(l.run());
             }
             (starter, hooks, tasks)
         };
