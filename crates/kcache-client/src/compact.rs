@@ -1,14 +1,21 @@
-//! Compact storage: objects kept as their JSON bytes plus the parsed metadata.
+//! Compact storage: objects kept as their wire bytes (JSON or protobuf) plus the parsed
+//! metadata.
 //!
 //! A decoded k8s-openapi Pod holds about 7.6× its JSON size in memory (3.8× without
-//! `managedFields`), mostly in small allocations. [`Compact<K>`] holds the object's JSON bytes
-//! (optionally without `managedFields`) in one allocation, plus its [`ObjectMeta`] parsed (so
-//! that key functions, indexers, label selectors and listers work on it through
-//! [`Resource`]); the typed `K` is decoded on demand with [`Compact::typed`].
+//! `managedFields`), mostly in small allocations. [`Compact<K>`] holds the object's bytes as
+//! they came over the wire (optionally without `managedFields`) in one allocation, plus its
+//! [`ObjectMeta`] parsed (so that key functions, indexers, label selectors and listers work on
+//! it through [`Resource`]); the typed `K` is decoded on demand with [`Compact::typed`].
+//!
+//! With the `protobuf` feature (on by default), [`CompactDecoder`] takes protobuf for the
+//! k8s-openapi types of built-in kinds, so a compact lister-watcher of Pods asks the API
+//! server for protobuf and keeps each object's protobuf message (about 0.7× its JSON size);
+//! a server that answers JSON (kcache-apiserver, say) gives JSON-backed objects. Either way the
+//! API is the same; [`Compact::format`] tells which bytes are held.
 //!
 //! ```
 //! use k8s_openapi::api::core::v1::ConfigMap;
-//! use kcache_client::compact::{Compact, CompactDecoder};
+//! use kcache_client::compact::{Compact, CompactDecoder, Format};
 //! use kcache_client::decode::decode_object;
 //!
 //! let json = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"ns",
@@ -16,13 +23,16 @@
 //! let decoder = CompactDecoder::new().strip_managed_fields(true);
 //! let obj: Compact<ConfigMap> = decode_object(json, &decoder).unwrap();
 //! assert_eq!(obj.metadata().name.as_deref(), Some("a"));
-//! assert!(!obj.json().windows(13).any(|w| w == b"managedFields"));
+//! assert_eq!(obj.format(), Format::Json);
+//! assert!(!obj.json().unwrap().windows(13).any(|w| w == b"managedFields"));
 //! let cm: ConfigMap = obj.typed().unwrap();
 //! assert_eq!(cm.data.unwrap()["k"], "v");
 //! ```
 
 use std::{borrow::Cow, fmt, marker::PhantomData, sync::Arc};
 
+#[cfg(feature = "protobuf")]
+use bytes::Bytes;
 use kube_core::{ObjectMeta, Resource};
 use serde::{
     Deserialize, Deserializer,
@@ -32,7 +42,42 @@ use serde_json::value::RawValue;
 
 use crate::decode::{ItemDecoder, Key, StripManagedFields};
 
-/// An object stored as JSON bytes plus its parsed metadata.
+/// Errors decoding a [`Compact`] object or its typed view.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompactError {
+    /// The JSON bytes are not a valid object of the type.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The protobuf bytes are not a valid object of the type.
+    #[cfg(feature = "protobuf")]
+    #[error(transparent)]
+    Protobuf(#[from] kcache_proto::DecodeError),
+    /// The object is held as protobuf but the type has no protobuf decoding (it is not the
+    /// k8s-openapi type of a built-in kind).
+    #[error("{0} has no protobuf decoding")]
+    NotBuiltIn(&'static str),
+}
+
+/// The wire format of the bytes a [`Compact`] object holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Format {
+    /// The object's JSON.
+    Json,
+    /// The object's protobuf message (without the `k8s\0` envelope).
+    Protobuf,
+}
+
+/// The held bytes.
+#[derive(Clone, PartialEq, Eq)]
+enum Repr {
+    Json(Arc<[u8]>),
+    #[cfg(feature = "protobuf")]
+    Protobuf(Bytes),
+}
+
+/// An object stored as its wire bytes (JSON or protobuf) plus its parsed metadata.
 ///
 /// `metadata` never holds `managedFields` (they stay in the bytes, unless the decoder stripped
 /// them). [`Compact::typed`] decodes the bytes and puts `metadata` in place (keeping the
@@ -40,7 +85,7 @@ use crate::decode::{ItemDecoder, Key, StripManagedFields};
 /// annotations, say) show in the typed view.
 pub struct Compact<K> {
     metadata: ObjectMeta,
-    json: Arc<[u8]>,
+    repr: Repr,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -48,7 +93,7 @@ impl<K> Clone for Compact<K> {
     fn clone(&self) -> Self {
         Self {
             metadata: self.metadata.clone(),
-            json: self.json.clone(),
+            repr: self.repr.clone(),
             _k: PhantomData,
         }
     }
@@ -60,18 +105,19 @@ impl<K> fmt::Debug for Compact<K> {
             .field("namespace", &self.metadata.namespace)
             .field("name", &self.metadata.name)
             .field("resource_version", &self.metadata.resource_version)
-            .field("json_bytes", &self.json.len())
+            .field("format", &self.format())
+            .field("bytes", &self.bytes().len())
             .finish()
     }
 }
 
 impl<K> PartialEq for Compact<K> {
     fn eq(&self, other: &Self) -> bool {
-        self.metadata == other.metadata && self.json == other.json
+        self.metadata == other.metadata && self.repr == other.repr
     }
 }
 
-impl<K> Compact<K> {
+impl<K: 'static> Compact<K> {
     /// Builds a compact object from one object's JSON.
     ///
     /// # Errors
@@ -83,18 +129,81 @@ impl<K> Compact<K> {
         )
     }
 
+    /// Builds a compact object from one object's protobuf message (the envelope's `raw`, or
+    /// a list item; feature `protobuf`). The bytes are copied (or rewritten without
+    /// `metadata.managedFields`) into their own buffer, so that a kept object does not pin a
+    /// list body. Only the metadata is decoded; the rest is checked by [`Compact::typed`].
+    ///
+    /// # Errors
+    /// [`kcache_proto::DecodeError`] when the message or its metadata is malformed.
+    #[cfg(feature = "protobuf")]
+    pub fn from_protobuf(
+        raw: &[u8],
+        strip_managed_fields: bool,
+    ) -> Result<Self, kcache_proto::DecodeError> {
+        let bytes = if strip_managed_fields {
+            kcache_proto::compact::strip_managed_fields(raw)?
+        } else {
+            Cow::Borrowed(raw)
+        };
+        let metadata = kcache_proto::compact::object_meta(&bytes)?;
+        let bytes = match bytes {
+            Cow::Borrowed(b) => Bytes::copy_from_slice(b),
+            Cow::Owned(v) => Bytes::from(v),
+        };
+        Ok(Self {
+            metadata,
+            repr: Repr::Protobuf(bytes),
+            _k: PhantomData,
+        })
+    }
+}
+
+impl<K> Compact<K> {
     /// The parsed metadata (without `managedFields`).
     pub fn metadata(&self) -> &ObjectMeta {
         &self.metadata
     }
 
-    /// The stored JSON bytes.
-    pub fn json(&self) -> &[u8] {
-        &self.json
+    /// The format of the held bytes.
+    pub fn format(&self) -> Format {
+        match &self.repr {
+            Repr::Json(_) => Format::Json,
+            #[cfg(feature = "protobuf")]
+            Repr::Protobuf(_) => Format::Protobuf,
+        }
     }
 
-    /// Bytes held by this object: the JSON, the struct, and an estimate of the metadata's heap
-    /// (strings and map entries).
+    /// The held bytes, in [`Compact::format`].
+    pub fn bytes(&self) -> &[u8] {
+        match &self.repr {
+            Repr::Json(b) => b,
+            #[cfg(feature = "protobuf")]
+            Repr::Protobuf(b) => b,
+        }
+    }
+
+    /// The held JSON, if the object is held as JSON.
+    pub fn json(&self) -> Option<&[u8]> {
+        match &self.repr {
+            Repr::Json(b) => Some(b),
+            #[cfg(feature = "protobuf")]
+            Repr::Protobuf(_) => None,
+        }
+    }
+
+    /// The held protobuf message (without the `k8s\0` envelope), if the object is held as
+    /// protobuf.
+    pub fn protobuf(&self) -> Option<&[u8]> {
+        match &self.repr {
+            Repr::Json(_) => None,
+            #[cfg(feature = "protobuf")]
+            Repr::Protobuf(b) => Some(b),
+        }
+    }
+
+    /// Bytes held by this object: the wire bytes, the struct, the buffer's shared header, and
+    /// an estimate of the metadata's heap (strings and map entries).
     pub fn heap_size(&self) -> usize {
         let m = &self.metadata;
         let s = |o: &Option<String>| o.as_ref().map_or(0, String::capacity);
@@ -105,9 +214,14 @@ impl<K> Compact<K> {
                     .sum()
             })
         };
+        // Arc's counts; a shared `Bytes`' header once the object has been cloned.
+        let header = match self.format() {
+            Format::Json => 16,
+            Format::Protobuf => 32,
+        };
         std::mem::size_of::<Self>()
-            + self.json.len()
-            + 16
+            + self.bytes().len()
+            + header
             + s(&m.name)
             + s(&m.namespace)
             + s(&m.uid)
@@ -118,14 +232,30 @@ impl<K> Compact<K> {
     }
 }
 
-impl<K: DeserializeOwned + Resource> Compact<K> {
+impl<K: DeserializeOwned + Resource + 'static> Compact<K> {
     /// Decodes the typed object, with [`Compact::metadata`] in place of the bytes' metadata
-    /// (the bytes' `managedFields` are kept).
+    /// (the bytes' `managedFields` are kept). Protobuf bytes go through
+    /// [`kcache_proto::decode_object_with`].
     ///
     /// # Errors
-    /// The JSON error when the bytes are not a valid `K`.
-    pub fn typed(&self) -> Result<K, serde_json::Error> {
-        let mut obj: K = serde_json::from_slice(&self.json)?;
+    /// [`CompactError::Json`] / [`CompactError::Protobuf`] when the bytes are not a valid `K`,
+    /// [`CompactError::NotBuiltIn`] for protobuf bytes when `K` has no protobuf decoding.
+    pub fn typed(&self) -> Result<K, CompactError> {
+        let mut obj: K = match &self.repr {
+            Repr::Json(json) => serde_json::from_slice(json)?,
+            #[cfg(feature = "protobuf")]
+            Repr::Protobuf(raw) => {
+                let (api_version, kind) = kcache_proto::native_kind::<K>()
+                    .ok_or(CompactError::NotBuiltIn(std::any::type_name::<K>()))?;
+                let env = kcache_proto::Envelope {
+                    api_version: api_version.to_owned(),
+                    kind: kind.to_owned(),
+                    raw: raw.clone(),
+                    content_type: String::new(),
+                };
+                kcache_proto::decode_object_with(env, kcache_proto::DecodeOptions::default())?
+            }
+        };
         let managed = obj.meta_mut().managed_fields.take();
         *obj.meta_mut() = self.metadata.clone();
         obj.meta_mut().managed_fields = managed;
@@ -164,6 +294,10 @@ impl<K: Resource> Resource for Compact<K> {
 
 /// Decodes items into [`Compact<K>`]: the object's bytes are kept verbatim (or re-assembled
 /// without `metadata.managedFields`), the metadata is parsed once.
+///
+/// JSON items keep their JSON; protobuf items (feature `protobuf`; asked for when `K` is the
+/// k8s-openapi type of a built-in kind) keep their protobuf message, rewritten without
+/// `managedFields` by a wire walker when stripping (never decoded and re-encoded).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CompactDecoder {
     strip_managed_fields: bool,
@@ -185,7 +319,7 @@ impl CompactDecoder {
     }
 }
 
-impl<K> ItemDecoder<Compact<K>> for CompactDecoder {
+impl<K: 'static> ItemDecoder<Compact<K>> for CompactDecoder {
     fn decode_item<'de, D: Deserializer<'de>>(&self, d: D) -> Result<Compact<K>, D::Error> {
         if self.strip_managed_fields {
             d.deserialize_map(StrippingVisitor(PhantomData))
@@ -194,10 +328,51 @@ impl<K> ItemDecoder<Compact<K>> for CompactDecoder {
             let metadata = parse_metadata(raw.get()).map_err(de::Error::custom)?;
             Ok(Compact {
                 metadata,
-                json: Arc::from(raw.get().as_bytes()),
+                repr: Repr::Json(Arc::from(raw.get().as_bytes())),
                 _k: PhantomData,
             })
         }
+    }
+
+    /// Keeps the object's protobuf message when the envelope holds `K`'s kind.
+    #[cfg(feature = "protobuf")]
+    fn decode_protobuf(
+        &self,
+        envelope: kcache_proto::Envelope,
+    ) -> Option<Result<Compact<K>, kcache_proto::DecodeError>> {
+        Some(self.decode_envelope(envelope))
+    }
+
+    /// True when `K` is the k8s-openapi type of a built-in kind.
+    #[cfg(feature = "protobuf")]
+    fn accepts_protobuf(&self) -> bool {
+        kcache_proto::native_kind::<K>().is_some()
+    }
+}
+
+#[cfg(feature = "protobuf")]
+impl CompactDecoder {
+    fn decode_envelope<K: 'static>(
+        self,
+        env: kcache_proto::Envelope,
+    ) -> Result<Compact<K>, kcache_proto::DecodeError> {
+        use kcache_proto::DecodeError;
+        if !env.content_type.is_empty() && env.content_type != kcache_proto::CONTENT_TYPE {
+            return Err(DecodeError::UnsupportedContentType(env.content_type));
+        }
+        if env.kind == "Status" && env.api_version == "v1" {
+            return Err(match kcache_proto::decode_status(env) {
+                Ok(status) => DecodeError::Status(Box::new(status)),
+                Err(e) => e,
+            });
+        }
+        if kcache_proto::native_kind::<K>() != Some((env.api_version.as_str(), env.kind.as_str())) {
+            return Err(DecodeError::UnknownKind {
+                api_version: env.api_version,
+                kind: env.kind,
+            });
+        }
+        Compact::from_protobuf(&env.raw, self.strip_managed_fields)
     }
 }
 
@@ -247,7 +422,7 @@ impl<'de, K> Visitor<'de> for StrippingVisitor<K> {
         out.push(b'}');
         Ok(Compact {
             metadata,
-            json: Arc::from(out),
+            repr: Repr::Json(Arc::from(out)),
             _k: PhantomData,
         })
     }
@@ -310,7 +485,10 @@ mod tests {
     #[test]
     fn compact_keeps_verbatim_bytes_and_parsed_metadata() {
         let c: Compact<Pod> = decode_object(POD.as_bytes(), &CompactDecoder::new()).unwrap();
-        assert_eq!(c.json(), POD.as_bytes());
+        assert_eq!(c.json(), Some(POD.as_bytes()));
+        assert_eq!(c.bytes(), POD.as_bytes());
+        assert_eq!(c.format(), Format::Json);
+        assert!(c.protobuf().is_none());
         assert_eq!(c.metadata().labels.as_ref().unwrap()["app"], "web");
         assert!(c.metadata().managed_fields.is_none());
         let typed = c.typed().unwrap();
@@ -324,11 +502,11 @@ mod tests {
             &CompactDecoder::new().strip_managed_fields(true),
         )
         .unwrap();
-        assert!(c.json().len() < POD.len());
+        assert!(c.bytes().len() < POD.len());
         let expected: Pod =
             decode_object(POD.as_bytes(), &Typed::new().strip_managed_fields(true)).unwrap();
         assert_eq!(c.typed().unwrap(), expected);
-        assert_eq!(serde_json::from_slice::<Pod>(c.json()).unwrap(), expected);
+        assert_eq!(serde_json::from_slice::<Pod>(c.bytes()).unwrap(), expected);
     }
 
     #[test]

@@ -11,8 +11,8 @@
 //! - [`HttpListerWatcher`] lists and watches typed (k8s-openapi), dynamic
 //!   (`DynamicObject`, with [`dynamic`] discovery) and metadata-only (`PartialObjectMeta<K>`)
 //!   objects;
-//! - [`compact`] stores objects as their JSON bytes plus parsed metadata, with a typed view on
-//!   demand;
+//! - [`compact`] stores objects as their wire bytes (JSON, or protobuf for built-in kinds) plus
+//!   parsed metadata, with a typed view on demand;
 //! - with the default feature `protobuf`, built-in kinds travel as protobuf
 //!   ([`protobuf`], through `kcache-proto`), with a clean fallback to JSON;
 //! - [`LeaseClient`] gets, creates and updates `coordination.k8s.io/v1` Leases for leader

@@ -4,6 +4,15 @@
 //! A decoded 8 KB Pod takes several times its wire size in memory (hundreds of small
 //! allocations); its protobuf bytes take about 0.7× its JSON size. A cache that mostly answers
 //! "which keys match this selector" and hands out few full objects can hold these instead.
+//!
+//! [`object_meta`] parses an object's full metadata (as k8s-openapi's `ObjectMeta`, without
+//! `managedFields`) from its bytes without decoding the rest; [`strip_managed_fields`] removes
+//! `metadata.managedFields` from the bytes by rewriting the message ([`wire`]), not by
+//! decoding and re-encoding it.
+
+pub mod wire;
+
+pub use wire::{WireError, strip_managed_fields};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,7 +21,8 @@ use bytes::Bytes;
 use prost::Message;
 use serde::de::DeserializeOwned;
 
-use crate::apimachinery::pkg::apis::meta::v1::Time;
+use crate::apimachinery::pkg::apis::meta::v1::{ObjectMeta as PbObjectMeta, Time};
+use crate::convert::FromProto;
 use crate::decode::{DecodeError, DecodeOptions, decode_item};
 use crate::envelope::Envelope;
 use crate::list::{RawList, item_kind};
@@ -174,6 +184,37 @@ impl CompactObject {
             + m.resource_version.capacity()
             + labels
     }
+}
+
+/// The metadata (field 1) of an object's protobuf message as k8s-openapi's `ObjectMeta`,
+/// without `managedFields`: their records are skipped by the wire walker, never decoded. The
+/// rest of the object is not looked into.
+///
+/// # Errors
+///
+/// [`DecodeError::Wire`] when the object or its metadata is not well-formed at the levels
+/// walked, [`DecodeError::Malformed`] (kind `ObjectMeta`) when a metadata field is invalid,
+/// [`DecodeError::Convert`] for a value k8s-openapi cannot hold.
+pub fn object_meta(
+    object: &[u8],
+) -> Result<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, DecodeError> {
+    let malformed = |source| DecodeError::Malformed {
+        kind: "ObjectMeta".to_owned(),
+        source,
+    };
+    let mut pb = PbObjectMeta::default();
+    for range in wire::metadata_ranges(object)? {
+        let meta = &object[range];
+        match wire::without_field(meta, wire::META_MANAGED_FIELDS)? {
+            None => pb.merge(meta).map_err(malformed)?,
+            Some(kept) => {
+                for r in kept {
+                    pb.merge(&meta[r]).map_err(malformed)?;
+                }
+            }
+        }
+    }
+    Ok(FromProto::from_proto(pb)?)
 }
 
 #[cfg(test)]

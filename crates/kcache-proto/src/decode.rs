@@ -42,6 +42,9 @@ pub enum DecodeError {
         #[source]
         source: prost::DecodeError,
     },
+    /// The object's wire structure is invalid (found while walking it without decoding).
+    #[error(transparent)]
+    Wire(#[from] crate::compact::WireError),
     /// The message holds a value k8s-openapi cannot represent.
     #[error(transparent)]
     Convert(#[from] ConvertError),

@@ -1,0 +1,362 @@
+//! A small protobuf wire walker: the field records of one message level as byte ranges, and
+//! the rewrite of an object without `metadata.managedFields` built on it.
+//!
+//! Nothing is decoded: a record is its key (field number + wire type) and the byte range of
+//! its value, so removing a field means copying the other records and recomputing the length
+//! prefixes of the messages that enclosed it.
+
+use std::borrow::Cow;
+use std::ops::Range;
+
+/// `metadata`: field 1 of every top-level Kubernetes object.
+pub const OBJECT_METADATA: u32 = 1;
+/// `managedFields`: field 17 of `ObjectMeta`.
+pub const META_MANAGED_FIELDS: u32 = 17;
+
+const WIRE_VARINT: u8 = 0;
+const WIRE_FIXED64: u8 = 1;
+const WIRE_LEN: u8 = 2;
+const WIRE_FIXED32: u8 = 5;
+
+/// A message whose wire structure the walker cannot follow.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WireError {
+    /// A varint runs past the end of the message or past 10 bytes.
+    #[error("invalid varint at byte {at}")]
+    Varint {
+        /// Offset of the varint in the walked message.
+        at: usize,
+    },
+    /// A field key with field number 0 or beyond 2^29 - 1.
+    #[error("invalid field number at byte {at}")]
+    FieldNumber {
+        /// Offset of the key.
+        at: usize,
+    },
+    /// A wire type that is not varint, fixed64, length-delimited or fixed32 (groups are not
+    /// used by Kubernetes and not followed).
+    #[error("unsupported wire type {wire_type} for field {field} at byte {at}")]
+    WireType {
+        /// The field number.
+        field: u32,
+        /// The wire type (3 and 4 are groups, 6 and 7 do not exist).
+        wire_type: u8,
+        /// Offset of the key.
+        at: usize,
+    },
+    /// A value runs past the end of its message.
+    #[error("field {field} at byte {at} runs past the end of its message")]
+    Truncated {
+        /// The field number.
+        field: u32,
+        /// Offset of the key.
+        at: usize,
+    },
+    /// `metadata` (field 1) is not length-delimited.
+    #[error("object metadata (field 1) has wire type {0}, not a message")]
+    MetadataNotAMessage(u8),
+}
+
+/// One field record of a message, as offsets into that message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// Field number.
+    pub number: u32,
+    /// Wire type (0, 1, 2 or 5).
+    pub wire_type: u8,
+    /// The whole record: key, length prefix (if any), value.
+    pub record: Range<usize>,
+    /// The value (for length-delimited fields, without the length prefix).
+    pub value: Range<usize>,
+}
+
+/// The records of one message level, in order; after the first error it yields nothing.
+#[derive(Clone, Debug)]
+pub struct Fields<'a> {
+    msg: &'a [u8],
+    pos: usize,
+}
+
+/// Walks the records of `msg` (one level: nested messages are length-delimited values).
+pub fn fields(msg: &[u8]) -> Fields<'_> {
+    Fields { msg, pos: 0 }
+}
+
+fn varint(msg: &[u8], pos: &mut usize) -> Result<u64, WireError> {
+    let at = *pos;
+    let mut v: u64 = 0;
+    for i in 0..10 {
+        let Some(&b) = msg.get(at + i) else {
+            return Err(WireError::Varint { at });
+        };
+        let bits = u64::from(b & 0x7f);
+        // The 10th byte may only hold the top bit of a u64.
+        if i == 9 && b > 1 {
+            return Err(WireError::Varint { at });
+        }
+        v |= bits << (7 * i);
+        if b & 0x80 == 0 {
+            *pos = at + i + 1;
+            return Ok(v);
+        }
+    }
+    Err(WireError::Varint { at })
+}
+
+impl Fields<'_> {
+    fn record(&mut self) -> Result<Field, WireError> {
+        let start = self.pos;
+        let mut pos = self.pos;
+        let key = varint(self.msg, &mut pos)?;
+        let number = u32::try_from(key >> 3)
+            .ok()
+            .filter(|n| (1..=(1 << 29) - 1).contains(n))
+            .ok_or(WireError::FieldNumber { at: start })?;
+        // Masked to 3 bits: the cast is lossless.
+        let wire_type = (key & 7) as u8;
+        let truncated = WireError::Truncated {
+            field: number,
+            at: start,
+        };
+        let fits = |len: u64, pos: usize| -> Result<usize, WireError> {
+            usize::try_from(len)
+                .ok()
+                .filter(|&len| len <= self.msg.len() - pos)
+                .ok_or_else(|| truncated.clone())
+        };
+        let value = match wire_type {
+            WIRE_VARINT => {
+                let v_start = pos;
+                varint(self.msg, &mut pos).map_err(|_| truncated.clone())?;
+                v_start..pos
+            }
+            WIRE_FIXED64 => pos..pos + fits(8, pos)?,
+            WIRE_FIXED32 => pos..pos + fits(4, pos)?,
+            WIRE_LEN => {
+                let len = varint(self.msg, &mut pos).map_err(|_| truncated.clone())?;
+                pos..pos + fits(len, pos)?
+            }
+            other => {
+                return Err(WireError::WireType {
+                    field: number,
+                    wire_type: other,
+                    at: start,
+                });
+            }
+        };
+        self.pos = value.end;
+        Ok(Field {
+            number,
+            wire_type,
+            record: start..value.end,
+            value,
+        })
+    }
+}
+
+impl Iterator for Fields<'_> {
+    type Item = Result<Field, WireError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.pos >= self.msg.len() {
+            return None;
+        }
+        let r = self.record();
+        if r.is_err() {
+            // Stop after the first error.
+            self.pos = self.msg.len();
+        }
+        Some(r)
+    }
+}
+
+/// The byte ranges of `msg` that remain when every record of field `number` is dropped,
+/// adjacent ranges merged. `None` when `msg` has no such record (nothing to drop).
+///
+/// # Errors
+///
+/// [`WireError`] when `msg` is not a well-formed message at this level.
+pub fn without_field(msg: &[u8], number: u32) -> Result<Option<Vec<Range<usize>>>, WireError> {
+    let mut kept: Vec<Range<usize>> = Vec::new();
+    let mut dropped = false;
+    for f in fields(msg) {
+        let f = f?;
+        if f.number == number {
+            dropped = true;
+            continue;
+        }
+        match kept.last_mut() {
+            Some(last) if last.end == f.record.start => last.end = f.record.end,
+            _ => kept.push(f.record),
+        }
+    }
+    Ok(dropped.then_some(kept))
+}
+
+fn varint_len(v: u64) -> usize {
+    // 7 bits per byte, at least one byte.
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        // Low 7 bits with the continuation bit: always fits a byte.
+        out.push((v as u8 & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// The values of every `metadata` (field 1) record of an object's message, in order (protobuf
+/// merges repeated occurrences of a message field; the API server writes one).
+///
+/// # Errors
+///
+/// [`WireError`] when the object is not well-formed at its top level, or `metadata` is not a
+/// length-delimited value.
+pub fn metadata_ranges(object: &[u8]) -> Result<Vec<Range<usize>>, WireError> {
+    let mut out = Vec::with_capacity(1);
+    for f in fields(object) {
+        let f = f?;
+        if f.number == OBJECT_METADATA {
+            if f.wire_type != WIRE_LEN {
+                return Err(WireError::MetadataNotAMessage(f.wire_type));
+            }
+            out.push(f.value);
+        }
+    }
+    Ok(out)
+}
+
+/// The object's message without `metadata.managedFields`: every other byte is kept as it is,
+/// only the metadata's length prefix is rewritten. Borrowed (no copy) when the object has no
+/// `managedFields`.
+///
+/// # Errors
+///
+/// [`WireError`] when the object or its metadata is not well-formed at the levels walked
+/// (the top level and the metadata's own fields; other nested messages are not looked into).
+pub fn strip_managed_fields(object: &[u8]) -> Result<Cow<'_, [u8]>, WireError> {
+    // Each metadata record that loses fields: its record range, and the metadata ranges kept.
+    let mut rewrites: Vec<(Range<usize>, Vec<Range<usize>>)> = Vec::new();
+    for f in fields(object) {
+        let f = f?;
+        if f.number != OBJECT_METADATA {
+            continue;
+        }
+        if f.wire_type != WIRE_LEN {
+            return Err(WireError::MetadataNotAMessage(f.wire_type));
+        }
+        let meta = &object[f.value.clone()];
+        if let Some(kept) = without_field(meta, META_MANAGED_FIELDS)? {
+            let base = f.value.start;
+            let kept = kept
+                .into_iter()
+                .map(|r| r.start + base..r.end + base)
+                .collect();
+            rewrites.push((f.record, kept));
+        }
+    }
+    if rewrites.is_empty() {
+        return Ok(Cow::Borrowed(object));
+    }
+    // Exact size first, so that the stored buffer has no spare capacity.
+    let key_len = varint_len(u64::from(OBJECT_METADATA << 3 | u32::from(WIRE_LEN)));
+    let mut size = object.len();
+    for (record, kept) in &rewrites {
+        let payload: usize = kept.iter().map(ExactSizeIterator::len).sum();
+        size = size - record.len() + key_len + varint_len(payload as u64) + payload;
+    }
+    let mut out = Vec::with_capacity(size);
+    let mut pos = 0;
+    for (record, kept) in rewrites {
+        out.extend_from_slice(&object[pos..record.start]);
+        let payload: usize = kept.iter().map(ExactSizeIterator::len).sum();
+        put_varint(
+            &mut out,
+            u64::from(OBJECT_METADATA << 3 | u32::from(WIRE_LEN)),
+        );
+        put_varint(&mut out, payload as u64);
+        for r in kept {
+            out.extend_from_slice(&object[r]);
+        }
+        pos = record.end;
+    }
+    out.extend_from_slice(&object[pos..]);
+    debug_assert_eq!(out.len(), size);
+    Ok(Cow::Owned(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varint_len_matches_put_varint() {
+        for v in [
+            0,
+            1,
+            127,
+            128,
+            16_383,
+            16_384,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ] {
+            let mut out = Vec::new();
+            put_varint(&mut out, v);
+            assert_eq!(out.len(), varint_len(v), "{v}");
+            let mut pos = 0;
+            assert_eq!(varint(&out, &mut pos), Ok(v));
+            assert_eq!(pos, out.len());
+        }
+    }
+
+    #[test]
+    fn overlong_varint_is_an_error() {
+        let mut pos = 0;
+        assert_eq!(
+            varint(&[0xff; 11], &mut pos),
+            Err(WireError::Varint { at: 0 })
+        );
+        // Ten bytes whose last one carries more than the top bit of a u64.
+        let mut ten = [0xff; 10];
+        ten[9] = 0x02;
+        assert!(varint(&ten, &mut pos).is_err());
+    }
+
+    #[test]
+    fn records_are_walked_with_their_ranges() {
+        // 1: "ab" (len), 2: varint 300, 3: fixed32, 4: fixed64.
+        let msg = [
+            0x0a, 2, b'a', b'b', 0x10, 0xac, 0x02, 0x1d, 1, 2, 3, 4, 0x21, 1, 2, 3, 4, 5, 6, 7, 8,
+        ];
+        let f: Vec<Field> = fields(&msg).collect::<Result<_, _>>().unwrap();
+        assert_eq!(
+            f.iter()
+                .map(|f| (f.number, f.wire_type))
+                .collect::<Vec<_>>(),
+            [(1, 2), (2, 0), (3, 5), (4, 1)]
+        );
+        assert_eq!(f[0].value, 2..4);
+        assert_eq!(f[1].record, 4..7);
+        assert_eq!(f[3].value, 13..21);
+    }
+
+    #[test]
+    fn groups_and_bad_keys_are_errors() {
+        assert!(matches!(
+            fields(&[0x0b]).next(),
+            Some(Err(WireError::WireType { wire_type: 3, .. }))
+        ));
+        assert!(matches!(
+            fields(&[0x02]).next(),
+            Some(Err(WireError::FieldNumber { at: 0 }))
+        ));
+        assert!(matches!(
+            fields(&[0x0a, 5, 1]).next(),
+            Some(Err(WireError::Truncated { field: 1, at: 0 }))
+        ));
+    }
+}
