@@ -1,7 +1,9 @@
 //! Protobuf on the wire (feature `protobuf`, on by default), through [`kcache_proto`].
 //!
 //! For the k8s-openapi types of built-in kinds ([`kcache_proto::native_kind`]) decoded with
-//! [`Typed`](crate::decode::Typed), lists ask for
+//! [`Typed`](crate::decode::Typed) or kept compact with
+//! [`CompactDecoder`](crate::compact::CompactDecoder) (which keeps each object's protobuf
+//! message), lists ask for
 //! `application/vnd.kubernetes.protobuf, application/json` and watches for
 //! `application/vnd.kubernetes.protobuf;stream=watch, application/json`, as client-go does.
 //! The response's `Content-Type` decides the decoder, so a server that answers JSON (such as

@@ -33,7 +33,8 @@ pub trait ItemDecoder<K>: Clone + Send + Sync + 'static {
     }
 
     /// Whether [`ItemDecoder::decode_protobuf`] decodes `K` (feature `protobuf`): true for
-    /// [`Typed`] when `K` is the k8s-openapi type of a built-in kind.
+    /// [`Typed`] when `K` is the k8s-openapi type of a built-in kind, and for
+    /// [`CompactDecoder`](crate::compact::CompactDecoder) when `Compact<K>`'s `K` is one.
     #[cfg(feature = "protobuf")]
     fn accepts_protobuf(&self) -> bool {
         false

@@ -1,0 +1,190 @@
+//! Compact storage, protobuf against JSON, on the same Pods: list pages decoded into
+//! `Compact<Pod>` (managedFields kept or stripped) and the typed view decoded on demand, in
+//! objects per CPU-second of this process (user + system), single-threaded.
+//!
+//! `cargo bench -p kcache-client --bench compact` (release). Env: `KCACHE_BENCH_PODS` (10000),
+//! `KCACHE_BENCH_RUNS` (5, the median is reported). Bytes held per object: the
+//! `compact_memory` benchmark.
+//!
+//! The Pods are built as the generated prost type (`support/pb_pods.rs`, the ~8 KB Pod of
+//! kcache-proto's benchmark); the JSON pages are the same Pods through k8s-openapi's
+//! serializer, as the API server would send them. Protobuf pages are decoded as
+//! `HttpListerWatcher` does: envelope, raw list, then the compact decoder per item.
+
+use std::hint::black_box;
+
+use bytes::Bytes;
+use k8s_openapi::api::core::v1::Pod;
+use kcache_client::{
+    compact::{Compact, CompactDecoder, Format},
+    decode::{ItemDecoder, decode_list},
+};
+use kcache_proto::{
+    Envelope, api::core::v1 as pb, apimachinery::pkg::apis::meta::v1 as meta, convert::FromProto,
+    list::RawList,
+};
+
+#[path = "support/pb_pods.rs"]
+mod pb_pods;
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// This process's CPU time (user + system) in seconds, from `/proc/self/stat`.
+fn cpu_secs() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// Runs `f` `runs` times and returns the median CPU seconds of one run.
+fn median_secs(runs: usize, mut f: impl FnMut() -> usize, expect: usize) -> f64 {
+    let mut times: Vec<f64> = (0..runs)
+        .map(|_| {
+            let t = cpu_secs();
+            let n = f();
+            let s = cpu_secs() - t;
+            assert_eq!(n, expect, "decoded object count");
+            s.max(0.01)
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+fn report(what: &str, secs: f64, bytes: usize, objects: usize, baseline: Option<f64>) {
+    let mbs = bytes as f64 / secs / 1e6;
+    let ops = objects as f64 / secs;
+    let ratio = baseline.map_or(String::new(), |b| format!("  ({:.2}× JSON)", b / secs));
+    println!("{what:<46} {mbs:>8.0} MB/s {ops:>10.0} objects/s{ratio}");
+}
+
+/// One protobuf list page into compact Pods, as the lister-watcher decodes it.
+fn pb_page(body: &Bytes, decoder: &CompactDecoder) -> Vec<Compact<Pod>> {
+    let env = Envelope::decode(body.clone()).unwrap();
+    let list = RawList::decode_raw(env.raw).unwrap();
+    list.items
+        .into_iter()
+        .map(|raw| {
+            let item = Envelope {
+                api_version: env.api_version.clone(),
+                kind: "Pod".to_owned(),
+                raw,
+                content_type: String::new(),
+            };
+            ItemDecoder::<Compact<Pod>>::decode_protobuf(decoder, item)
+                .unwrap()
+                .unwrap()
+        })
+        .collect()
+}
+
+fn main() {
+    let n = env_usize("KCACHE_BENCH_PODS", 10_000);
+    let runs = env_usize("KCACHE_BENCH_RUNS", 5);
+    let page = 500;
+    let pods: Vec<pb::Pod> = (0..n).map(pb_pods::pod).collect();
+    let list_meta = Some(meta::ListMeta {
+        resource_version: Some("200000".into()),
+        ..Default::default()
+    });
+    let pb_pages: Vec<Bytes> = pods
+        .chunks(page)
+        .map(|c| {
+            let list = pb::PodList {
+                metadata: list_meta.clone(),
+                items: c.to_vec(),
+            };
+            Envelope::for_message("v1", "PodList", &list).encode_to_bytes()
+        })
+        .collect();
+    let json_pages: Vec<Vec<u8>> = pods
+        .chunks(page)
+        .map(|c| {
+            let items: Vec<serde_json::Value> = c
+                .iter()
+                .map(|p| serde_json::to_value(Pod::from_proto(p.clone()).unwrap()).unwrap())
+                .collect();
+            serde_json::to_vec(&serde_json::json!({"kind": "PodList", "apiVersion": "v1",
+                "metadata": {"resourceVersion": "200000"}, "items": items}))
+            .unwrap()
+        })
+        .collect();
+    drop(pods);
+    let pb_bytes: usize = pb_pages.iter().map(Bytes::len).sum();
+    let json_bytes: usize = json_pages.iter().map(Vec::len).sum();
+    println!(
+        "{n} pods; list pages of {page}: JSON {:.0} B/pod, protobuf {:.0} B/pod ({:.2}× JSON)",
+        json_bytes as f64 / n as f64,
+        pb_bytes as f64 / n as f64,
+        pb_bytes as f64 / json_bytes as f64
+    );
+
+    for strip in [false, true] {
+        let decoder = CompactDecoder::new().strip_managed_fields(strip);
+        let label = if strip {
+            "managedFields stripped"
+        } else {
+            "managedFields kept"
+        };
+        println!("\n-- list pages -> Vec<Compact<Pod>>, {label} --");
+        let json = median_secs(
+            runs,
+            || {
+                json_pages
+                    .iter()
+                    .map(|p| {
+                        black_box(decode_list::<Compact<Pod>, _>(p, &decoder).unwrap())
+                            .items
+                            .len()
+                    })
+                    .sum()
+            },
+            n,
+        );
+        report("compact JSON", json, json_bytes, n, None);
+        let proto = median_secs(
+            runs,
+            || {
+                pb_pages
+                    .iter()
+                    .map(|p| black_box(pb_page(p, &decoder)).len())
+                    .sum()
+            },
+            n,
+        );
+        report("compact protobuf", proto, pb_bytes, n, Some(json));
+    }
+
+    println!("\n-- typed view on demand: Compact<Pod>::typed(), managedFields stripped --");
+    let decoder = CompactDecoder::new().strip_managed_fields(true);
+    let json_objs: Vec<Compact<Pod>> = json_pages
+        .iter()
+        .flat_map(|p| decode_list::<Compact<Pod>, _>(p, &decoder).unwrap().items)
+        .collect();
+    let pb_objs: Vec<Compact<Pod>> = pb_pages.iter().flat_map(|p| pb_page(p, &decoder)).collect();
+    assert!(json_objs.iter().all(|c| c.format() == Format::Json));
+    assert!(pb_objs.iter().all(|c| c.format() == Format::Protobuf));
+    // Same objects either way.
+    assert_eq!(
+        json_objs[n / 2].typed().unwrap(),
+        pb_objs[n / 2].typed().unwrap()
+    );
+    let held = |v: &[Compact<Pod>]| v.iter().map(|c| c.bytes().len()).sum::<usize>();
+    let (jb, pbb) = (held(&json_objs), held(&pb_objs));
+    let typed = |objs: &[Compact<Pod>]| {
+        objs.iter()
+            .filter(|c| black_box(c.typed().unwrap()).metadata.name.is_some())
+            .count()
+    };
+    let json = median_secs(runs, || typed(&json_objs), n);
+    report("typed() from compact JSON", json, jb, n, None);
+    let proto = median_secs(runs, || typed(&pb_objs), n);
+    report("typed() from compact protobuf", proto, pbb, n, Some(json));
+}
