@@ -3,8 +3,9 @@
 //! objects per CPU-second of this process (user + system), single-threaded.
 //!
 //! `cargo bench -p kcache-client --bench compact` (release). Env: `KCACHE_BENCH_PODS` (10000),
-//! `KCACHE_BENCH_RUNS` (5, the median is reported). Bytes held per object: the
-//! `compact_memory` benchmark.
+//! `KCACHE_BENCH_RUNS` (5, the median is reported), `KCACHE_BENCH_REPEAT` (10: each run decodes
+//! the Pods this many times, so that a run lasts well beyond the 10 ms CPU-time tick). Bytes
+//! held per object: the `compact_memory` benchmark.
 //!
 //! The Pods are built as the generated prost type (`support/pb_pods.rs`, the ~8 KB Pod of
 //! kcache-proto's benchmark); the JSON pages are the same Pods through k8s-openapi's
@@ -88,6 +89,7 @@ fn pb_page(body: &Bytes, decoder: &CompactDecoder) -> Vec<Compact<Pod>> {
 fn main() {
     let n = env_usize("KCACHE_BENCH_PODS", 10_000);
     let runs = env_usize("KCACHE_BENCH_RUNS", 5);
+    let reps = env_usize("KCACHE_BENCH_REPEAT", 10).max(1);
     let page = 500;
     let pods: Vec<pb::Pod> = (0..n).map(pb_pods::pod).collect();
     let list_meta = Some(meta::ListMeta {
@@ -137,8 +139,8 @@ fn main() {
         let json = median_secs(
             runs,
             || {
-                json_pages
-                    .iter()
+                (0..reps)
+                    .flat_map(|_| &json_pages)
                     .map(|p| {
                         black_box(decode_list::<Compact<Pod>, _>(p, &decoder).unwrap())
                             .items
@@ -146,20 +148,26 @@ fn main() {
                     })
                     .sum()
             },
-            n,
+            n * reps,
         );
-        report("compact JSON", json, json_bytes, n, None);
+        report("compact JSON", json, json_bytes * reps, n * reps, None);
         let proto = median_secs(
             runs,
             || {
-                pb_pages
-                    .iter()
+                (0..reps)
+                    .flat_map(|_| &pb_pages)
                     .map(|p| black_box(pb_page(p, &decoder)).len())
                     .sum()
             },
-            n,
+            n * reps,
         );
-        report("compact protobuf", proto, pb_bytes, n, Some(json));
+        report(
+            "compact protobuf",
+            proto,
+            pb_bytes * reps,
+            n * reps,
+            Some(json),
+        );
     }
 
     println!("\n-- typed view on demand: Compact<Pod>::typed(), managedFields stripped --");
@@ -178,13 +186,28 @@ fn main() {
     );
     let held = |v: &[Compact<Pod>]| v.iter().map(|c| c.bytes().len()).sum::<usize>();
     let (jb, pbb) = (held(&json_objs), held(&pb_objs));
+    // A quarter of the repetitions: the typed view costs several times the compact decode.
+    let treps = reps.div_ceil(4);
     let typed = |objs: &[Compact<Pod>]| {
-        objs.iter()
+        (0..treps)
+            .flat_map(|_| objs)
             .filter(|c| black_box(c.typed().unwrap()).metadata.name.is_some())
             .count()
     };
-    let json = median_secs(runs, || typed(&json_objs), n);
-    report("typed() from compact JSON", json, jb, n, None);
-    let proto = median_secs(runs, || typed(&pb_objs), n);
-    report("typed() from compact protobuf", proto, pbb, n, Some(json));
+    let json = median_secs(runs, || typed(&json_objs), n * treps);
+    report(
+        "typed() from compact JSON",
+        json,
+        jb * treps,
+        n * treps,
+        None,
+    );
+    let proto = median_secs(runs, || typed(&pb_objs), n * treps);
+    report(
+        "typed() from compact protobuf",
+        proto,
+        pbb * treps,
+        n * treps,
+        Some(json),
+    );
 }
