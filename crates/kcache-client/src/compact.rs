@@ -83,6 +83,9 @@ enum Repr {
 /// them). [`Compact::typed`] decodes the bytes and puts `metadata` in place (keeping the
 /// bytes' `managedFields`), so edits made through [`Resource::meta_mut`] (a transform dropping
 /// annotations, say) show in the typed view.
+///
+/// Two compact objects are equal when their metadata and held bytes are (so the same object
+/// held as JSON and as protobuf is not equal to itself; compare [`Compact::typed`] views).
 pub struct Compact<K> {
     metadata: ObjectMeta,
     repr: Repr,

@@ -302,6 +302,39 @@ fn envelope_of_another_kind_or_a_status_is_an_error() {
     }
 }
 
+#[test]
+fn meta_mut_edits_show_in_the_typed_view_of_protobuf_objects() {
+    use kube_core::Resource as _;
+    let f = fixture();
+    let env = Envelope::decode(body(step(&f, "get one pod as protobuf"))).unwrap();
+    let mut c = compact(env, false).unwrap();
+    c.meta_mut().labels = None;
+    c.meta_mut()
+        .annotations
+        .get_or_insert_default()
+        .insert("added".into(), "by a transform".into());
+    let typed = c.typed().unwrap();
+    assert!(typed.metadata.labels.is_none());
+    assert_eq!(
+        typed.metadata.annotations.unwrap()["added"],
+        "by a transform"
+    );
+    // The bytes' managedFields are kept in the typed view, as for JSON.
+    assert!(typed.metadata.managed_fields.is_some());
+}
+
+#[test]
+fn typed_view_of_protobuf_bytes_needs_a_built_in_type() {
+    let raw = recorded_pod();
+    let c = Compact::<kube_core::DynamicObject>::from_protobuf(&raw, true).unwrap();
+    assert_eq!(c.metadata().name.as_deref(), Some("pb-1"));
+    let err = c.typed().unwrap_err();
+    assert!(
+        matches!(err, kcache_client::compact::CompactError::NotBuiltIn(_)),
+        "{err}"
+    );
+}
+
 fn recorded_pod() -> Bytes {
     Envelope::decode(body(step(&fixture(), "get one pod as protobuf")))
         .unwrap()
