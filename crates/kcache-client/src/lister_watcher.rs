@@ -15,6 +15,8 @@ use crate::{
     decode::{DEFAULT_MAX_FRAME_SIZE, ItemDecoder, Typed, decode_list, watch_events},
 };
 
+/// The `Accept` header of a JSON list or watch (the protobuf ones are in [`crate::protobuf`]).
+pub const ACCEPT_JSON: &str = "application/json";
 /// The `Accept` header of a metadata-only list.
 pub const ACCEPT_METADATA_LIST: &str =
     "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
@@ -61,6 +63,7 @@ pub struct HttpListerWatcher<K, D = Typed> {
     field_selector: Option<String>,
     decoder: D,
     max_frame_size: usize,
+    protobuf: bool,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -74,6 +77,7 @@ impl<K, D: Clone> Clone for HttpListerWatcher<K, D> {
             field_selector: self.field_selector.clone(),
             decoder: self.decoder.clone(),
             max_frame_size: self.max_frame_size,
+            protobuf: self.protobuf,
             _k: PhantomData,
         }
     }
@@ -88,6 +92,7 @@ impl<K, D: fmt::Debug> fmt::Debug for HttpListerWatcher<K, D> {
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
             .field("decoder", &self.decoder)
+            .field("protobuf", &self.protobuf)
             .finish()
     }
 }
@@ -137,6 +142,7 @@ impl<K, D: Default> HttpListerWatcher<K, D> {
             field_selector: None,
             decoder: D::default(),
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
+            protobuf: true,
             _k: PhantomData,
         }
     }
@@ -181,8 +187,20 @@ impl<K, D> HttpListerWatcher<K, D> {
             field_selector: self.field_selector,
             decoder,
             max_frame_size: self.max_frame_size,
+            protobuf: self.protobuf,
             _k: PhantomData,
         }
+    }
+
+    /// Whether protobuf may be asked for (default `true`). With `false`, lists and watches ask
+    /// for JSON only (`Accept: application/json`), whatever the decoder and the kind; with
+    /// `true`, protobuf is asked for when [`HttpListerWatcher::asks_for_protobuf`] says so
+    /// (feature `protobuf`, a decoder that takes it, a built-in kind, not metadata-only). Use
+    /// `false` to compare the two wire formats, or for a server whose protobuf is suspect.
+    #[must_use]
+    pub fn protobuf(mut self, enabled: bool) -> Self {
+        self.protobuf = enabled;
+        self
     }
 
     /// The collection's URL path.
@@ -215,12 +233,13 @@ impl<K, D> HttpListerWatcher<K, D> {
             }
             *req.uri_mut() = uri.parse().map_err(|e| build_error(format!("{e}")))?;
         }
-        if self.metadata_only {
-            req.headers_mut().insert(
-                http::header::ACCEPT,
-                HeaderValue::from_static(ACCEPT_METADATA_LIST),
-            );
-        }
+        let accept = if self.metadata_only {
+            ACCEPT_METADATA_LIST
+        } else {
+            ACCEPT_JSON
+        };
+        req.headers_mut()
+            .insert(http::header::ACCEPT, HeaderValue::from_static(accept));
         Ok(req)
     }
 
@@ -240,12 +259,13 @@ impl<K, D> HttpListerWatcher<K, D> {
             .request
             .watch(&params, resource_version)
             .map_err(build_error)?;
-        if self.metadata_only {
-            req.headers_mut().insert(
-                http::header::ACCEPT,
-                HeaderValue::from_static(ACCEPT_METADATA),
-            );
-        }
+        let accept = if self.metadata_only {
+            ACCEPT_METADATA
+        } else {
+            ACCEPT_JSON
+        };
+        req.headers_mut()
+            .insert(http::header::ACCEPT, HeaderValue::from_static(accept));
         Ok(req)
     }
 }
@@ -257,7 +277,7 @@ where
 {
     async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
         #[cfg(feature = "protobuf")]
-        if self.wants_protobuf() {
+        if self.asks_for_protobuf() {
             let mut request = self.list_request(params)?;
             request.headers_mut().insert(
                 http::header::ACCEPT,
@@ -295,7 +315,7 @@ where
         resource_version: &str,
     ) -> Result<WatchStream<K>, Error> {
         #[cfg(feature = "protobuf")]
-        if self.wants_protobuf() {
+        if self.asks_for_protobuf() {
             let mut request = self.watch_request(params, resource_version)?;
             request.headers_mut().insert(
                 http::header::ACCEPT,
@@ -328,11 +348,19 @@ where
 }
 
 impl<K, D: ItemDecoder<K>> HttpListerWatcher<K, D> {
-    /// Whether to ask for protobuf: the decoder takes it for `K` (a built-in kind's
-    /// k8s-openapi type with [`crate::decode::Typed`]) and the request is not metadata-only.
+    /// Whether lists and watches ask for protobuf: allowed by [`HttpListerWatcher::protobuf`],
+    /// the decoder takes it for `K` (a built-in kind's k8s-openapi type with
+    /// [`crate::decode::Typed`]) and the request is not metadata-only. The server may still
+    /// answer JSON, which is then decoded as JSON.
     #[cfg(feature = "protobuf")]
-    fn wants_protobuf(&self) -> bool {
-        !self.metadata_only && self.decoder.accepts_protobuf()
+    pub fn asks_for_protobuf(&self) -> bool {
+        self.protobuf && !self.metadata_only && self.decoder.accepts_protobuf()
+    }
+
+    /// Whether lists and watches ask for protobuf: never without the feature `protobuf`.
+    #[cfg(not(feature = "protobuf"))]
+    pub fn asks_for_protobuf(&self) -> bool {
+        false
     }
 }
 
