@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Smoke test of `kcache bench` (issue 8) against the upstream kube-apiserver started by
 # scripts/kube-up.sh (env file exported, or sourced from $1): 500 pods, 1 run, every peer
-# (kcache, kube-rs, client-go) in every mode, with debug builds. Asserts only that every peer
-# configuration produced a valid result line (the bench itself validates each line: pod count,
-# update count, plausible figures) and that the reports were written — never a speed.
+# (kcache, kube-rs, client-go) in every mode and wire format, with debug builds. Asserts only
+# that every peer configuration produced a valid result line (the bench itself validates each
+# line: pod count, update count, plausible figures), that kcache's protobuf lines were answered
+# in protobuf and its JSON lines in JSON, and that the reports were written — never a speed.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -38,6 +39,17 @@ for x in runs:
 modes = {(x["peer"], x["mode"]) for x in runs}
 for p in peers:
     assert {(p, "list-watch"), (p, "streaming")} <= modes, (p, modes)
+kcache = [x for x in runs if x["peer"] == "kcache"]
+assert any(x["protobuf"] for x in kcache), "no kcache protobuf configuration"
+for x in kcache:
+    line = x["line"]
+    assert line["protobuf"] == x["protobuf"], x
+    if x["protobuf"]:
+        assert line["protobuf_responses"] > 0 and line["json_responses"] == 0, x
+    else:
+        assert line["protobuf_responses"] == 0 and line["json_responses"] > 0, x
+md = open(os.path.join(out, "results.md")).read()
+assert "Ratios protobuf / JSON" in md, "no protobuf/JSON ratios in results.md"
 for f in ("results.md", "chart-500.png"):
     assert os.path.getsize(os.path.join(out, f)) > 0, f
 print(f"bench-smoke: {len(runs)} peer runs, all valid: " + ", ".join(sorted(x['label'] for x in runs)))

@@ -9,12 +9,23 @@
 //! notification of an event handler. Exit 1 (reason on stderr) on a timeout, a wrong pod
 //! count, or a mode the reflector did not use.
 //!
-//! `--list-storages` prints the storage modes this build offers, for `kcache bench`.
+//! The wire format: JSON unless `--protobuf` (then protobuf for the storages whose decoder
+//! takes it, see `--list-formats`). The line's `protobuf` field states what the server really
+//! answered, counted by `Content-Type` over every successful response (`protobuf_responses`,
+//! `json_responses`, `other_responses`); exit 1 if that differs from what was asked.
+//!
+//! `--list-storages` prints the storage modes this build offers; `--list-formats` prints one
+//! line per storage with the wire formats it can use (`typed json protobuf`), for
+//! `kcache bench`.
+
+mod wire;
 
 use std::sync::{
     Arc,
     atomic::{AtomicBool, Ordering},
 };
+
+use wire::WireCounts;
 
 use anyhow::bail;
 use clap::{Parser, ValueEnum};
@@ -64,9 +75,17 @@ struct Cli {
     /// Print the storage modes this build offers and exit.
     #[arg(long, exclusive = true)]
     list_storages: bool,
+    /// Print one line per storage mode with the wire formats it can use
+    /// (`typed json protobuf`) and exit.
+    #[arg(long, exclusive = true)]
+    list_formats: bool,
     /// How objects are kept.
     #[arg(long, value_enum, default_value_t = Storage::Typed)]
     storage: Storage,
+    /// Ask for protobuf (`application/vnd.kubernetes.protobuf`) instead of JSON; only for
+    /// storages that list `protobuf` in `--list-formats`.
+    #[arg(long)]
+    protobuf: bool,
     #[command(flatten)]
     peer: Option<PeerArgs>,
 }
@@ -81,44 +100,114 @@ fn main() -> anyhow::Result<()> {
         println!("{}", names.join(" "));
         return Ok(());
     }
-    let Some(peer) = cli.peer else {
-        bail!("--kubeconfig and --n are required");
-    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    if cli.list_formats {
+        return runtime.block_on(async {
+            // A client that never connects: asking which format a lister-watcher would use
+            // sends nothing.
+            let client = Client::from_url("http://127.0.0.1:9")?;
+            for &storage in Storage::value_variants() {
+                let formats = if asks_for_protobuf(storage, &client) {
+                    "json protobuf"
+                } else {
+                    "json"
+                };
+                println!("{} {formats}", storage.as_str());
+            }
+            Ok(())
+        });
+    }
+    let Some(peer) = cli.peer else {
+        bail!("--kubeconfig and --n are required");
+    };
     runtime.block_on(async move {
-        let client = Client::from_kubeconfig(&peer.kubeconfig).await?;
+        let counts = Arc::new(WireCounts::default());
+        let client = wire::counting_client(&peer.kubeconfig, counts.clone()).await?;
+        if cli.protobuf && !asks_for_protobuf(cli.storage, &client) {
+            bail!(
+                "--storage={} cannot use protobuf (see --list-formats)",
+                cli.storage.as_str()
+            );
+        }
         let ns = peer.namespace.clone();
+        let pb = cli.protobuf;
+        let run_args = RunArgs {
+            args: peer,
+            storage: cli.storage,
+            protobuf: pb,
+            counts,
+        };
         match cli.storage {
-            Storage::Typed => {
-                let lw = HttpListerWatcher::<Pod>::namespaced(client, &ns);
-                run(peer, Storage::Typed, lw).await
-            }
-            Storage::Stripped => {
-                let lw = HttpListerWatcher::<Pod>::namespaced(client, &ns)
-                    .with_decoder(Typed::new().strip_managed_fields(true));
-                run(peer, Storage::Stripped, lw).await
-            }
-            Storage::Metadata => {
-                let lw = HttpListerWatcher::<PartialObjectMeta<Pod>>::namespaced(client, &ns)
-                    .with_decoder(Typed::new().strip_managed_fields(true));
-                run(peer, Storage::Metadata, lw).await
-            }
-            Storage::Compact => {
-                let lw = HttpListerWatcher::<Compact<Pod>>::namespaced(client, &ns)
-                    .with_decoder(CompactDecoder::new().strip_managed_fields(true));
-                run(peer, Storage::Compact, lw).await
-            }
+            Storage::Typed => run(run_args, typed(client, &ns, pb)).await,
+            Storage::Stripped => run(run_args, stripped(client, &ns, pb)).await,
+            Storage::Metadata => run(run_args, metadata(client, &ns, pb)).await,
+            Storage::Compact => run(run_args, compact(client, &ns, pb)).await,
         }
     })
 }
 
-async fn run<K, L>(args: PeerArgs, storage: Storage, lw: L) -> anyhow::Result<()>
+fn typed(client: Client, ns: &str, protobuf: bool) -> HttpListerWatcher<Pod> {
+    HttpListerWatcher::<Pod>::namespaced(client, ns).protobuf(protobuf)
+}
+
+fn stripped(client: Client, ns: &str, protobuf: bool) -> HttpListerWatcher<Pod, Typed> {
+    HttpListerWatcher::<Pod>::namespaced(client, ns)
+        .protobuf(protobuf)
+        .with_decoder(Typed::new().strip_managed_fields(true))
+}
+
+fn metadata(
+    client: Client,
+    ns: &str,
+    protobuf: bool,
+) -> HttpListerWatcher<PartialObjectMeta<Pod>, Typed> {
+    HttpListerWatcher::<PartialObjectMeta<Pod>>::namespaced(client, ns)
+        .protobuf(protobuf)
+        .with_decoder(Typed::new().strip_managed_fields(true))
+}
+
+fn compact(
+    client: Client,
+    ns: &str,
+    protobuf: bool,
+) -> HttpListerWatcher<Compact<Pod>, CompactDecoder> {
+    HttpListerWatcher::<Compact<Pod>>::namespaced(client, ns)
+        .protobuf(protobuf)
+        .with_decoder(CompactDecoder::new().strip_managed_fields(true))
+}
+
+/// Whether `storage`'s lister-watcher asks for protobuf when allowed to.
+fn asks_for_protobuf(storage: Storage, client: &Client) -> bool {
+    let c = client.clone();
+    match storage {
+        Storage::Typed => typed(c, "default", true).asks_for_protobuf(),
+        Storage::Stripped => stripped(c, "default", true).asks_for_protobuf(),
+        Storage::Metadata => metadata(c, "default", true).asks_for_protobuf(),
+        Storage::Compact => compact(c, "default", true).asks_for_protobuf(),
+    }
+}
+
+/// What one run needs besides the lister-watcher.
+struct RunArgs {
+    args: PeerArgs,
+    storage: Storage,
+    protobuf: bool,
+    counts: Arc<WireCounts>,
+}
+
+async fn run<K, L>(run: RunArgs, lw: L) -> anyhow::Result<()>
 where
     K: Resource + Clone + Send + Sync + 'static,
     L: ListerWatcher<K>,
 {
+    let RunArgs {
+        args,
+        storage,
+        protobuf,
+        counts,
+    } = run;
     let reflector = reflector::Config {
         use_watch_list: args.mode == Mode::Streaming,
         ..reflector::Config::default()
@@ -165,6 +254,14 @@ where
         }
     }
     window.lock().fill(&mut line);
+    let wire = counts.get();
+    line.extra
+        .insert("protobuf".into(), wire.all_protobuf().into());
+    line.extra
+        .insert("protobuf_responses".into(), wire.protobuf.into());
+    line.extra.insert("json_responses".into(), wire.json.into());
+    line.extra
+        .insert("other_responses".into(), wire.other.into());
     if let Some(m) = informer.reflector_metrics() {
         line.extra.insert("list_requests".into(), m.lists.into());
         line.extra
@@ -178,7 +275,28 @@ where
     }
     println!("{}", serde_json::to_string(&line)?);
     factory.shutdown().await;
-    check(&args, &line, &window.lock())
+    check(&args, &line, &window.lock())?;
+    check_wire(protobuf, wire)
+}
+
+/// The exit status for the wire format: with `--protobuf` every successful response was
+/// protobuf, without it none was.
+fn check_wire(asked_protobuf: bool, wire: wire::Counts) -> anyhow::Result<()> {
+    if asked_protobuf && !wire.all_protobuf() {
+        bail!(
+            "--protobuf but the server answered {} response(s) in protobuf, {} in JSON, {} other",
+            wire.protobuf,
+            wire.json,
+            wire.other
+        );
+    }
+    if !asked_protobuf && wire.protobuf > 0 {
+        bail!(
+            "JSON was asked for but the server answered {} response(s) in protobuf",
+            wire.protobuf
+        );
+    }
+    Ok(())
 }
 
 /// The exit status: the count, the updates and the initial-list mode really used.

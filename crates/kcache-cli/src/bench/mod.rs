@@ -2,11 +2,14 @@
 //! same dataset, in one run.
 //!
 //! For each `--objects` N the dataset (N realistic pods, see [`kcache_bench::dataset`]) is
-//! loaded once into a fresh namespace; then every peer configuration runs `--runs` times,
-//! alternating (A B C A B C …), each as its own process so that its memory figures are its own.
-//! While a peer waits after its sync, the updater patches every pod once and the peer times
-//! those N events. The results go to `--out`: `results.json` (every run), `results.md` (medians,
-//! min–max, ratios kcache/peer) and one `chart-N.png` per N.
+//! loaded once into a fresh namespace; then every peer configuration — peer × initial-list
+//! mode × kcache storage × wire format (JSON, and protobuf where the peer offers it: client-go,
+//! and the kcache storages that `kcache-peer --list-formats` lists with `protobuf`) — runs
+//! `--runs` times, alternating (A B C A B C …), each as its own process so that its memory
+//! figures are its own. While a peer waits after its sync, the updater patches every pod once
+//! (or the first `--updates` pods) and the peer times those events. The results go to `--out`:
+//! `results.json` (every run), `results.md` (medians, min–max, ratios kcache/peer in the same
+//! wire format, ratios protobuf/JSON) and one `chart-N.png` per N.
 
 mod chart;
 mod report;
@@ -58,9 +61,17 @@ pub struct BenchArgs {
     /// Give up on one peer run after this long (e.g. 300s, 10m).
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub timeout: Duration,
-    /// Skip client-go's protobuf configurations.
+    /// Skip every protobuf configuration (client-go's, and kcache's storages that offer it).
     #[arg(long)]
     pub no_protobuf: bool,
+    /// Update events timed per run: the first this many pods are patched once each after the
+    /// peer's sync (default: every pod; 0 skips the update phase).
+    #[arg(long)]
+    pub updates: Option<usize>,
+    /// Run only these configurations, comma-separated labels as in results.md (e.g.
+    /// `client-go list-watch protobuf,kcache list-watch typed`); an unknown label is an error.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
 }
 
 /// Where the peers read from.
@@ -127,6 +138,7 @@ pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
             client: &client,
             namespace: &namespace,
             n,
+            updates: args.updates.map_or(n, |u| u.min(n)),
         };
         for run in 0..args.runs {
             for config in &configs {

@@ -119,10 +119,44 @@ fn cell(stat: Option<&Stat>, decimals: usize) -> String {
     }
 }
 
-/// The peer row a kcache row is compared with: same N and mode, JSON.
+/// The peer row a kcache row is compared with: same N, mode and wire format.
 fn reference<'a>(rows: &'a [Row], kcache: &Row, peer: &str) -> Option<&'a Row> {
-    rows.iter()
-        .find(|r| r.n == kcache.n && r.peer == peer && r.mode == kcache.mode && !r.protobuf)
+    rows.iter().find(|r| {
+        r.n == kcache.n && r.peer == peer && r.mode == kcache.mode && r.protobuf == kcache.protobuf
+    })
+}
+
+/// The JSON twin of a protobuf row: same N, peer, mode and storage.
+fn json_twin<'a>(rows: &'a [Row], protobuf: &Row) -> Option<&'a Row> {
+    rows.iter().find(|r| {
+        r.n == protobuf.n
+            && r.peer == protobuf.peer
+            && r.mode == protobuf.mode
+            && r.storage == protobuf.storage
+            && !r.protobuf
+    })
+}
+
+/// `a / b` as `1.23×`, or `–`.
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
+        _ => "–".into(),
+    }
+}
+
+/// The header of a ratio table.
+fn ratio_header(md: &mut String, first: &str) {
+    let _ = write!(md, "| {first} |");
+    for key in RATIO_FIGURES {
+        let title = FIGURES.iter().find(|f| f.0 == key).map_or(key, |f| f.1);
+        let _ = write!(md, " {title} |");
+    }
+    md.push_str("\n|---|");
+    for _ in RATIO_FIGURES {
+        md.push_str("---|");
+    }
+    md.push('\n');
 }
 
 /// The peer's best median of a figure at the kcache row's N, over all its configurations.
@@ -193,18 +227,9 @@ pub fn markdown(
             }
             let _ = writeln!(
                 md,
-                "Ratios kcache / {peer} (medians; same mode, JSON — in brackets: vs {peer}'s best configuration):\n"
+                "Ratios kcache / {peer} (medians; same mode, same wire format, – where {peer} has no such line — in brackets: vs {peer}'s best configuration):\n"
             );
-            md.push_str("| kcache configuration |");
-            for key in RATIO_FIGURES {
-                let title = FIGURES.iter().find(|f| f.0 == key).map_or(key, |f| f.1);
-                let _ = write!(md, " {title} |");
-            }
-            md.push_str("\n|---|");
-            for _ in RATIO_FIGURES {
-                md.push_str("---|");
-            }
-            md.push('\n');
+            ratio_header(&mut md, "kcache configuration");
             for k in &kcache_rows {
                 let _ = write!(md, "| {} |", k.label);
                 for key in RATIO_FIGURES {
@@ -213,11 +238,26 @@ pub fn markdown(
                         .and_then(|r| r.figures.get(key))
                         .map(|s| s.median);
                     let best = best(rows, n, peer, key);
-                    let ratio = |a: Option<f64>, b: Option<f64>| match (a, b) {
-                        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
-                        _ => "–".into(),
-                    };
                     let _ = write!(md, " {} [{}] |", ratio(mine, same), ratio(mine, best));
+                }
+                md.push('\n');
+            }
+            md.push('\n');
+        }
+        let pairs: Vec<(&Row, &Row)> = rows
+            .iter()
+            .filter(|r| r.n == n && r.protobuf)
+            .filter_map(|r| Some((r, json_twin(rows, r)?)))
+            .collect();
+        if !pairs.is_empty() {
+            md.push_str("Ratios protobuf / JSON (medians; same peer, mode and storage):\n\n");
+            ratio_header(&mut md, "configuration");
+            for (pb, json) in pairs {
+                let _ = write!(md, "| {} |", pb.label);
+                for key in RATIO_FIGURES {
+                    let a = pb.figures.get(key).map(|s| s.median);
+                    let b = json.figures.get(key).map(|s| s.median);
+                    let _ = write!(md, " {} |", ratio(a, b));
                 }
                 md.push('\n');
             }
@@ -295,6 +335,94 @@ pub fn write_all(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(peer: &str, storage: Option<&str>, protobuf: bool, sync_ms: f64) -> Row {
+        let mut label = format!("{peer} list-watch");
+        if let Some(s) = storage {
+            label = format!("{label} {s}");
+        }
+        if protobuf {
+            label.push_str(" protobuf");
+        }
+        let stat = |v: f64| Stat {
+            median: v,
+            min: v,
+            max: v,
+        };
+        Row {
+            n: 10,
+            label,
+            peer: peer.to_owned(),
+            mode: "list-watch".to_owned(),
+            storage: storage.map(str::to_owned),
+            protobuf,
+            runs_ok: 1,
+            runs_failed: 0,
+            figures: BTreeMap::from([("sync_ms", stat(sync_ms)), ("sync_cpu_s", stat(1.0))]),
+        }
+    }
+
+    /// The ratio cells of the table row starting with `| {label} |` after `heading`.
+    fn ratio_cells(md: &str, heading: &str, label: &str) -> Vec<String> {
+        let table = &md[md.find(heading).expect(heading)..];
+        let line = table
+            .lines()
+            .find(|l| l.starts_with(&format!("| {label} |")))
+            .expect(label);
+        line.split('|')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .skip(1)
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn kcache_is_compared_with_the_peer_line_of_the_same_wire_format() {
+        let rows = [
+            row("client-go", None, false, 2000.0),
+            row("client-go", None, true, 1000.0),
+            row("kcache", Some("typed"), false, 3000.0),
+            row("kcache", Some("typed"), true, 500.0),
+        ];
+        let md = markdown("test", &[], &rows, 1);
+        let vs = "Ratios kcache / client-go";
+        // sync wall: protobuf 500 / client-go protobuf 1000; best of client-go is 1000.
+        assert_eq!(
+            ratio_cells(&md, vs, "kcache list-watch typed protobuf")[0],
+            "0.50× [0.50×]"
+        );
+        // JSON 3000 / client-go JSON 2000; against client-go's best (1000): 3×.
+        assert_eq!(
+            ratio_cells(&md, vs, "kcache list-watch typed")[0],
+            "1.50× [3.00×]"
+        );
+    }
+
+    #[test]
+    fn protobuf_rows_get_a_ratio_to_their_json_twin() {
+        let rows = [
+            row("client-go", None, false, 2000.0),
+            row("client-go", None, true, 1000.0),
+            row("kcache", Some("typed"), false, 3000.0),
+            row("kcache", Some("typed"), true, 500.0),
+            row("kcache", Some("stripped"), true, 400.0),
+        ];
+        let md = markdown("test", &[], &rows, 1);
+        let heading = "Ratios protobuf / JSON";
+        let typed = ratio_cells(&md, heading, "kcache list-watch typed protobuf");
+        assert_eq!(typed[0], format!("{:.2}×", 500.0 / 3000.0));
+        assert_eq!(typed[1], "1.00×");
+        assert_eq!(
+            ratio_cells(&md, heading, "client-go list-watch protobuf")[0],
+            "0.50×"
+        );
+        let after = &md[md.find(heading).unwrap()..];
+        assert!(
+            !after.contains("stripped"),
+            "a protobuf row without a JSON twin has no ratio"
+        );
+    }
 
     #[test]
     fn stat_takes_median_min_max() {

@@ -98,6 +98,8 @@ pub struct Context<'a> {
     pub client: &'a Client,
     pub namespace: &'a str,
     pub n: usize,
+    /// Pods patched (update events timed) per run, at most `n`.
+    pub updates: usize,
 }
 
 fn client_go_program(args: &BenchArgs) -> anyhow::Result<PathBuf> {
@@ -145,48 +147,73 @@ fn sibling_program(args: &BenchArgs, name: &str) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// The storage modes a kcache peer supports (`kcache-peer --list-storages`).
-fn kcache_storages(program: &Path) -> anyhow::Result<Vec<String>> {
+/// A peer's storage modes (`None`: the peer has no such choice), each with its wire formats
+/// (`false` JSON, `true` protobuf).
+type Formats = Vec<(Option<String>, Vec<bool>)>;
+
+/// The storage modes of a kcache peer and the wire formats of each
+/// (`kcache-peer --list-formats`: lines like `typed json protobuf`).
+fn kcache_formats(program: &Path) -> anyhow::Result<Formats> {
     let out = std::process::Command::new(program)
-        .arg("--list-storages")
+        .arg("--list-formats")
         .output()
-        .with_context(|| format!("running {} --list-storages", program.display()))?;
+        .with_context(|| format!("running {} --list-formats", program.display()))?;
     if !out.status.success() {
-        bail!("{} --list-storages failed", program.display());
+        bail!("{} --list-formats failed", program.display());
     }
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .map(str::to_owned)
-        .collect())
+    parse_formats(&String::from_utf8_lossy(&out.stdout))
+        .with_context(|| format!("reading {} --list-formats", program.display()))
 }
 
-/// Every configuration to run, in the order they alternate.
+/// Parses `--list-formats` output.
+fn parse_formats(text: &str) -> anyhow::Result<Formats> {
+    let mut storages = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let mut words = line.split_whitespace();
+        let storage = words.next().context("empty line")?.to_owned();
+        let mut formats = Vec::new();
+        for word in words {
+            match word {
+                "json" => formats.push(false),
+                "protobuf" => formats.push(true),
+                other => bail!("unknown wire format {other:?} for storage {storage}"),
+            }
+        }
+        if formats.is_empty() {
+            bail!("storage {storage} lists no wire format");
+        }
+        storages.push((Some(storage), formats));
+    }
+    if storages.is_empty() {
+        bail!("no storage mode listed");
+    }
+    Ok(storages)
+}
+
+/// Every configuration to run, in the order they alternate: per peer, per mode, per storage,
+/// JSON then protobuf (where the peer offers it, unless `--no-protobuf`), kept to `--only`
+/// when given.
 pub fn configs(args: &BenchArgs) -> anyhow::Result<Vec<Config>> {
     let mut configs = Vec::new();
     for &kind in &args.peers {
-        let (program, storages, formats): (PathBuf, Vec<Option<String>>, Vec<bool>) = match kind {
+        let (program, storages): (PathBuf, Formats) = match kind {
             PeerKind::Kcache => {
                 let program = sibling_program(args, "kcache-peer")?;
-                let storages = kcache_storages(&program)?.into_iter().map(Some).collect();
-                (program, storages, vec![false])
+                let storages = kcache_formats(&program)?;
+                (program, storages)
             }
             PeerKind::KubeRs => (
                 sibling_program(args, "kube-rs-peer")?,
-                vec![None],
-                vec![false],
+                vec![(None, vec![false])],
             ),
-            PeerKind::ClientGo => {
-                let formats = if args.no_protobuf {
-                    vec![false]
-                } else {
-                    vec![false, true]
-                };
-                (client_go_program(args)?, vec![None], formats)
-            }
+            PeerKind::ClientGo => (client_go_program(args)?, vec![(None, vec![false, true])]),
         };
         for mode in [Mode::ListWatch, Mode::Streaming] {
-            for storage in &storages {
-                for &protobuf in &formats {
+            for (storage, formats) in &storages {
+                for &protobuf in formats {
+                    if protobuf && args.no_protobuf {
+                        continue;
+                    }
                     configs.push(Config {
                         kind,
                         mode,
@@ -198,7 +225,28 @@ pub fn configs(args: &BenchArgs) -> anyhow::Result<Vec<Config>> {
             }
         }
     }
-    Ok(configs)
+    select(configs, &args.only)
+}
+
+/// Keeps the configurations whose label is in `only` (all of them when `only` is empty).
+///
+/// # Errors
+/// A label of `only` that names no configuration (a typo would silently run nothing).
+fn select(configs: Vec<Config>, only: &[String]) -> anyhow::Result<Vec<Config>> {
+    if only.is_empty() {
+        return Ok(configs);
+    }
+    let labels: Vec<String> = configs.iter().map(Config::label).collect();
+    if let Some(unknown) = only.iter().find(|o| !labels.contains(&o.trim().to_owned())) {
+        bail!(
+            "--only {unknown:?} names no configuration; the configurations are: {}",
+            labels.join(", ")
+        );
+    }
+    Ok(configs
+        .into_iter()
+        .filter(|c| only.iter().any(|o| o.trim() == c.label()))
+        .collect())
 }
 
 /// Runs `config` once on the context's dataset.
@@ -225,10 +273,18 @@ async fn run_peer(ctx: &Context<'_>, config: &Config, run: usize) -> anyhow::Res
     let err_path = logs.join(format!("{slug}-n{}-r{run}.stderr", ctx.n));
     let _ = std::fs::remove_file(&ready);
     let n = ctx.n.to_string();
+    let updates = ctx.updates.to_string();
     let mut cmd = tokio::process::Command::new(&config.program);
     cmd.arg("--kubeconfig")
         .arg(ctx.kubeconfig)
-        .args(["--namespace", ctx.namespace, "--n", &n, "--updates", &n])
+        .args([
+            "--namespace",
+            ctx.namespace,
+            "--n",
+            &n,
+            "--updates",
+            &updates,
+        ])
         .args(["--mode", config.mode.as_str()])
         .arg("--ready-file")
         .arg(&ready)
@@ -258,8 +314,14 @@ async fn run_peer(ctx: &Context<'_>, config: &Config, run: usize) -> anyhow::Res
     loop {
         if ready.exists() {
             let tag = format!("{slug}-r{run}");
-            dataset::touch_all(ctx.client, ctx.namespace, ctx.n, &tag, ctx.args.concurrency)
-                .await?;
+            dataset::touch_all(
+                ctx.client,
+                ctx.namespace,
+                ctx.updates,
+                &tag,
+                ctx.args.concurrency,
+            )
+            .await?;
             break;
         }
         if child.try_wait()?.is_some() || tokio::time::Instant::now() >= deadline {
@@ -297,7 +359,7 @@ async fn run_peer(ctx: &Context<'_>, config: &Config, run: usize) -> anyhow::Res
             config.label()
         );
     }
-    line.validate(ctx.n as u64, ctx.n as u64)?;
+    line.validate(ctx.n as u64, ctx.updates as u64)?;
     Ok(line)
 }
 
@@ -317,4 +379,63 @@ pub async fn delete_pods(client: &Client, namespace: &str) -> anyhow::Result<()>
         .await
         .context("deleting the namespace")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(kind: PeerKind, mode: Mode, storage: Option<&str>, protobuf: bool) -> Config {
+        Config {
+            kind,
+            mode,
+            storage: storage.map(str::to_owned),
+            protobuf,
+            program: PathBuf::from("peer"),
+        }
+    }
+
+    #[test]
+    fn list_formats_output_gives_each_storage_its_formats() {
+        let parsed =
+            parse_formats("typed json protobuf\nmetadata json\n\ncompact json protobuf\n").unwrap();
+        assert_eq!(
+            parsed,
+            vec![
+                (Some("typed".to_owned()), vec![false, true]),
+                (Some("metadata".to_owned()), vec![false]),
+                (Some("compact".to_owned()), vec![false, true]),
+            ]
+        );
+        assert!(parse_formats("typed yaml").is_err());
+        assert!(parse_formats("typed").is_err());
+        assert!(parse_formats("").is_err());
+    }
+
+    #[test]
+    fn only_keeps_the_named_configurations_and_rejects_unknown_labels() {
+        let all = || {
+            vec![
+                config(PeerKind::ClientGo, Mode::ListWatch, None, false),
+                config(PeerKind::ClientGo, Mode::ListWatch, None, true),
+                config(PeerKind::Kcache, Mode::ListWatch, Some("typed"), true),
+                config(PeerKind::Kcache, Mode::Streaming, Some("typed"), true),
+            ]
+        };
+        let labels = |c: Vec<Config>| c.iter().map(Config::label).collect::<Vec<_>>();
+        assert_eq!(labels(select(all(), &[]).unwrap()).len(), 4);
+        let only = [
+            "client-go list-watch protobuf".to_owned(),
+            " kcache list-watch typed protobuf".to_owned(),
+        ];
+        assert_eq!(
+            labels(select(all(), &only).unwrap()),
+            [
+                "client-go list-watch protobuf",
+                "kcache list-watch typed protobuf"
+            ]
+        );
+        let err = select(all(), &["kcache list-watch typed json".to_owned()]).unwrap_err();
+        assert!(err.to_string().contains("names no configuration"), "{err}");
+    }
 }
