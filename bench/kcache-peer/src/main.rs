@@ -53,7 +53,8 @@ enum Storage {
     Stripped,
     /// `PartialObjectMeta<Pod>` (metadata-only requests), without `managedFields`.
     Metadata,
-    /// `Compact<Pod>`: each object's JSON bytes (without `managedFields`) plus parsed metadata.
+    /// `Compact<Pod>`: each object's wire bytes (JSON, or protobuf with `--protobuf`; without
+    /// `managedFields`) plus parsed metadata.
     Compact,
 }
 
