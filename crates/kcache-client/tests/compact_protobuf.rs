@@ -348,7 +348,7 @@ fn truncated_protobuf_is_an_error() {
     for cut in [1, 2, 10, 100] {
         for strip in [false, true] {
             let err = Compact::<Pod>::from_protobuf(&raw[..cut], strip).unwrap_err();
-            assert!(matches!(err, kcache_proto::DecodeError::Wire(_)), "{err}");
+            assert!(matches!(err, kcache_proto::DecodeError::Layout(_)), "{err}");
         }
     }
 }

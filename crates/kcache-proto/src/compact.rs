@@ -21,8 +21,7 @@ use bytes::Bytes;
 use prost::Message;
 use serde::de::DeserializeOwned;
 
-use crate::apimachinery::pkg::apis::meta::v1::{ObjectMeta as PbObjectMeta, Time};
-use crate::convert::FromProto;
+use crate::apimachinery::pkg::apis::meta::v1::Time;
 use crate::decode::{DecodeError, DecodeOptions, decode_item};
 use crate::envelope::Envelope;
 use crate::list::{RawList, item_kind};
@@ -192,29 +191,30 @@ impl CompactObject {
 ///
 /// # Errors
 ///
-/// [`DecodeError::Wire`] when the object or its metadata is not well-formed at the levels
-/// walked, [`DecodeError::Malformed`] (kind `ObjectMeta`) when a metadata field is invalid,
-/// [`DecodeError::Convert`] for a value k8s-openapi cannot hold.
+/// [`DecodeError::Layout`] when the object or its metadata records are not well-formed at the
+/// top level, [`DecodeError::Wire`] (kind `ObjectMeta`) when a metadata field is invalid or holds
+/// a value k8s-openapi cannot represent.
 pub fn object_meta(
     object: &[u8],
 ) -> Result<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, DecodeError> {
-    let malformed = |source| DecodeError::Malformed {
+    let ranges = wire::metadata_ranges(object)?;
+    // A message sent as several records is their concatenation (rare: Go writes one).
+    let joined;
+    let meta: &[u8] = match ranges.as_slice() {
+        [] => &[],
+        [one] => &object[one.clone()],
+        many => {
+            joined = many.iter().flat_map(|r| &object[r.clone()]).copied().collect::<Vec<u8>>();
+            &joined
+        }
+    };
+    let cx = crate::wire::Cx {
+        strip_managed_fields: true,
+    };
+    crate::wire::decode_message(meta, &cx).map_err(|source| DecodeError::Wire {
         kind: "ObjectMeta".to_owned(),
         source,
-    };
-    let mut pb = PbObjectMeta::default();
-    for range in wire::metadata_ranges(object)? {
-        let meta = &object[range];
-        match wire::without_field(meta, wire::META_MANAGED_FIELDS)? {
-            None => pb.merge(meta).map_err(malformed)?,
-            Some(kept) => {
-                for r in kept {
-                    pb.merge(&meta[r]).map_err(malformed)?;
-                }
-            }
-        }
-    }
-    Ok(FromProto::from_proto(pb)?)
+    })
 }
 
 #[cfg(test)]

@@ -4,12 +4,12 @@ use std::any::{Any, TypeId};
 
 use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as k8s_meta;
-use prost::Message;
 use serde::de::DeserializeOwned;
 
-use crate::convert::{ConvertError, FromProto, for_each_kind};
+use crate::convert::{ConvertError, for_each_kind};
 use crate::envelope::{Envelope, EnvelopeError};
 use crate::list::{ListError, RawList, item_kind};
+use crate::wire::{Cx, WireError, WireMessage};
 
 /// Errors decoding a protobuf body into a typed object.
 #[derive(Debug, thiserror::Error)]
@@ -42,9 +42,19 @@ pub enum DecodeError {
         #[source]
         source: prost::DecodeError,
     },
+    /// The object's bytes are not a valid message of its kind (or hold a value k8s-openapi
+    /// cannot represent); the source names the field.
+    #[error("malformed protobuf {kind}")]
+    Wire {
+        /// The kind being decoded.
+        kind: String,
+        /// What is wrong, and where.
+        #[source]
+        source: WireError,
+    },
     /// The object's wire structure is invalid (found while walking it without decoding).
     #[error(transparent)]
-    Wire(#[from] crate::compact::WireError),
+    Layout(#[from] crate::compact::WireError),
     /// The message holds a value k8s-openapi cannot represent.
     #[error(transparent)]
     Convert(#[from] ConvertError),
@@ -115,20 +125,19 @@ pub(crate) fn decode_item<K: DeserializeOwned + 'static>(
     raw: Bytes,
     opts: DecodeOptions,
 ) -> Result<K, DecodeError> {
+    let cx = Cx {
+        strip_managed_fields: opts.strip_managed_fields,
+    };
     macro_rules! arm {
         ($av:literal, $kind:literal, $pb:ty, $k8s:ty) => {
             if api_version == $av && kind == $kind {
-                let mut pb =
-                    <$pb as Message>::decode(raw).map_err(|source| DecodeError::Malformed {
+                let obj = <$k8s as WireMessage>::decode_msg(&raw, &cx).map_err(|source| {
+                    DecodeError::Wire {
                         kind: kind.to_owned(),
                         source,
-                    })?;
-                if opts.strip_managed_fields
-                    && let Some(m) = pb.metadata.as_mut()
-                {
-                    m.managed_fields = Vec::new();
-                }
-                return into_k(<$k8s as FromProto<$pb>>::from_proto(pb)?, kind);
+                    }
+                })?;
+                return into_k(obj, kind);
             }
         };
     }
@@ -243,13 +252,12 @@ pub fn decode_list_with<K: DeserializeOwned + 'static>(
 }
 
 fn decode_status_raw(raw: Bytes) -> Result<k8s_meta::Status, DecodeError> {
-    let pb = crate::apimachinery::pkg::apis::meta::v1::Status::decode(raw).map_err(|source| {
-        DecodeError::Malformed {
+    <k8s_meta::Status as WireMessage>::decode_msg(&raw, &Cx::default()).map_err(|source| {
+        DecodeError::Wire {
             kind: "Status".into(),
             source,
         }
-    })?;
-    Ok(k8s_meta::Status::from_proto(pb)?)
+    })
 }
 
 /// Decodes an enveloped `Status` (an error body, or the object of an `ERROR` watch event).

@@ -194,14 +194,15 @@ fn invalid_metadata_field_is_a_malformed_error() {
     // metadata { name: <length 5, 1 byte> } — the object level is fine, the metadata is not.
     let raw = [0x0a, 0x03, 0x0a, 0x05, b'x'];
     let err = object_meta(&raw).unwrap_err();
-    assert!(matches!(err, kcache_proto::DecodeError::Wire(_)), "{err:?}");
-    // metadata { name: invalid UTF-8 } walks fine and fails in prost.
-    let raw = [0x0a, 0x03, 0x0a, 0x01, 0xff];
-    let err = object_meta(&raw).unwrap_err();
     assert!(
-        matches!(err, kcache_proto::DecodeError::Malformed { ref kind, .. } if kind == "ObjectMeta"),
+        matches!(err, kcache_proto::DecodeError::Wire { ref kind, .. } if kind == "ObjectMeta"),
         "{err:?}"
     );
+    let source = std::error::Error::source(&err).expect("the wire error");
+    assert!(source.to_string().contains("at name"), "{source}");
+    // metadata { name: invalid UTF-8 } decodes lossily, as Go's JSON encoder writes it.
+    let raw = [0x0a, 0x03, 0x0a, 0x01, 0xff];
+    assert_eq!(object_meta(&raw).unwrap().name.as_deref(), Some("\u{fffd}"));
 }
 
 /// Offsets at which the top-level records of `raw` start or end.

@@ -20,6 +20,8 @@ use heck::{ToSnakeCase, ToUpperCamelCase};
 use prost_types::field_descriptor_proto::{Label, Type};
 use prost_types::{DescriptorProto, FileDescriptorSet};
 
+mod direct;
+
 /// The `.proto` files compiled, relative to the proto dir.
 const FILES: &[&str] = &[
     "k8s.io/apimachinery/pkg/runtime/generated.proto",
@@ -124,8 +126,12 @@ fn main() -> Result<()> {
     }
 
     // 2. conversions.
-    let code = gen_conversions(&messages, &openapi, &facts)?;
+    let (code, converted) = gen_conversions(&messages, &openapi, &facts)?;
     std::fs::write(out_dir.join("convert_gen.rs"), code)?;
+
+    // 3. direct decoders (wire bytes -> k8s-openapi), for the same messages.
+    let code = direct::gen_decoders(&messages, &openapi, &facts, &converted)?;
+    std::fs::write(out_dir.join("decode_gen.rs"), code)?;
     Ok(())
 }
 
@@ -337,7 +343,7 @@ fn gen_conversions(
     messages: &BTreeMap<String, DescriptorProto>,
     openapi: &BTreeMap<String, OpenapiStruct>,
     facts: &Facts,
-) -> Result<String> {
+) -> Result<(String, Vec<String>)> {
     // Which messages convert: special ones, plus those whose every field maps onto a field of
     // the k8s-openapi struct (and back), computed to a fixed point.
     let mut target: BTreeMap<String, String> =
@@ -467,7 +473,7 @@ fn gen_conversions(
         }
     }
     out.push_str("    };\n}\npub(crate) use for_each_kind;\n");
-    Ok(out)
+    Ok((out, candidates.into_iter().collect()))
 }
 
 /// The fields of `msg` as JSON sees them: a message-typed field with no k8s-openapi counterpart
