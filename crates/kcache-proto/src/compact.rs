@@ -204,7 +204,11 @@ pub fn object_meta(
         [] => &[],
         [one] => &object[one.clone()],
         many => {
-            joined = many.iter().flat_map(|r| &object[r.clone()]).copied().collect::<Vec<u8>>();
+            joined = many
+                .iter()
+                .flat_map(|r| &object[r.clone()])
+                .copied()
+                .collect::<Vec<u8>>();
             &joined
         }
     };

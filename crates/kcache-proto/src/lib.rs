@@ -53,9 +53,9 @@ pub mod list;
 pub mod watch;
 
 mod decode;
-mod wire;
 #[cfg(feature = "serde")]
 pub mod serde_support;
+mod wire;
 
 /// prost types generated from the upstream Kubernetes `.proto` files (see `regen.sh`).
 ///
@@ -79,9 +79,9 @@ pub use decode::{
     decode_status, kind_is_supported, native_kind,
 };
 pub use envelope::{Envelope, EnvelopeError};
-pub use wire::WireError;
 pub use frame::{FrameDecoder, FrameError};
 pub use watch::{EventType, RawWatchEvent, WatchDecoder, WatchError};
+pub use wire::WireError;
 
 /// `Content-Type` of a protobuf object, list or `Status`.
 pub const CONTENT_TYPE: &str = "application/vnd.kubernetes.protobuf";

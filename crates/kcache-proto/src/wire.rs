@@ -497,8 +497,7 @@ fn json_field(what: &'static str, buf: &[u8], cx: &Cx) -> Result<serde_json::Val
     if raw.is_empty() {
         return Ok(serde_json::Value::Null);
     }
-    serde_json::from_slice(raw)
-        .map_err(|source| ConvertError::InvalidJson { what, source }.into())
+    serde_json::from_slice(raw).map_err(|source| ConvertError::InvalidJson { what, source }.into())
 }
 
 impl WireMessage for k8s_meta::FieldsV1 {
@@ -516,7 +515,10 @@ impl WireMessage for k8s_runtime::RawExtension {
 wire_message!(k8s_runtime::RawExtension);
 
 #[allow(clippy::all, clippy::pedantic, reason = "generated code")]
-#[allow(unused_variables, reason = "messages without fields ignore the options")]
+#[allow(
+    unused_variables,
+    reason = "messages without fields ignore the options"
+)]
 mod generated {
     include!("generated/decode_gen.rs");
 }
@@ -568,8 +570,13 @@ mod tests {
         // Unpacked: one varint.
         i64::read_repeated(&mut Reader::new(&[7]), Wt::Varint, &cx, &mut out).unwrap();
         // Packed: length 3, values 1, 2, 300.
-        i64::read_repeated(&mut Reader::new(&[4, 1, 2, 0xac, 0x02]), Wt::Len, &cx, &mut out)
-            .unwrap();
+        i64::read_repeated(
+            &mut Reader::new(&[4, 1, 2, 0xac, 0x02]),
+            Wt::Len,
+            &cx,
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(out, vec![7, 1, 2, 300]);
     }
 
@@ -577,11 +584,9 @@ mod tests {
     fn wrong_wire_type_names_the_field_path() {
         // Pod { metadata (1) = ObjectMeta { name (1) as a varint } }
         let buf = [0x0a, 0x02, 0x08, 0x01];
-        let err = <k8s_openapi::api::core::v1::Pod as WireMessage>::decode_msg(
-            &buf,
-            &Cx::default(),
-        )
-        .unwrap_err();
+        let err =
+            <k8s_openapi::api::core::v1::Pod as WireMessage>::decode_msg(&buf, &Cx::default())
+                .unwrap_err();
         assert_eq!(err.path(), "metadata.name");
         assert!(err.to_string().contains("wire type 0"), "{err}");
     }

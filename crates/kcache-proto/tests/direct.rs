@@ -12,8 +12,8 @@ use kcache_proto::apimachinery::pkg::apis::meta::v1 as meta;
 use kcache_proto::apimachinery::pkg::util::intstr::IntOrString;
 use kcache_proto::convert::FromProto;
 use kcache_proto::{DecodeOptions, Envelope, decode_object, decode_object_with};
-use prost::Message;
 use proptest::prelude::*;
+use prost::Message;
 
 /// Strings including the empty one (Go's zero value, dropped for `omitempty` fields).
 fn text() -> impl Strategy<Value = Option<String>> {
@@ -71,7 +71,9 @@ fn managed_fields() -> impl Strategy<Value = Vec<meta::ManagedFieldsEntry>> {
             time,
             fields_type: Some("FieldsV1".into()),
             fields_v1: Some(meta::FieldsV1 {
-                raw: Some(format!(r#"{{"f:metadata":{{"f:labels":{{"f:{f}":{{}}}}}}}}"#).into_bytes()),
+                raw: Some(
+                    format!(r#"{{"f:metadata":{{"f:labels":{{"f:{f}":{{}}}}}}}}"#).into_bytes(),
+                ),
             }),
             subresource: Some(String::new()),
         }),
@@ -90,7 +92,15 @@ fn object_meta() -> impl Strategy<Value = meta::ObjectMeta> {
         proptest::option::of(any::<i64>()),
     )
         .prop_map(
-            |((name, ns, uid, rv), (generation, created, deleted), labels, annotations, finalizers, managed_fields, grace)| {
+            |(
+                (name, ns, uid, rv),
+                (generation, created, deleted),
+                labels,
+                annotations,
+                finalizers,
+                managed_fields,
+                grace,
+            )| {
                 meta::ObjectMeta {
                     name,
                     namespace: ns,
@@ -120,119 +130,151 @@ fn object_meta() -> impl Strategy<Value = meta::ObjectMeta> {
 
 fn container() -> impl Strategy<Value = pb::Container> {
     (
-        ("[a-z]{1,8}", text(), proptest::collection::vec("[a-z-]{0,8}", 0..3)),
+        (
+            "[a-z]{1,8}",
+            text(),
+            proptest::collection::vec("[a-z-]{0,8}", 0..3),
+        ),
         proptest::collection::vec(("[A-Z_]{1,8}", text()), 0..4),
         (quantities(), quantities()),
-        (int_or_string(), proptest::option::of(any::<i32>()), any::<bool>()),
+        (
+            int_or_string(),
+            proptest::option::of(any::<i32>()),
+            any::<bool>(),
+        ),
         proptest::collection::vec(any::<i32>(), 0..3),
     )
-        .prop_map(|((name, image, args), env, (limits, requests), (port, delay, stdin), ports)| pb::Container {
-            name: Some(name),
-            image,
-            args,
-            env: env
-                .into_iter()
-                .map(|(name, value)| pb::EnvVar {
+        .prop_map(
+            |((name, image, args), env, (limits, requests), (port, delay, stdin), ports)| {
+                pb::Container {
                     name: Some(name),
-                    value,
-                    value_from: None,
-                })
-                .collect(),
-            resources: Some(pb::ResourceRequirements {
-                limits,
-                requests,
-                claims: vec![],
-            }),
-            ports: ports
-                .into_iter()
-                .map(|p| pb::ContainerPort {
-                    container_port: Some(p),
-                    protocol: Some("TCP".into()),
-                    host_port: Some(0),
-                    ..Default::default()
-                })
-                .collect(),
-            liveness_probe: port.map(|port| pb::Probe {
-                handler: Some(pb::ProbeHandler {
-                    http_get: Some(pb::HttpGetAction {
-                        path: Some("/healthz".into()),
-                        port: Some(port),
+                    image,
+                    args,
+                    env: env
+                        .into_iter()
+                        .map(|(name, value)| pb::EnvVar {
+                            name: Some(name),
+                            value,
+                            value_from: None,
+                        })
+                        .collect(),
+                    resources: Some(pb::ResourceRequirements {
+                        limits,
+                        requests,
+                        claims: vec![],
+                    }),
+                    ports: ports
+                        .into_iter()
+                        .map(|p| pb::ContainerPort {
+                            container_port: Some(p),
+                            protocol: Some("TCP".into()),
+                            host_port: Some(0),
+                            ..Default::default()
+                        })
+                        .collect(),
+                    liveness_probe: port.map(|port| pb::Probe {
+                        handler: Some(pb::ProbeHandler {
+                            http_get: Some(pb::HttpGetAction {
+                                path: Some("/healthz".into()),
+                                port: Some(port),
+                                ..Default::default()
+                            }),
+                            ..Default::default()
+                        }),
+                        initial_delay_seconds: delay,
                         ..Default::default()
                     }),
+                    stdin: Some(stdin),
                     ..Default::default()
-                }),
-                initial_delay_seconds: delay,
-                ..Default::default()
-            }),
-            stdin: Some(stdin),
-            ..Default::default()
-        })
+                }
+            },
+        )
 }
 
 fn pod() -> impl Strategy<Value = pb::Pod> {
     (
         object_meta(),
         proptest::collection::vec(container(), 0..3),
-        (text(), proptest::option::of(any::<i64>()), proptest::option::of(any::<i32>())),
-        (text(), time(), proptest::collection::vec("[0-9.]{1,15}", 0..3)),
+        (
+            text(),
+            proptest::option::of(any::<i64>()),
+            proptest::option::of(any::<i32>()),
+        ),
+        (
+            text(),
+            time(),
+            proptest::collection::vec("[0-9.]{1,15}", 0..3),
+        ),
         proptest::collection::vec(("[a-z]{1,6}", text(), time()), 0..3),
         proptest::collection::vec(("[a-z]{1,6}", any::<bool>()), 0..3),
     )
-        .prop_map(|(metadata, containers, (node, deadline, priority), (phase, start, ips), conditions, volumes)| pb::Pod {
-            metadata: Some(metadata),
-            spec: Some(pb::PodSpec {
+        .prop_map(
+            |(
+                metadata,
                 containers,
-                node_name: node,
-                active_deadline_seconds: deadline,
-                priority,
-                volumes: volumes
-                    .into_iter()
-                    .map(|(name, secret)| pb::Volume {
-                        name: Some(name.clone()),
-                        volume_source: Some(if secret {
-                            pb::VolumeSource {
-                                secret: Some(pb::SecretVolumeSource {
-                                    secret_name: Some(name),
-                                    default_mode: Some(0o644),
+                (node, deadline, priority),
+                (phase, start, ips),
+                conditions,
+                volumes,
+            )| pb::Pod {
+                metadata: Some(metadata),
+                spec: Some(pb::PodSpec {
+                    containers,
+                    node_name: node,
+                    active_deadline_seconds: deadline,
+                    priority,
+                    volumes: volumes
+                        .into_iter()
+                        .map(|(name, secret)| pb::Volume {
+                            name: Some(name.clone()),
+                            volume_source: Some(if secret {
+                                pb::VolumeSource {
+                                    secret: Some(pb::SecretVolumeSource {
+                                        secret_name: Some(name),
+                                        default_mode: Some(0o644),
+                                        ..Default::default()
+                                    }),
                                     ..Default::default()
-                                }),
-                                ..Default::default()
-                            }
-                        } else {
-                            pb::VolumeSource {
-                                empty_dir: Some(pb::EmptyDirVolumeSource {
-                                    medium: Some(String::new()),
-                                    size_limit: None,
-                                }),
-                                ..Default::default()
-                            }
-                        }),
-                    })
-                    .collect(),
-                tolerations: vec![pb::Toleration {
-                    key: Some("k".into()),
-                    operator: Some("Exists".into()),
-                    toleration_seconds: Some(300),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }),
-            status: Some(pb::PodStatus {
-                phase,
-                start_time: start,
-                pod_i_ps: ips.into_iter().map(|ip| pb::PodIp { ip: Some(ip) }).collect(),
-                conditions: conditions
-                    .into_iter()
-                    .map(|(t, status, time)| pb::PodCondition {
-                        r#type: Some(t),
-                        status,
-                        last_transition_time: time,
+                                }
+                            } else {
+                                pb::VolumeSource {
+                                    empty_dir: Some(pb::EmptyDirVolumeSource {
+                                        medium: Some(String::new()),
+                                        size_limit: None,
+                                    }),
+                                    ..Default::default()
+                                }
+                            }),
+                        })
+                        .collect(),
+                    tolerations: vec![pb::Toleration {
+                        key: Some("k".into()),
+                        operator: Some("Exists".into()),
+                        toleration_seconds: Some(300),
                         ..Default::default()
-                    })
-                    .collect(),
-                ..Default::default()
-            }),
-        })
+                    }],
+                    ..Default::default()
+                }),
+                status: Some(pb::PodStatus {
+                    phase,
+                    start_time: start,
+                    pod_i_ps: ips
+                        .into_iter()
+                        .map(|ip| pb::PodIp { ip: Some(ip) })
+                        .collect(),
+                    conditions: conditions
+                        .into_iter()
+                        .map(|(t, status, time)| pb::PodCondition {
+                            r#type: Some(t),
+                            status,
+                            last_transition_time: time,
+                            ..Default::default()
+                        })
+                        .collect(),
+                    ..Default::default()
+                }),
+            },
+        )
 }
 
 /// prost + the generated conversion: the reference.
@@ -316,7 +358,10 @@ fn out_of_range_time_is_an_error_not_a_panic() {
     };
     let err = direct(&p.encode_to_vec(), false).unwrap_err();
     let source = std::error::Error::source(&err).expect("the wire error");
-    assert!(source.to_string().contains("timestamp out of range"), "{source}");
+    assert!(
+        source.to_string().contains("timestamp out of range"),
+        "{source}"
+    );
 }
 
 #[test]
