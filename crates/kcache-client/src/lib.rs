@@ -36,4 +36,4 @@ pub use compact::{Compact, CompactDecoder};
 pub use decode::Typed;
 pub use error::{Error, Result};
 pub use lease::LeaseClient;
-pub use lister_watcher::HttpListerWatcher;
+pub use lister_watcher::{HttpListerWatcher, WireStats};

@@ -1,6 +1,13 @@
 //! [`HttpListerWatcher`]: kcache's [`ListerWatcher`] over HTTP.
 
-use std::{fmt, marker::PhantomData};
+use std::{
+    fmt,
+    marker::PhantomData,
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+};
 
 use http::HeaderValue;
 use http_body_util::BodyDataStream;
@@ -64,7 +71,43 @@ pub struct HttpListerWatcher<K, D = Typed> {
     decoder: D,
     max_frame_size: usize,
     protobuf: bool,
+    wire: WireStats,
     _k: PhantomData<fn() -> K>,
+}
+
+/// How many list and watch responses a [`HttpListerWatcher`] (and its clones) decoded in each
+/// wire format: which format the server really answered in, whatever was asked for.
+///
+/// A cheap handle: clones share the counters, so it can be kept while the lister-watcher is
+/// handed to a reflector.
+#[derive(Clone, Debug, Default)]
+pub struct WireStats(Arc<WireCounters>);
+
+#[derive(Debug, Default)]
+struct WireCounters {
+    protobuf: AtomicU64,
+    json: AtomicU64,
+}
+
+impl WireStats {
+    /// Responses (list pages and watch streams) decoded from protobuf.
+    pub fn protobuf(&self) -> u64 {
+        self.0.protobuf.load(Ordering::Relaxed)
+    }
+
+    /// Responses (list pages and watch streams) decoded from JSON.
+    pub fn json(&self) -> u64 {
+        self.0.json.load(Ordering::Relaxed)
+    }
+
+    fn record(&self, protobuf: bool) {
+        let c = if protobuf {
+            &self.0.protobuf
+        } else {
+            &self.0.json
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 impl<K, D: Clone> Clone for HttpListerWatcher<K, D> {
@@ -78,6 +121,7 @@ impl<K, D: Clone> Clone for HttpListerWatcher<K, D> {
             decoder: self.decoder.clone(),
             max_frame_size: self.max_frame_size,
             protobuf: self.protobuf,
+            wire: self.wire.clone(),
             _k: PhantomData,
         }
     }
@@ -143,6 +187,7 @@ impl<K, D: Default> HttpListerWatcher<K, D> {
             decoder: D::default(),
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             protobuf: true,
+            wire: WireStats::default(),
             _k: PhantomData,
         }
     }
@@ -188,6 +233,7 @@ impl<K, D> HttpListerWatcher<K, D> {
             decoder,
             max_frame_size: self.max_frame_size,
             protobuf: self.protobuf,
+            wire: self.wire,
             _k: PhantomData,
         }
     }
@@ -285,9 +331,21 @@ where
             );
             match self.client.send_collect_with_headers(request, "list").await {
                 Ok((headers, body)) if crate::protobuf::is_protobuf(&headers) => {
-                    return crate::protobuf::decode_list(body, &self.decoder);
+                    self.wire.record(true);
+                    if body.len() < BLOCKING_DECODE_THRESHOLD {
+                        return crate::protobuf::decode_list(body, &self.decoder);
+                    }
+                    let decoder = self.decoder.clone();
+                    return tokio::task::spawn_blocking(move || {
+                        crate::protobuf::decode_list(body, &decoder)
+                    })
+                    .await
+                    .map_err(|e| Error::decode(format!("list decoding task failed: {e}")))?;
                 }
-                Ok((_, body)) => return decode_list(&body, &self.decoder).map_err(Error::decode),
+                Ok((_, body)) => {
+                    self.wire.record(false);
+                    return decode_list(&body, &self.decoder).map_err(Error::decode);
+                }
                 // A server that cannot produce protobuf and does not take the JSON
                 // alternative: ask again for JSON only.
                 Err(e) if is_not_acceptable(&e) => {}
@@ -296,6 +354,7 @@ where
         }
         let request = self.list_request(params)?;
         let body = self.client.send_collect(request, "list").await?;
+        self.wire.record(false);
         // The body is dropped as soon as its items are decoded. A large page (a 500-pod page is
         // about 4 MB, tens of milliseconds of CPU) is decoded on the blocking pool so that it
         // does not stall the runtime's worker.
@@ -324,6 +383,7 @@ where
             match self.client.send(request, "watch").await {
                 Ok(response) => {
                     let protobuf = crate::protobuf::is_protobuf(response.headers());
+                    self.wire.record(protobuf);
                     let body = BodyDataStream::new(response.into_body());
                     let decoder = self.decoder.clone();
                     return Ok(if protobuf {
@@ -338,6 +398,7 @@ where
         }
         let request = self.watch_request(params, resource_version)?;
         let response = self.client.send(request, "watch").await?;
+        self.wire.record(false);
         let body = BodyDataStream::new(response.into_body());
         Ok(watch_events(
             body,
@@ -348,6 +409,12 @@ where
 }
 
 impl<K, D: ItemDecoder<K>> HttpListerWatcher<K, D> {
+    /// The counters of the wire formats this lister-watcher's responses came in (shared with
+    /// its clones).
+    pub fn wire_stats(&self) -> WireStats {
+        self.wire.clone()
+    }
+
     /// Whether lists and watches ask for protobuf: allowed by [`HttpListerWatcher::protobuf`],
     /// the decoder takes it for `K` (a built-in kind's k8s-openapi type with
     /// [`crate::decode::Typed`]) and the request is not metadata-only. The server may still

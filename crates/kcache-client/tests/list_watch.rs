@@ -88,6 +88,7 @@ async fn list_pagination_with_continue_returns_every_object_once() -> Result<()>
             }
         }
         ensure!(pages == 3, "{}: {pages} pages", s.name);
+        s.ensure_wire(&lw.wire_stats())?;
         let unique: BTreeSet<_> = names.iter().cloned().collect();
         ensure!(
             names.len() == 7 && unique.len() == 7,
@@ -192,6 +193,7 @@ async fn watch_delivers_added_modified_deleted_in_order() -> Result<()> {
             .map(|t| ((*t).to_owned(), "w".to_owned()))
             .collect();
         ensure!(got == want, "{}: {got:?}", s.name);
+        s.ensure_wire(&lw.wire_stats())?;
     }
     Ok(())
 }

@@ -25,6 +25,7 @@ const HANG_GUARD: Duration = Duration::from_secs(90);
 
 struct Running {
     store: Arc<RecordingStore<ConfigMap>>,
+    wire: kcache_client::WireStats,
     handle: ReflectorHandle,
     cancel: CancellationToken,
     task: tokio::task::JoinHandle<()>,
@@ -33,6 +34,7 @@ struct Running {
 impl Running {
     fn start(s: &TestServer, config: Config) -> Self {
         let lw = HttpListerWatcher::<ConfigMap>::namespaced(s.client.clone(), &s.ns);
+        let wire = lw.wire_stats();
         let store = Arc::new(RecordingStore::<ConfigMap>::new());
         let reflector = Reflector::new(lw, store.clone(), config);
         let handle = reflector.handle();
@@ -40,6 +42,7 @@ impl Running {
         let task = tokio::spawn(reflector.run(cancel.clone()));
         Self {
             store,
+            wire,
             handle,
             cancel,
             task,
@@ -140,6 +143,8 @@ async fn reflector_lists_then_follows_churn_to_the_servers_state() -> Result<()>
             r.converge(&s).await?;
             churn(&s, 1).await?;
             r.converge(&s).await?;
+            // Protobuf from the upstream server, JSON from the embedded one.
+            s.ensure_wire(&r.wire)?;
             let m = r.handle.metrics();
             ensure!(
                 m.relists == 0,

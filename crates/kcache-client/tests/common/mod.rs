@@ -131,6 +131,27 @@ impl TestServer {
         self.embedded.as_ref()
     }
 
+    /// Checks the wire format a built-in kind's lists and watches came in: protobuf only from
+    /// the upstream kube-apiserver (feature `protobuf`), JSON only from the embedded server
+    /// (which serves no protobuf) or without the feature.
+    pub fn ensure_wire(&self, stats: &kcache_client::WireStats) -> Result<()> {
+        let want_protobuf = cfg!(feature = "protobuf") && self.upstream.is_some();
+        let (pb, json) = (stats.protobuf(), stats.json());
+        let ok = if want_protobuf {
+            pb > 0 && json == 0
+        } else {
+            json > 0 && pb == 0
+        };
+        if !ok {
+            bail!(
+                "{}: expected {} responses only, got {pb} protobuf and {json} JSON",
+                self.name,
+                if want_protobuf { "protobuf" } else { "JSON" }
+            );
+        }
+        Ok(())
+    }
+
     async fn create_namespace(&self) -> Result<String> {
         let ns = format!(
             "kcache-it-{}-{}",
