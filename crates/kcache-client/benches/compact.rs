@@ -7,7 +7,7 @@
 //! the Pods this many times, so that a run lasts well beyond the 10 ms CPU-time tick). Bytes
 //! held per object: the `compact_memory` benchmark.
 //!
-//! The Pods are built as the generated prost type (`support/pb_pods.rs`, the ~8 KB Pod of
+//! The Pods are built as the generated prost type (`kcache-proto/benches/support/pb_pods.rs`, the ~8 KB Pod of
 //! kcache-proto's benchmark); the JSON pages are the same Pods through k8s-openapi's
 //! serializer, as the API server would send them. Protobuf pages are decoded as
 //! `HttpListerWatcher` does: envelope, raw list, then the compact decoder per item.
@@ -25,45 +25,15 @@ use kcache_proto::{
     list::RawList,
 };
 
-#[path = "support/pb_pods.rs"]
+#[path = "../../kcache-proto/benches/support/pb_pods.rs"]
 mod pb_pods;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-/// This process's CPU time (user + system) in seconds, from `/proc/self/stat`.
-fn cpu_secs() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-/// Runs `f` `runs` times and returns the median CPU seconds of one run.
-fn median_secs(runs: usize, mut f: impl FnMut() -> usize, expect: usize) -> f64 {
-    let mut times: Vec<f64> = (0..runs)
-        .map(|_| {
-            let t = cpu_secs();
-            let n = f();
-            let s = cpu_secs() - t;
-            assert_eq!(n, expect, "decoded object count");
-            s.max(0.01)
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
-}
+#[path = "support/cpu.rs"]
+mod cpu;
+use cpu::{env_usize, median_secs};
 
 fn report(what: &str, secs: f64, bytes: usize, objects: usize, baseline: Option<f64>) {
-    let mbs = bytes as f64 / secs / 1e6;
-    let ops = objects as f64 / secs;
-    let ratio = baseline.map_or(String::new(), |b| format!("  ({:.2}× JSON)", b / secs));
-    println!("{what:<46} {mbs:>8.0} MB/s {ops:>10.0} objects/s{ratio}");
+    cpu::report(what, secs, bytes, objects, baseline, "JSON");
 }
 
 /// One protobuf list page into compact Pods, as the lister-watcher decodes it.

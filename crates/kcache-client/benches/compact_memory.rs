@@ -2,7 +2,7 @@
 //! measured exactly with a counting global allocator (next to the typed Pod for scale).
 //!
 //! `cargo bench -p kcache-client --bench compact_memory`. Env: `KCACHE_BENCH_PODS` (10000).
-//! Same Pods as the `compact` benchmark (`support/pb_pods.rs`).
+//! Same Pods as the `compact` benchmark (`kcache-proto/benches/support/pb_pods.rs`).
 
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::Pod;
@@ -12,21 +12,12 @@ use kcache_client::{
 };
 use kcache_proto::{Envelope, convert::FromProto};
 
-#[path = "support/pb_pods.rs"]
+#[path = "../../kcache-proto/benches/support/pb_pods.rs"]
 mod pb_pods;
 
-/// Counts live heap bytes, so that bytes held per object are exact.
-#[global_allocator]
-static ALLOC: peak_alloc::PeakAlloc = peak_alloc::PeakAlloc;
-
-/// Live heap bytes held by the values `make` returns (measured around building them).
-fn held_by<T>(make: impl FnOnce() -> Vec<T>) -> (Vec<T>, usize) {
-    let before = ALLOC.current_usage();
-    let mut v = make();
-    v.shrink_to_fit();
-    let after = ALLOC.current_usage();
-    (v, after.saturating_sub(before))
-}
+#[path = "support/held.rs"]
+mod held;
+use held::held_by;
 
 fn main() {
     let n: usize = std::env::var("KCACHE_BENCH_PODS")

@@ -11,18 +11,9 @@ use kube_core::PartialObjectMeta;
 mod pods;
 use pods::pod;
 
-/// Counts live heap bytes, so that bytes held per object are exact.
-#[global_allocator]
-static ALLOC: peak_alloc::PeakAlloc = peak_alloc::PeakAlloc;
-
-/// Live heap bytes held by the values `make` returns (measured around building them).
-fn held_by<T>(make: impl FnOnce() -> Vec<T>) -> (Vec<T>, usize) {
-    let before = ALLOC.current_usage();
-    let mut v = make();
-    v.shrink_to_fit();
-    let after = ALLOC.current_usage();
-    (v, after.saturating_sub(before))
-}
+#[path = "support/held.rs"]
+mod held;
+use held::held_by;
 
 fn main() {
     let n: usize = std::env::var("KCACHE_BENCH_PODS")

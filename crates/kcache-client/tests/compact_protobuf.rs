@@ -10,11 +10,12 @@
 #![cfg(feature = "protobuf")]
 
 mod common;
+#[path = "../../kcache-proto/tests/support/protobuf_fixture.rs"]
+mod protobuf_fixture;
 
-use std::{collections::BTreeMap, collections::HashMap, path::PathBuf, sync::Arc, time::Duration};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use anyhow::{Context, Result, bail, ensure};
-use base64::Engine as _;
 use bytes::Bytes;
 use common::TestServer;
 use k8s_openapi::api::core::v1::Pod;
@@ -30,83 +31,9 @@ use kcache_client::{
 };
 use kcache_proto::{Envelope, WatchDecoder, list::RawList};
 use proptest::prelude::*;
+use protobuf_fixture::{Placeholders, body, fixture, step};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-
-fn fixture() -> Value {
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = here
-        .ancestors()
-        .map(|b| b.join("shared/fixtures/kube-apiserver-v1.36"))
-        .find(|c| c.is_dir())
-        .unwrap_or_else(|| PathBuf::from("/work/shared/fixtures/kube-apiserver-v1.36"));
-    serde_json::from_slice(&std::fs::read(dir.join("protobuf.json")).expect("protobuf.json"))
-        .expect("json")
-}
-
-fn step<'a>(f: &'a Value, prefix: &str) -> &'a Value {
-    f["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"].as_str().unwrap().starts_with(prefix))
-        .unwrap_or_else(|| panic!("no step {prefix:?}"))
-}
-
-fn body(step: &Value) -> Bytes {
-    let b64 = step["response"]["body_base64"].as_str().unwrap();
-    Bytes::from(
-        base64::engine::general_purpose::STANDARD
-            .decode(b64)
-            .unwrap(),
-    )
-}
-
-/// The recorded JSON is normalised (`<rv:N>`, `<uid:N>`, `<time>`), the protobuf is not: each
-/// placeholder must stand for one real value across the file, and `<time>` for a timestamp.
-#[derive(Default)]
-struct Placeholders {
-    forward: HashMap<String, String>,
-    backward: HashMap<String, String>,
-}
-
-impl Placeholders {
-    fn check(&mut self, expected: &Value, actual: &Value, path: &str) {
-        match (expected, actual) {
-            (Value::String(e), Value::String(a)) if e == "<time>" => {
-                assert!(
-                    a.parse::<k8s_openapi::jiff::Timestamp>().is_ok(),
-                    "{path}: {a:?} is not a timestamp"
-                );
-            }
-            (Value::String(e), Value::String(a))
-                if e.starts_with("<rv:") || e.starts_with("<uid:") =>
-            {
-                let prev = self.forward.entry(e.clone()).or_insert_with(|| a.clone());
-                assert_eq!(prev, a, "{path}: {e} stands for {prev} elsewhere");
-                let prev = self.backward.entry(a.clone()).or_insert_with(|| e.clone());
-                assert_eq!(prev, e, "{path}: {a} is {prev} elsewhere");
-            }
-            (Value::Object(e), Value::Object(a)) => {
-                let mut ek: Vec<_> = e.keys().collect();
-                let mut ak: Vec<_> = a.keys().collect();
-                ek.sort();
-                ak.sort();
-                assert_eq!(ek, ak, "{path}: keys differ");
-                for (k, v) in e {
-                    self.check(v, &a[k], &format!("{path}.{k}"));
-                }
-            }
-            (Value::Array(e), Value::Array(a)) => {
-                assert_eq!(e.len(), a.len(), "{path}: lengths differ");
-                for (i, (e, a)) in e.iter().zip(a).enumerate() {
-                    self.check(e, a, &format!("{path}[{i}]"));
-                }
-            }
-            (e, a) => assert_eq!(e, a, "{path}"),
-        }
-    }
-}
 
 /// A recorded JSON object without `apiVersion`/`kind` (and optionally `managedFields`).
 fn json_twin(v: &Value, strip: bool) -> Value {

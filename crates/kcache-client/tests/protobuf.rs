@@ -7,13 +7,12 @@
 #![cfg(feature = "protobuf")]
 
 mod common;
+#[path = "../../kcache-proto/tests/support/protobuf_fixture.rs"]
+mod protobuf_fixture;
 
-use std::{
-    path::PathBuf,
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicUsize, Ordering},
-    },
+use std::sync::{
+    Arc, Mutex,
+    atomic::{AtomicUsize, Ordering},
 };
 
 use anyhow::{Context, Result, bail, ensure};
@@ -25,7 +24,6 @@ use axum::{
     response::Response,
     routing::get,
 };
-use base64::Engine as _;
 use common::TestServer;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -35,29 +33,11 @@ use kcache::{
 };
 use kcache_client::{Client, HttpListerWatcher, decode::ItemDecoder, protobuf};
 use kube_core::WatchEvent;
+use protobuf_fixture::{body, fixture, step};
 use serde_json::{Value, json};
 
-fn fixture() -> Value {
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = here
-        .ancestors()
-        .map(|b| b.join("shared/fixtures/kube-apiserver-v1.36"))
-        .find(|c| c.is_dir())
-        .unwrap_or_else(|| PathBuf::from("/work/shared/fixtures/kube-apiserver-v1.36"));
-    serde_json::from_slice(&std::fs::read(dir.join("protobuf.json")).expect("protobuf.json"))
-        .expect("json")
-}
-
 fn recorded_body(f: &Value, step_prefix: &str) -> Vec<u8> {
-    let step = f["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"].as_str().unwrap().starts_with(step_prefix))
-        .unwrap();
-    base64::engine::general_purpose::STANDARD
-        .decode(step["response"]["body_base64"].as_str().unwrap())
-        .unwrap()
+    body(step(f, step_prefix)).to_vec()
 }
 
 /// What the fake server does with a request.

@@ -6,91 +6,13 @@
 //! the whole file (the same `<rv:N>` must be the same real RV everywhere, and two different
 //! placeholders two different values), and `<time>` to any RFC 3339 timestamp.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
+mod support;
 
-use base64::Engine as _;
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::Pod;
 use kcache_proto::{Envelope, EventType, WatchDecoder, decode_list, decode_object, decode_status};
 use serde_json::Value;
-
-fn fixture() -> Value {
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = here
-        .ancestors()
-        .map(|b| b.join("shared/fixtures/kube-apiserver-v1.36"))
-        .find(|c| c.is_dir())
-        .unwrap_or_else(|| PathBuf::from("/work/shared/fixtures/kube-apiserver-v1.36"));
-    serde_json::from_slice(&std::fs::read(dir.join("protobuf.json")).expect("protobuf.json"))
-        .expect("json")
-}
-
-fn step<'a>(f: &'a Value, prefix: &str) -> &'a Value {
-    f["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"].as_str().unwrap().starts_with(prefix))
-        .unwrap_or_else(|| panic!("no step {prefix:?}"))
-}
-
-fn body(step: &Value) -> Bytes {
-    let b64 = step["response"]["body_base64"]
-        .as_str()
-        .expect("body_base64");
-    Bytes::from(
-        base64::engine::general_purpose::STANDARD
-            .decode(b64)
-            .unwrap(),
-    )
-}
-
-/// Placeholder → real value, both ways, across one fixture file.
-#[derive(Default)]
-struct Placeholders {
-    forward: HashMap<String, String>,
-    backward: HashMap<String, String>,
-}
-
-impl Placeholders {
-    fn check(&mut self, expected: &Value, actual: &Value, path: &str) {
-        match (expected, actual) {
-            (Value::String(e), Value::String(a)) if e == "<time>" => {
-                assert!(
-                    k8s_openapi::jiff::Timestamp::strptime("%Y-%m-%dT%H:%M:%S%.fZ", a).is_ok()
-                        || a.parse::<k8s_openapi::jiff::Timestamp>().is_ok(),
-                    "{path}: {a:?} is not a timestamp"
-                );
-            }
-            (Value::String(e), Value::String(a))
-                if e.starts_with("<rv:") || e.starts_with("<uid:") =>
-            {
-                let prev = self.forward.entry(e.clone()).or_insert_with(|| a.clone());
-                assert_eq!(prev, a, "{path}: {e} stands for {prev} elsewhere");
-                let prev = self.backward.entry(a.clone()).or_insert_with(|| e.clone());
-                assert_eq!(prev, e, "{path}: {a} is {prev} elsewhere");
-            }
-            (Value::Object(e), Value::Object(a)) => {
-                let mut ek: Vec<_> = e.keys().collect();
-                let mut ak: Vec<_> = a.keys().collect();
-                ek.sort();
-                ak.sort();
-                assert_eq!(ek, ak, "{path}: keys differ");
-                for (k, v) in e {
-                    self.check(v, &a[k], &format!("{path}.{k}"));
-                }
-            }
-            (Value::Array(e), Value::Array(a)) => {
-                assert_eq!(e.len(), a.len(), "{path}: lengths differ");
-                for (i, (e, a)) in e.iter().zip(a).enumerate() {
-                    self.check(e, a, &format!("{path}[{i}]"));
-                }
-            }
-            (e, a) => assert_eq!(e, a, "{path}"),
-        }
-    }
-}
+use support::protobuf_fixture::{Placeholders, body, fixture, step};
 
 /// The object as JSON without `apiVersion`/`kind` (list items on the wire have neither).
 fn without_type(mut v: Value) -> Value {

@@ -1,4 +1,4 @@
-//! The realistic ~8 KB Pod of kcache-proto's decode benchmark, built as the generated prost
+//! The realistic ~8 KB Pod of the decode and compact benchmarks, built as the generated prost
 //! type (labels, annotations with a last-applied configuration, ownerReferences, two
 //! managedFields entries, two containers with env, resources, probes and mounts, four volumes,
 //! status), so that its protobuf and JSON forms are the same object.

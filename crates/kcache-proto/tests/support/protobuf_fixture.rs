@@ -1,0 +1,94 @@
+//! Reading `protobuf.json` of the recorded kube-apiserver fixtures, shared by the protobuf tests
+//! of kcache-proto and kcache-client (the latter include this file by path).
+
+#![allow(dead_code, reason = "each test binary uses a different part")]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use serde_json::Value;
+
+/// The whole `protobuf.json` fixture.
+pub fn fixture() -> Value {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let dir = here
+        .ancestors()
+        .map(|b| b.join("shared/fixtures/kube-apiserver-v1.36"))
+        .find(|c| c.is_dir())
+        .unwrap_or_else(|| PathBuf::from("/work/shared/fixtures/kube-apiserver-v1.36"));
+    serde_json::from_slice(&std::fs::read(dir.join("protobuf.json")).expect("protobuf.json"))
+        .expect("json")
+}
+
+/// The first step whose name starts with `prefix`.
+pub fn step<'a>(f: &'a Value, prefix: &str) -> &'a Value {
+    f["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"].as_str().unwrap().starts_with(prefix))
+        .unwrap_or_else(|| panic!("no step {prefix:?}"))
+}
+
+/// A step's response body, as recorded (base64).
+pub fn body(step: &Value) -> Bytes {
+    let b64 = step["response"]["body_base64"]
+        .as_str()
+        .expect("body_base64");
+    Bytes::from(
+        base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap(),
+    )
+}
+
+/// The recorded JSON is normalised (`<rv:N>`, `<uid:N>`, `<time>`), the protobuf is not: each
+/// placeholder must stand for one real value across the file (both ways), and `<time>` for a
+/// timestamp.
+#[derive(Default)]
+pub struct Placeholders {
+    forward: HashMap<String, String>,
+    backward: HashMap<String, String>,
+}
+
+impl Placeholders {
+    /// Asserts that `actual` is `expected` with its placeholders filled in consistently.
+    pub fn check(&mut self, expected: &Value, actual: &Value, path: &str) {
+        match (expected, actual) {
+            (Value::String(e), Value::String(a)) if e == "<time>" => {
+                assert!(
+                    k8s_openapi::jiff::Timestamp::strptime("%Y-%m-%dT%H:%M:%S%.fZ", a).is_ok()
+                        || a.parse::<k8s_openapi::jiff::Timestamp>().is_ok(),
+                    "{path}: {a:?} is not a timestamp"
+                );
+            }
+            (Value::String(e), Value::String(a))
+                if e.starts_with("<rv:") || e.starts_with("<uid:") =>
+            {
+                let prev = self.forward.entry(e.clone()).or_insert_with(|| a.clone());
+                assert_eq!(prev, a, "{path}: {e} stands for {prev} elsewhere");
+                let prev = self.backward.entry(a.clone()).or_insert_with(|| e.clone());
+                assert_eq!(prev, e, "{path}: {a} is {prev} elsewhere");
+            }
+            (Value::Object(e), Value::Object(a)) => {
+                let mut ek: Vec<_> = e.keys().collect();
+                let mut ak: Vec<_> = a.keys().collect();
+                ek.sort();
+                ak.sort();
+                assert_eq!(ek, ak, "{path}: keys differ");
+                for (k, v) in e {
+                    self.check(v, &a[k], &format!("{path}.{k}"));
+                }
+            }
+            (Value::Array(e), Value::Array(a)) => {
+                assert_eq!(e.len(), a.len(), "{path}: lengths differ");
+                for (i, (e, a)) in e.iter().zip(a).enumerate() {
+                    self.check(e, a, &format!("{path}[{i}]"));
+                }
+            }
+            (e, a) => assert_eq!(e, a, "{path}"),
+        }
+    }
+}
