@@ -52,9 +52,9 @@ pub(crate) fn status_as_json(body: &[u8]) -> Option<Vec<u8>> {
 
 fn decode_error(e: DecodeError) -> Error {
     match e {
-        DecodeError::UnknownKind { .. } | DecodeError::UnsupportedContentType(_) => {
-            Error::protocol(e.to_string())
-        }
+        DecodeError::UnknownKind { .. }
+        | DecodeError::WrongKind { .. }
+        | DecodeError::UnsupportedContentType(_) => Error::protocol(e.to_string()),
         other => Error::decode(other),
     }
 }

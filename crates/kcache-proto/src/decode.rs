@@ -33,6 +33,17 @@ pub enum DecodeError {
         /// The envelope's kind.
         kind: String,
     },
+    /// The envelope holds another kind than the k8s-openapi type asked for (as k8s-openapi's
+    /// JSON deserializer refuses a wrong `apiVersion`/`kind`).
+    #[error("expected {expected}, the server sent apiVersion {api_version:?} kind {kind:?}")]
+    WrongKind {
+        /// `apiVersion/kind` of the requested type.
+        expected: String,
+        /// The envelope's apiVersion.
+        api_version: String,
+        /// The envelope's kind.
+        kind: String,
+    },
     /// The object's bytes are not a valid message of its kind.
     #[error("malformed protobuf {kind}")]
     Malformed {
@@ -125,6 +136,15 @@ pub(crate) fn decode_item<K: DeserializeOwned + 'static>(
     raw: Bytes,
     opts: DecodeOptions,
 ) -> Result<K, DecodeError> {
+    if let Some((av, k)) = native_kind::<K>()
+        && (av != api_version || k != kind)
+    {
+        return Err(DecodeError::WrongKind {
+            expected: format!("{av}/{k}"),
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+        });
+    }
     let cx = Cx {
         strip_managed_fields: opts.strip_managed_fields,
     };

@@ -235,9 +235,31 @@ fn object_with_wrong_magic_is_an_error_and_the_stream_goes_on() {
 #[test]
 fn unknown_kind_is_an_error() {
     let env = Envelope::for_message("example.com/v1", "Widget", &Pod::default());
-    let err = decode_object::<K8sPod>(env).unwrap_err();
+    // Into a type that is not a built-in kind's: no protobuf type for the envelope's kind.
+    let err = decode_object::<serde_json::Value>(env.clone()).unwrap_err();
     assert!(
         matches!(err, kcache_proto::DecodeError::UnknownKind { ref kind, .. } if kind == "Widget"),
         "{err}"
     );
+    // Into the Pod type: the envelope holds another kind.
+    let err = decode_object::<K8sPod>(env).unwrap_err();
+    assert!(
+        matches!(err, kcache_proto::DecodeError::WrongKind { ref kind, .. } if kind == "Widget"),
+        "{err}"
+    );
+}
+
+#[test]
+fn another_built_in_kind_is_not_decoded_as_the_requested_one() {
+    // A ConfigMap would decode "successfully" as an empty Pod through a JSON detour; like
+    // k8s-openapi's JSON deserializer, the protobuf decoder refuses the wrong kind.
+    let cm = kcache_proto::api::core::v1::ConfigMap {
+        metadata: Some(ObjectMeta {
+            name: Some("cm".into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let err = decode_object::<K8sPod>(Envelope::for_message("v1", "ConfigMap", &cm)).unwrap_err();
+    assert!(err.to_string().contains("expected v1/Pod"), "{err}");
 }
