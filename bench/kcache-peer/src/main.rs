@@ -18,12 +18,6 @@
 //! line per storage with the wire formats it can use (`typed json protobuf`), for
 //! `kcache bench`.
 
-/// mimalloc: decoding a list of Pods costs about a quarter less CPU than with glibc's
-/// allocator (kcache-proto's decode benchmark); the kcache CLI and both Rust bench peers use it,
-/// so that the peers differ only in their libraries.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 mod wire;
 
 use std::sync::{
@@ -251,7 +245,6 @@ where
     synced.store(true, Ordering::Release);
     let n = informer.indexer().len() as u64;
     let mut line = timer.synced("kcache", &args, n)?;
-    line.extra.insert("allocator".into(), "mimalloc".into());
     line.extra.insert("storage".into(), storage.as_str().into());
     line.extra.insert("client".into(), "kcache-client".into());
 

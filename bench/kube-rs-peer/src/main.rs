@@ -7,12 +7,6 @@
 //! creates `--ready-file` and times the first to the N-th `Apply` event. Exit 1 (reason on
 //! stderr) on a timeout or a wrong pod count.
 
-/// mimalloc: decoding a list of Pods costs about a quarter less CPU than with glibc's
-/// allocator (kcache-proto's decode benchmark); the kcache CLI and both Rust bench peers use it,
-/// so that the peers differ only in their libraries.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use anyhow::bail;
 use clap::Parser;
 use futures::StreamExt;
@@ -89,7 +83,6 @@ async fn run(args: PeerArgs) -> anyhow::Result<()> {
             args.timeout
         );
     };
-    line.extra.insert("allocator".into(), "mimalloc".into());
     line.extra.insert("kube_rs".into(), "5.0.0".into());
     window.fill(&mut line);
     println!("{}", serde_json::to_string(&line)?);

@@ -1,11 +1,5 @@
 //! The `kcache` command.
 
-/// mimalloc: decoding a list of Pods costs about a quarter less CPU than with glibc's
-/// allocator (kcache-proto's decode benchmark); the kcache CLI and both Rust bench peers use it,
-/// so that the peers differ only in their libraries.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
