@@ -9,6 +9,7 @@ use std::{
     },
 };
 
+use bytes::Bytes;
 use http::HeaderValue;
 use http_body_util::BodyDataStream;
 use kcache::{
@@ -330,21 +331,9 @@ where
                 HeaderValue::from_static(crate::protobuf::ACCEPT_LIST),
             );
             match self.client.send_collect_with_headers(request, "list").await {
-                Ok((headers, body)) if crate::protobuf::is_protobuf(&headers) => {
-                    self.wire.record(true);
-                    if body.len() < BLOCKING_DECODE_THRESHOLD {
-                        return crate::protobuf::decode_list(body, &self.decoder);
-                    }
-                    let decoder = self.decoder.clone();
-                    return tokio::task::spawn_blocking(move || {
-                        crate::protobuf::decode_list(body, &decoder)
-                    })
-                    .await
-                    .map_err(|e| Error::decode(format!("list decoding task failed: {e}")))?;
-                }
-                Ok((_, body)) => {
-                    self.wire.record(false);
-                    return decode_list(&body, &self.decoder).map_err(Error::decode);
+                Ok((headers, body)) => {
+                    let protobuf = crate::protobuf::is_protobuf(&headers);
+                    return self.decode_list_body(body, protobuf).await;
                 }
                 // A server that cannot produce protobuf and does not take the JSON
                 // alternative: ask again for JSON only.
@@ -354,18 +343,7 @@ where
         }
         let request = self.list_request(params)?;
         let body = self.client.send_collect(request, "list").await?;
-        self.wire.record(false);
-        // The body is dropped as soon as its items are decoded. A large page (a 500-pod page is
-        // about 4 MB, tens of milliseconds of CPU) is decoded on the blocking pool so that it
-        // does not stall the runtime's worker.
-        if body.len() < BLOCKING_DECODE_THRESHOLD {
-            return decode_list(&body, &self.decoder).map_err(Error::decode);
-        }
-        let decoder = self.decoder.clone();
-        tokio::task::spawn_blocking(move || decode_list(&body, &decoder))
-            .await
-            .map_err(|e| Error::decode(format!("list decoding task failed: {e}")))?
-            .map_err(Error::decode)
+        self.decode_list_body(body, false).await
     }
 
     async fn watch(
@@ -409,6 +387,31 @@ where
 }
 
 impl<K, D: ItemDecoder<K>> HttpListerWatcher<K, D> {
+    /// Decodes a list body (protobuf or JSON, as the response said) and counts its format. The
+    /// body is dropped as soon as its items are decoded; a large page (a 500-pod page is about
+    /// 4 MB of JSON, tens of milliseconds of CPU) is decoded on the blocking pool so that it does
+    /// not stall the runtime's worker.
+    async fn decode_list_body(&self, body: Bytes, protobuf: bool) -> Result<ObjectList<K>, Error>
+    where
+        K: Clone + Send + 'static,
+    {
+        self.wire.record(protobuf);
+        let decode = move |body: Bytes, decoder: &D| -> Result<ObjectList<K>, Error> {
+            #[cfg(feature = "protobuf")]
+            if protobuf {
+                return crate::protobuf::decode_list(body, decoder);
+            }
+            decode_list(&body, decoder).map_err(Error::decode)
+        };
+        if body.len() < BLOCKING_DECODE_THRESHOLD {
+            return decode(body, &self.decoder);
+        }
+        let decoder = self.decoder.clone();
+        tokio::task::spawn_blocking(move || decode(body, &decoder))
+            .await
+            .map_err(|e| Error::decode(format!("list decoding task failed: {e}")))?
+    }
+
     /// The counters of the wire formats this lister-watcher's responses came in (shared with
     /// its clones).
     pub fn wire_stats(&self) -> WireStats {

@@ -21,7 +21,7 @@ use kcache::{
     lister_watcher::{ListParams, WatchParams},
 };
 use kcache_client::{Client, HttpListerWatcher};
-use kube_core::{PartialObjectMeta, WatchEvent};
+use kube_core::WatchEvent;
 use serde_json::json;
 
 type Accepts = Arc<Mutex<Vec<String>>>;
@@ -141,9 +141,13 @@ async fn protobuf_is_asked_for_a_built_in_kind_by_default() -> Result<()> {
 #[tokio::test]
 async fn protobuf_true_keeps_metadata_only_requests_on_json() -> Result<()> {
     let (client, accepts) = fake_server().await?;
-    let lw = HttpListerWatcher::<PartialObjectMeta<Pod>>::namespaced(client, "wire").protobuf(true);
+    let lw = HttpListerWatcher::<kube_core::PartialObjectMeta<Pod>>::namespaced(client, "wire")
+        .protobuf(true);
     ensure!(!lw.asks_for_protobuf());
-    list_and_watch(&lw, |p: &PartialObjectMeta<Pod>| p.metadata.name.clone()).await?;
+    list_and_watch(&lw, |p: &kube_core::PartialObjectMeta<Pod>| {
+        p.metadata.name.clone()
+    })
+    .await?;
     let accepts = accepts.lock().unwrap().clone();
     ensure!(
         accepts
