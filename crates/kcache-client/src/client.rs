@@ -291,11 +291,14 @@ pub(crate) fn api_error(
         .unwrap_or_else(|| Status {
             status: Some(StatusSummary::Failure),
             code: code.as_u16(),
-            message: String::from_utf8_lossy(body).trim().to_owned(),
+            message: body_excerpt(body),
             metadata: None,
             reason: default_reason(code).to_owned(),
             details: None,
         });
+    // A Status is the server's own words, but a proxy may fake one: keep it printable.
+    status.message = kcache::lister_watcher::trim_for_display(&status.message, MAX_STATUS_MESSAGE);
+    status.reason = kcache::lister_watcher::trim_for_display(&status.reason, 64);
     if status.code == 0 {
         status.code = code.as_u16();
     }
@@ -329,6 +332,59 @@ pub(crate) fn api_error(
         }
     }
     LwError::api(status, retry_after(headers))
+}
+
+/// At most this many bytes of a non-`Status` error body reach an error message.
+const MAX_BODY_EXCERPT: usize = 512;
+/// At most this many bytes of a `Status` message reach an error message.
+const MAX_STATUS_MESSAGE: usize = 4096;
+
+/// A short, printable excerpt of an error body that is not a `Status` (an HTML page from a
+/// proxy, garbage): HTML tags dropped, whitespace folded, anything after an `Authorization`,
+/// `Cookie` or `Bearer` word withheld, control characters escaped, at most 512 bytes.
+pub(crate) fn body_excerpt(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(&body[..body.len().min(16 * 1024)]);
+    let mut plain = String::with_capacity(text.len().min(2048));
+    let mut in_tag = false;
+    for c in text.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                plain.push(' ');
+            }
+            _ if in_tag => {}
+            _ => plain.push(c),
+        }
+    }
+    let mut words: Vec<&str> = Vec::new();
+    for word in plain.split_whitespace() {
+        let lower = word.to_ascii_lowercase();
+        let secret = [
+            "authorization",
+            "bearer",
+            "cookie",
+            "token",
+            "x-api-key",
+            "password",
+        ]
+        .iter()
+        .any(|w| {
+            lower
+                .trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-')
+                .starts_with(w)
+        });
+        words.push(word);
+        if secret {
+            words.push("[rest withheld: it may hold credentials]");
+            break;
+        }
+    }
+    let folded = words.join(" ");
+    if folded.is_empty() {
+        return String::new();
+    }
+    kcache::lister_watcher::trim_for_display(&folded, MAX_BODY_EXCERPT)
 }
 
 /// `Retry-After` in seconds (the API server never sends the HTTP-date form).
@@ -411,6 +467,26 @@ mod tests {
             "leases.coordination.k8s.io \"l\" in namespace x"
         );
         assert_eq!(describe_path("/apis/foo.io/v1/bars"), "bars.foo.io");
+    }
+
+    #[test]
+    fn a_non_status_error_body_is_trimmed_escaped_and_withholds_credentials() {
+        let mut page = String::from("<html><body><h1>502 Bad Gateway</h1>\u{1b}[31m\0");
+        page.push_str("<pre>GET /api/v1/pods\nAuthorization: Bearer s3cr3t-t0ken\n</pre>");
+        page.push_str(&"x".repeat(100_000));
+        let e = api_error(
+            StatusCode::BAD_GATEWAY,
+            &HeaderMap::new(),
+            page.as_bytes(),
+            "list",
+            "/api/v1/pods",
+        );
+        let text = e.to_string();
+        assert!(text.contains("502 Bad Gateway"), "{text}");
+        assert!(!text.contains("s3cr3t"), "{text}");
+        assert!(!text.contains('\u{1b}') && !text.contains('\0'), "{text:?}");
+        assert!(!text.contains("<h1>"), "{text}");
+        assert!(text.len() < 700, "{} bytes: {text}", text.len());
     }
 
     #[test]

@@ -47,6 +47,39 @@ pub trait ListerWatcher<K: Clone>: Send + Sync + 'static {
         params: &WatchParams,
         resource_version: &str,
     ) -> impl Future<Output = Result<WatchStream<K>, Error>> + Send;
+
+    /// What this lister-watcher lists, for spans, logs and errors: the resource (`pods`,
+    /// `deployments.apps`), then the namespace and selectors when set. The reflector uses it
+    /// unless [`crate::reflector::Config::name`] is set.
+    fn describe(&self) -> String {
+        "objects".to_owned()
+    }
+}
+
+/// `text` made safe to print: at most `max` bytes (cut at a character boundary, with `…`
+/// added), control characters (terminal escapes, NUL, newlines) escaped as `\u{..}`.
+///
+/// ```
+/// use kcache::lister_watcher::trim_for_display;
+/// assert_eq!(trim_for_display("ok\u{1b}[31m", 64), "ok\\u{1b}[31m");
+/// assert_eq!(trim_for_display("abcdef", 3), "abc…");
+/// ```
+pub fn trim_for_display(text: &str, max: usize) -> String {
+    let mut out = String::with_capacity(text.len().min(max) + 8);
+    let mut used = 0;
+    for c in text.chars() {
+        if used + c.len_utf8() > max {
+            out.push('…');
+            return out;
+        }
+        used += c.len_utf8();
+        if c.is_control() {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A list or watch failure.
@@ -151,7 +184,18 @@ impl Error {
                 .iter()
                 .any(|c| c.reason == "ResourceVersionTooLarge")
         });
-        by_cause || (status.code == 504 && status.message.contains("Too large resource version"))
+        if by_cause {
+            return true;
+        }
+        // Servers before 1.18.6 say it only in words, under reason Timeout.
+        let timeout = status.reason == "Timeout" || status.code == 504;
+        timeout
+            && (status.message.contains("Too large resource version")
+                || status.details.as_ref().is_some_and(|d| {
+                    d.causes
+                        .iter()
+                        .any(|c| c.message == "Too large resource version")
+                }))
     }
 
     /// 429 Too Many Requests.
@@ -249,5 +293,43 @@ mod tests {
         assert!(too_large.is_too_large_resource_version());
         assert!(!too_large.is_expired());
         assert_eq!(too_large.retry_after(), Some(Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn recognises_the_legacy_too_large_resource_version_encodings() {
+        // Kubernetes 1.17.0–1.18.5: reason Timeout, the words in a cause's message only.
+        let legacy_cause = Error::api(
+            status(
+                r#"{"kind":"Status","status":"Failure","message":"Timeout: request did not complete","reason":"Timeout","details":{"causes":[{"message":"Too large resource version"}]},"code":504}"#,
+            ),
+            None,
+        );
+        assert!(legacy_cause.is_too_large_resource_version());
+        // Before 1.17: the words in the message, reason Timeout.
+        let legacy_message = Error::api(
+            status(
+                r#"{"kind":"Status","status":"Failure","message":"Too large resource version: 10, current: 5","reason":"Timeout","code":500}"#,
+            ),
+            None,
+        );
+        assert!(legacy_message.is_too_large_resource_version());
+        let unrelated = Error::api(
+            status(
+                r#"{"kind":"Status","status":"Failure","message":"request timed out","reason":"Timeout","code":504}"#,
+            ),
+            None,
+        );
+        assert!(!unrelated.is_too_large_resource_version());
+    }
+
+    #[test]
+    fn retry_after_from_status_is_kept_as_sent() {
+        let e = Error::api(
+            status(
+                r#"{"kind":"Status","status":"Failure","message":"slow down","reason":"TooManyRequests","details":{"retryAfterSeconds":4294967295},"code":429}"#,
+            ),
+            None,
+        );
+        assert_eq!(e.retry_after(), Some(Duration::from_secs(4_294_967_295)));
     }
 }

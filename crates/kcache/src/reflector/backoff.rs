@@ -22,6 +22,22 @@ pub struct BackoffConfig {
     pub reset_after: Duration,
 }
 
+impl BackoffConfig {
+    /// The reconnect backoff: 250 ms doubling to 1 s, jitter 0.5, reset after 2 min.
+    ///
+    /// Used while the server cannot be reached at all, so that the reflector notices within
+    /// about a second that it is back (client-go keeps its 30 s cap here).
+    pub fn reconnect() -> Self {
+        Self {
+            initial: Duration::from_millis(250),
+            max: Duration::from_secs(1),
+            factor: 2.0,
+            jitter: 0.5,
+            reset_after: Duration::from_secs(120),
+        }
+    }
+}
+
 impl Default for BackoffConfig {
     fn default() -> Self {
         Self {
@@ -62,17 +78,40 @@ impl Backoff {
             self.next = self.config.initial;
         }
         self.last = Some(now);
-        let base = self.next;
-        self.next = base
-            .mul_f64(self.config.factor.max(1.0))
-            .min(self.config.max);
-        let jitter = if self.config.jitter > 0.0 {
-            base.mul_f64(self.config.jitter * rand::random::<f64>())
+        let base = self.next.min(self.config.max);
+        let factor = if self.config.factor.is_finite() {
+            self.config.factor.max(1.0)
+        } else {
+            1.0
+        };
+        self.next = saturating_mul(base, factor).min(self.config.max);
+        let jitter = if self.config.jitter.is_finite() && self.config.jitter > 0.0 {
+            saturating_mul(base, self.config.jitter * rand::random::<f64>())
         } else {
             Duration::ZERO
         };
-        base + jitter
+        base.saturating_add(jitter)
     }
+
+    /// The largest base delay; server-sent `Retry-After` values are capped to it.
+    pub(crate) fn cap(&self) -> Duration {
+        self.config.max
+    }
+
+    /// The next delay, at least the server's `retry_after` capped to [`Backoff::cap`].
+    pub(crate) fn next_delay_honouring(&mut self, retry_after: Option<Duration>) -> Duration {
+        let asked = retry_after.unwrap_or_default().min(self.cap());
+        self.next_delay().max(asked)
+    }
+}
+
+/// `d × f`, saturating at [`Duration::MAX`] (and zero for a negative or NaN `f`).
+fn saturating_mul(d: Duration, f: f64) -> Duration {
+    Duration::try_from_secs_f64(d.as_secs_f64() * f).unwrap_or(if f > 0.0 {
+        Duration::MAX
+    } else {
+        Duration::ZERO
+    })
 }
 
 #[cfg(test)]
@@ -89,6 +128,36 @@ mod tests {
         assert_eq!(delays, [800, 1600, 3200, 6400, 12800, 25600, 30000, 30000]);
         tokio::time::advance(Duration::from_secs(121)).await;
         assert_eq!(b.next_delay(), Duration::from_millis(800));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn absurd_settings_and_retry_after_never_overflow() {
+        let mut b = Backoff::new(BackoffConfig {
+            initial: Duration::MAX,
+            max: Duration::from_secs(30),
+            factor: f64::INFINITY,
+            jitter: f64::NAN,
+            ..BackoffConfig::default()
+        });
+        assert_eq!(b.next_delay(), Duration::from_secs(30));
+        assert_eq!(
+            b.next_delay_honouring(Some(Duration::MAX)),
+            Duration::from_secs(30)
+        );
+        let mut b = Backoff::new(BackoffConfig {
+            jitter: 0.0,
+            ..BackoffConfig::default()
+        });
+        assert_eq!(
+            b.next_delay_honouring(Some(Duration::from_secs(1_000_000_000))),
+            Duration::from_secs(30),
+            "a Retry-After of 10^9 s is capped to the backoff cap"
+        );
+        assert_eq!(
+            b.next_delay_honouring(Some(Duration::from_secs(5))),
+            Duration::from_secs(5),
+            "a reasonable Retry-After is honoured when longer than the backoff"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -59,6 +59,63 @@ pub enum Error {
         /// What was wrong with it.
         reason: String,
     },
+    /// The server answered something the protocol does not allow: a list without a
+    /// resourceVersion, a `continue` token that repeats, more pages than
+    /// [`Config::max_list_pages`](super::Config::max_list_pages). The cache is untouched; the
+    /// reflector backs off and lists again.
+    #[error("protocol error from the server while syncing {type_name}: {reason}")]
+    Protocol {
+        /// The reflector's type description.
+        type_name: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The watch closed after less than a second although it delivered events; the reflector
+    /// backs off before re-watching (client-go re-watches at once).
+    #[error("watch of {type_name} closed after {events} events in under a second")]
+    ShortWatch {
+        /// The reflector's type description.
+        type_name: String,
+        /// Events it delivered.
+        events: u64,
+    },
+    /// The streaming initial list closed before its `k8s.io/initial-events-end` bookmark.
+    #[error("streaming initial list of {type_name} closed before the initial-events-end bookmark")]
+    StreamingListEndedEarly {
+        /// The reflector's type description.
+        type_name: String,
+    },
+    /// Nothing, not even a bookmark, arrived on the watch for
+    /// [`Config::watch_idle_timeout`](super::Config::watch_idle_timeout): the connection is
+    /// taken for dead and the reflector re-watches.
+    #[error("watch of {type_name} idle for {idle:?}: connection presumed dead, re-watching")]
+    WatchIdle {
+        /// The reflector's type description.
+        type_name: String,
+        /// How long it was idle.
+        idle: std::time::Duration,
+    },
+    /// A list or watch request was not answered within its deadline
+    /// ([`Config::list_timeout`](super::Config::list_timeout),
+    /// [`Config::watch_open_timeout`](super::Config::watch_open_timeout)).
+    #[error("{what} of {type_name} not answered within {after:?}")]
+    Timeout {
+        /// The reflector's type description.
+        type_name: String,
+        /// `"list"` or `"watch"`.
+        what: &'static str,
+        /// The deadline.
+        after: std::time::Duration,
+    },
+    /// Code inside the reflector panicked (a transform, the store, the lister-watcher). The
+    /// panic was caught; the reflector backs off and relists.
+    #[error("reflector for {type_name} panicked: {message}; restarting after a backoff")]
+    Panicked {
+        /// The reflector's type description.
+        type_name: String,
+        /// The panic's message.
+        message: String,
+    },
     /// The store refused a replace or resync (a key error, or the queue is closed).
     #[error("store update for {type_name} failed: {source}")]
     Store {

@@ -13,6 +13,10 @@ use tokio::task::JoinHandle;
 
 use super::*;
 use crate::testing::{Call, FakeSource, Op, RecordingStore, status};
+use crate::{
+    lister_watcher::{self, WatchEvent},
+    store::ObjectKey,
+};
 
 fn cm(name: &str) -> ConfigMap {
     ConfigMap {
@@ -314,54 +318,9 @@ async fn bookmark_only_advances_the_resource_version() {
     h.stop().await;
 }
 
-/// A source whose list answers carry no resourceVersion, so the watch starts at "".
-struct NoListRv(FakeSource<ConfigMap>);
-
-impl ListerWatcher<ConfigMap> for NoListRv {
-    async fn list(
-        &self,
-        p: &ListParams,
-    ) -> Result<kube_core::ObjectList<ConfigMap>, lister_watcher::Error> {
-        let mut l = self.0.list(p).await?;
-        l.metadata.resource_version = None;
-        Ok(l)
-    }
-    async fn watch(
-        &self,
-        p: &WatchParams,
-        rv: &str,
-    ) -> Result<WatchStream<ConfigMap>, lister_watcher::Error> {
-        self.0.watch(p, rv).await
-    }
-}
-
-#[tokio::test(start_paused = true)]
-async fn watch_from_empty_rv_records_no_rv_until_the_first_non_added_event() {
-    let src = FakeSource::new();
-    src.upsert(cm("b"));
-    src.upsert(cm("a"));
-    let store = Arc::new(RecordingStore::new());
-    let reflector = Reflector::new(NoListRv(src.clone()), store.clone(), list_config());
-    let handle = reflector.handle();
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn(reflector.run(cancel.clone()));
-    // The synthetic ADDED events for a and b arrive, in key order.
-    store
-        .wait_for(|ops| ops.iter().filter(|o| matches!(o, Op::Add(..))).count() == 2)
-        .await;
-    assert_eq!(
-        handle.last_sync_resource_version(),
-        "",
-        "ADDED events alone record no RV"
-    );
-    let rv = src.upsert(cm("a"));
-    store
-        .wait_for(|ops| ops.iter().any(|o| matches!(o, Op::Update(..))))
-        .await;
-    assert_eq!(handle.last_sync_resource_version(), rv);
-    cancel.cancel();
-    task.await.unwrap();
-}
+// A list answered without a resourceVersion (which would start the watch at "" and replay
+// synthetic ADDED events) is now refused as a protocol error: see
+// `hardening_tests::a_list_without_a_resource_version_is_a_protocol_error_and_leaves_the_cache`.
 
 #[tokio::test(start_paused = true)]
 async fn unknown_event_types_are_skipped_without_advancing_the_rv() {

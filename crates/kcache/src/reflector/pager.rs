@@ -1,0 +1,180 @@
+//! LIST, paginated as client-go's pager does, checked for protocol errors.
+
+use std::{collections::HashSet, sync::Arc, sync::atomic::Ordering, time::Duration};
+
+use kube_core::Resource;
+use tracing::{Instrument, debug, debug_span};
+
+use super::{Error, Reflector};
+use crate::lister_watcher::{self, ListParams, ListerWatcher, ObjectList};
+
+/// A listed collection: the items (transformed, shared), the list's RV and whether it came
+/// in more than one page.
+pub(crate) struct Listed<K> {
+    pub(crate) items: Vec<Arc<K>>,
+    pub(crate) resource_version: String,
+    pub(crate) paginated: bool,
+}
+
+impl<K, L> Reflector<K, L>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    L: ListerWatcher<K>,
+{
+    /// Lists every page at `rv`, then `replace`s the store.
+    pub(crate) async fn list(&self, rv: &str) -> Result<(), Error> {
+        let span = debug_span!("list", resource_version = %rv);
+        async {
+            let listed = self.list_pages(rv).await?;
+            if rv == "0" && listed.paginated {
+                self.shared.paginated_result.store(true, Ordering::Relaxed);
+            }
+            debug!(items = listed.items.len(), resource_version = %listed.resource_version, "listed");
+            self.store
+                .replace(listed.items, listed.resource_version.clone())
+                .map_err(|source| Error::Store {
+                    type_name: self.name.to_string(),
+                    source,
+                })?;
+            self.synced(listed.resource_version);
+            self.shared.counters.lists.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// The page size for a list at `rv`: client-go's pager rules (see
+    /// [`Config::page_size`](super::Config::page_size)).
+    fn page_limit(&self, rv: &str) -> Option<u32> {
+        match self.config.page_size {
+            Some(n) => Some(n).filter(|n| *n > 0),
+            None if self.shared.paginated_result.load(Ordering::Relaxed)
+                || rv.is_empty()
+                || rv == "0" =>
+            {
+                Some(500)
+            }
+            None => None,
+        }
+    }
+
+    async fn list_pages(&self, rv: &str) -> Result<Listed<K>, Error> {
+        let first = ListParams {
+            label_selector: self.config.label_selector.clone(),
+            field_selector: self.config.field_selector.clone(),
+            limit: self.page_limit(rv),
+            resource_version: Some(rv.to_owned()),
+            ..ListParams::default()
+        };
+        let mut params = first.clone();
+        let mut items: Vec<Arc<K>> = Vec::new();
+        let mut tokens = HashSet::new();
+        let mut pages = 0u32;
+        loop {
+            pages += 1;
+            if pages > self.config.max_list_pages.max(1) {
+                return Err(self.protocol(format!(
+                    "the list did not end after {} pages",
+                    self.config.max_list_pages
+                )));
+            }
+            let page = match self.list_page(&params).await {
+                Ok(page) => page,
+                // client-go's pager: an expired continue token falls back to one full list.
+                Err(Error::List { source, .. })
+                    if source.is_expired() && params.continue_token.is_some() =>
+                {
+                    debug!("continue token expired, falling back to a full list");
+                    let full = ListParams {
+                        limit: None,
+                        ..first.clone()
+                    };
+                    let page = self.list_page(&full).await?;
+                    let resource_version = self.list_resource_version(&page)?;
+                    return Ok(Listed {
+                        items: self.share_listed(page.items),
+                        resource_version,
+                        paginated: !tokens.is_empty(),
+                    });
+                }
+                Err(e) => return Err(e),
+            };
+            let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
+            let resource_version = self.list_resource_version(&page)?;
+            if items.is_empty() {
+                items = self.share_listed(page.items);
+            } else {
+                items.extend(page.items.into_iter().map(|o| self.share_or_reuse(o)));
+            }
+            match next {
+                Some(token) => {
+                    if !tokens.insert(token.clone()) {
+                        return Err(self.protocol(format!(
+                            "the server repeated continue token {:?}",
+                            lister_watcher::trim_for_display(&token, 64)
+                        )));
+                    }
+                    params = ListParams {
+                        continue_token: Some(token),
+                        resource_version: None,
+                        version_match: None,
+                        ..first.clone()
+                    };
+                }
+                None => {
+                    return Ok(Listed {
+                        items,
+                        resource_version,
+                        paginated: !tokens.is_empty(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// One list request under [`Config::list_timeout`](super::Config::list_timeout).
+    async fn list_page(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
+        let deadline = self.config.list_timeout;
+        let request = self.lw.list(params);
+        let result = if deadline.is_zero() {
+            request.await
+        } else {
+            match tokio::time::timeout(deadline, request).await {
+                Ok(r) => r,
+                Err(_) => return Err(self.timeout("list", deadline)),
+            }
+        };
+        result.map_err(|source| Error::List {
+            type_name: self.name.to_string(),
+            source,
+        })
+    }
+
+    /// A list answer must carry a resourceVersion: without one the watch that follows would
+    /// start at "any" and could leave phantom objects forever.
+    fn list_resource_version(&self, page: &ObjectList<K>) -> Result<String, Error> {
+        match page.metadata.resource_version.as_deref() {
+            Some(rv) if !rv.is_empty() => Ok(rv.to_owned()),
+            _ => Err(self.protocol(
+                "the list answer has no metadata.resourceVersion; the cache was left untouched"
+                    .into(),
+            )),
+        }
+    }
+
+    pub(crate) fn protocol(&self, reason: String) -> Error {
+        Error::Protocol {
+            type_name: self.name.to_string(),
+            reason,
+        }
+    }
+
+    pub(crate) fn timeout(&self, what: &'static str, after: Duration) -> Error {
+        Error::Timeout {
+            type_name: self.name.to_string(),
+            what,
+            after,
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! Watches: the streaming initial list and the watch loop's single watch.
+
+use std::{collections::HashMap, sync::Arc, sync::atomic::Ordering, time::Duration};
+
+use futures::StreamExt;
+use kube_core::Resource;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::debug;
+
+use super::{Error, Reflector, resync::Resync};
+use crate::{
+    lister_watcher::{
+        self, INITIAL_EVENTS_END_ANNOTATION, ListerWatcher, WatchEvent, WatchParams, WatchStream,
+    },
+    store::{ObjectKey, meta_namespace_key},
+};
+
+/// A watch that lived at least this long may close and be re-watched at once (client-go's
+/// "very short watch" bound); a shorter one backs off first.
+const HEALTHY_WATCH: Duration = Duration::from_secs(1);
+
+/// Events in a row that cannot be applied (unknown type, no key) before the watch is given up
+/// as a protocol error instead of being read on forever.
+const MAX_BAD_EVENTS_IN_A_ROW: u32 = 10;
+
+/// How a watch stream ended without an error.
+pub(crate) enum WatchEnd<K> {
+    /// Closed by the server (or a broken connection).
+    Closed {
+        /// Events applied (bookmarks included).
+        useful: u64,
+        /// How long the stream was open.
+        lived: Duration,
+    },
+    /// The initial-events-end bookmark arrived; the stream is still open.
+    InitialEventsEnd(WatchStream<K>),
+    /// Cancelled.
+    Stopped,
+}
+
+/// Where watch events go: the store, or the temporary map of a streaming initial list.
+enum Sink<'a, K> {
+    Store,
+    Temporary(&'a mut HashMap<ObjectKey, Arc<K>>),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum EventKind {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl<K, L> Reflector<K, L>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+    L: ListerWatcher<K>,
+{
+    fn watch_params(&self, send_initial_events: bool) -> WatchParams {
+        let min = self.config.effective_min_watch_timeout().as_secs_f64();
+        let timeout = min + rand::random::<f64>() * min;
+        WatchParams {
+            label_selector: self.config.label_selector.clone(),
+            field_selector: self.config.field_selector.clone(),
+            timeout: Some(timeout as u32),
+            bookmarks: true,
+            send_initial_events,
+        }
+    }
+
+    /// Opens a watch under [`Config::watch_open_timeout`](super::Config::watch_open_timeout).
+    /// `Ok(None)` when cancelled.
+    async fn open_watch(
+        &self,
+        initial: bool,
+        rv: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Option<WatchStream<K>>, Error> {
+        let params = self.watch_params(initial);
+        let deadline = self.config.watch_open_timeout;
+        let open = async {
+            if deadline.is_zero() {
+                Ok(self.lw.watch(&params, rv).await)
+            } else {
+                tokio::time::timeout(deadline, self.lw.watch(&params, rv)).await
+            }
+        };
+        let opened = tokio::select! {
+            () = cancel.cancelled() => return Ok(None),
+            res = open => res,
+        };
+        match opened {
+            Err(_elapsed) => Err(self.timeout("watch", deadline)),
+            Ok(Err(source)) => Err(Error::WatchOpen {
+                type_name: self.name.to_string(),
+                source,
+            }),
+            Ok(Ok(stream)) => {
+                self.shared.counters.watches.fetch_add(1, Ordering::Relaxed);
+                self.shared.success();
+                Ok(Some(stream))
+            }
+        }
+    }
+
+    /// The streaming initial list: `Ok(Some(stream))` once the store is replaced (the stream
+    /// carries on), `Ok(None)` when cancelled. Errors come wrapped in [`Error::WatchList`].
+    pub(crate) async fn watch_list(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<Option<WatchStream<K>>, Error> {
+        let wrap = |e: Error| Error::WatchList {
+            type_name: self.name.to_string(),
+            source: Box::new(e),
+        };
+        let rv = self.rewatch_resource_version();
+        let Some(stream) = self.open_watch(true, &rv, cancel).await.map_err(wrap)? else {
+            return Ok(None);
+        };
+        let mut temporary = HashMap::new();
+        let mut list_rv = String::new();
+        let end = self
+            .handle_watch(
+                stream,
+                Sink::Temporary(&mut temporary),
+                cancel,
+                None,
+                &mut |rv, past_added| {
+                    if past_added {
+                        list_rv = rv.to_owned();
+                    }
+                },
+            )
+            .await
+            .map_err(wrap)?;
+        match end {
+            WatchEnd::InitialEventsEnd(stream) => {
+                let items: Vec<Arc<K>> = temporary.into_values().collect();
+                debug!(items = items.len(), resource_version = %list_rv, "streamed initial list");
+                self.store
+                    .replace(items, list_rv.clone())
+                    .map_err(|source| Error::Store {
+                        type_name: self.name.to_string(),
+                        source,
+                    })?;
+                self.synced(list_rv);
+                self.shared
+                    .counters
+                    .watch_lists
+                    .fetch_add(1, Ordering::Relaxed);
+                Ok(Some(stream))
+            }
+            WatchEnd::Stopped => Ok(None),
+            WatchEnd::Closed { useful, lived } if useful == 0 && lived < HEALTHY_WATCH => {
+                Err(wrap(Error::VeryShortWatch {
+                    type_name: self.name.to_string(),
+                }))
+            }
+            WatchEnd::Closed { .. } => Err(wrap(Error::StreamingListEndedEarly {
+                type_name: self.name.to_string(),
+            })),
+        }
+    }
+
+    /// One watch from the last synced RV (or `stream`, left open by a streaming list) into the
+    /// store. `Ok(true)`: closed after a healthy life, re-watch at once; `Ok(false)`: cancelled.
+    pub(crate) async fn watch(
+        &self,
+        stream: Option<WatchStream<K>>,
+        cancel: &CancellationToken,
+        resync: &mut Resync,
+    ) -> Result<bool, Error> {
+        let stream = match stream {
+            Some(s) => s,
+            None => {
+                // Never empty: a sync without a resourceVersion is refused (a watch from ""
+                // would replay synthetic ADDED events in key order, not RV order).
+                let rv = self.shared.rv.lock().last_sync.clone();
+                match self.open_watch(false, &rv, cancel).await? {
+                    Some(s) => s,
+                    None => return Ok(false),
+                }
+            }
+        };
+        let end = self
+            .handle_watch(stream, Sink::Store, cancel, Some(resync), &mut |rv, _| {
+                self.set_last_sync(rv.to_owned())
+            })
+            .await?;
+        match end {
+            WatchEnd::Stopped => Ok(false),
+            WatchEnd::Closed { lived, .. } if lived >= HEALTHY_WATCH => Ok(true),
+            WatchEnd::Closed { useful: 0, .. } => Err(Error::VeryShortWatch {
+                type_name: self.name.to_string(),
+            }),
+            WatchEnd::Closed { useful, .. } => Err(Error::ShortWatch {
+                type_name: self.name.to_string(),
+                events: useful,
+            }),
+            WatchEnd::InitialEventsEnd(_) => Ok(true),
+        }
+    }
+
+    /// Consumes one watch stream into `sink`. `on_rv(rv, past_added)` is called after each
+    /// applied event; `past_added` turns true at the first event that is not an `ADDED`.
+    async fn handle_watch(
+        &self,
+        mut stream: WatchStream<K>,
+        mut sink: Sink<'_, K>,
+        cancel: &CancellationToken,
+        mut resync: Option<&mut Resync>,
+        on_rv: &mut (dyn FnMut(&str, bool) + Send),
+    ) -> Result<WatchEnd<K>, Error> {
+        let started = Instant::now();
+        let initial_list = matches!(sink, Sink::Temporary(_));
+        let idle = self.config.watch_idle_timeout;
+        let mut useful = 0u64;
+        let mut bad_in_a_row = 0u32;
+        let mut past_added = false;
+        loop {
+            let next = async {
+                if idle.is_zero() {
+                    Ok(stream.next().await)
+                } else {
+                    tokio::time::timeout(idle, stream.next()).await
+                }
+            };
+            let item = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Ok(WatchEnd::Stopped),
+                () = due(resync.as_deref()) => {
+                    if let Some(r) = resync.as_deref_mut() {
+                        self.resync(r)?;
+                    }
+                    continue;
+                }
+                item = next => item,
+            };
+            let event = match item {
+                Err(_elapsed) => {
+                    return Err(Error::WatchIdle {
+                        type_name: self.name.to_string(),
+                        idle,
+                    });
+                }
+                Ok(None) => break,
+                Ok(Some(Ok(event))) => event,
+                Ok(Some(Err(e))) if e.is_protocol() => {
+                    self.bad_event(&mut bad_in_a_row, e.to_string())?;
+                    continue;
+                }
+                Ok(Some(Err(e))) if e.is_transport() => {
+                    debug!(error = %e, "watch stream broken");
+                    break;
+                }
+                Ok(Some(Err(source))) => {
+                    return Err(Error::WatchStream {
+                        type_name: self.name.to_string(),
+                        source,
+                    });
+                }
+            };
+            self.shared
+                .counters
+                .watch_events
+                .fetch_add(1, Ordering::Relaxed);
+            let mut initial_events_end = false;
+            let rv = match event {
+                WatchEvent::Error(status) => {
+                    return Err(Error::WatchStream {
+                        type_name: self.name.to_string(),
+                        source: lister_watcher::Error::api(*status, None),
+                    });
+                }
+                WatchEvent::Bookmark(b) => {
+                    past_added = true;
+                    initial_events_end = b
+                        .metadata
+                        .annotations
+                        .get(INITIAL_EVENTS_END_ANNOTATION)
+                        .is_some_and(|v| v == "true");
+                    if let Sink::Store = sink
+                        && let Err(e) = self.store.bookmark(&b.metadata.resource_version)
+                    {
+                        self.report(&Error::BadEvent {
+                            type_name: self.name.to_string(),
+                            reason: e.to_string(),
+                        });
+                    }
+                    Ok(b.metadata.resource_version)
+                }
+                WatchEvent::Added(obj) => self.apply(&mut sink, EventKind::Added, obj),
+                WatchEvent::Modified(obj) => {
+                    past_added = true;
+                    self.apply(&mut sink, EventKind::Modified, obj)
+                }
+                WatchEvent::Deleted(obj) => {
+                    past_added = true;
+                    self.apply(&mut sink, EventKind::Deleted, obj)
+                }
+            };
+            match rv {
+                Ok(rv) => {
+                    bad_in_a_row = 0;
+                    useful += 1;
+                    self.shared.success();
+                    if rv.is_empty() {
+                        self.report(&Error::BadEvent {
+                            type_name: self.name.to_string(),
+                            reason: "event without a resourceVersion; applied without \
+                                     advancing the last synced RV"
+                                .into(),
+                        });
+                    } else {
+                        on_rv(&rv, past_added);
+                    }
+                }
+                Err(reason) => self.bad_event(&mut bad_in_a_row, reason)?,
+            }
+            if initial_list && initial_events_end {
+                return Ok(WatchEnd::InitialEventsEnd(stream));
+            }
+        }
+        let lived = started.elapsed();
+        debug!(events = useful, ?lived, "watch closed");
+        Ok(WatchEnd::Closed { useful, lived })
+    }
+
+    /// Reports a dropped event; too many in a row end the watch as a protocol error.
+    fn bad_event(&self, in_a_row: &mut u32, reason: String) -> Result<(), Error> {
+        *in_a_row += 1;
+        if *in_a_row > MAX_BAD_EVENTS_IN_A_ROW {
+            return Err(self.protocol(format!(
+                "{MAX_BAD_EVENTS_IN_A_ROW} watch events in a row could not be applied; last: \
+                 {reason}"
+            )));
+        }
+        self.report(&Error::BadEvent {
+            type_name: self.name.to_string(),
+            reason,
+        });
+        Ok(())
+    }
+
+    /// Applies one object event to the sink; returns the object's RV, or why it was dropped.
+    fn apply(&self, sink: &mut Sink<'_, K>, kind: EventKind, obj: K) -> Result<String, String> {
+        let obj = match sink {
+            Sink::Temporary(_) if kind == EventKind::Added => self.share_or_reuse(obj),
+            _ => self.share(obj),
+        };
+        let rv = obj.meta().resource_version.clone().unwrap_or_default();
+        let result = match sink {
+            Sink::Store => match kind {
+                EventKind::Added => self.store.add(obj),
+                EventKind::Modified => self.store.update(obj),
+                EventKind::Deleted => self.store.delete(obj),
+            },
+            Sink::Temporary(map) => match meta_namespace_key(&*obj) {
+                Ok(key) => {
+                    if kind == EventKind::Deleted {
+                        map.remove(&key);
+                    } else {
+                        map.insert(key, obj);
+                    }
+                    Ok(())
+                }
+                Err(e) => Err(e.into()),
+            },
+        };
+        result.map(|()| rv).map_err(|e| e.to_string())
+    }
+}
+
+async fn due(resync: Option<&Resync>) {
+    match resync {
+        Some(r) => r.due().await,
+        None => std::future::pending().await,
+    }
+}
