@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints, docs, unit + integration tests.
+# The whole test suite: formatting, lints, docs, builds without default features and on the
+# MSRV, unit + integration tests (against the embedded and the upstream kube-apiserver).
+# The inner loop without the upstream server is scripts/quick-test.sh.
 # Installs and starts everything the tests need; fails loudly if it cannot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +18,16 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 
 step "cargo doc (-D warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
+
+step "cargo check --no-default-features"
+cargo check --workspace --no-default-features --locked
+
+msrv="$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' Cargo.toml)"
+step "cargo check on the MSRV (rust-version = $msrv)"
+if ! rustup toolchain list | grep -q "^$msrv-"; then
+  rustup toolchain install "$msrv" --profile minimal
+fi
+cargo +"$msrv" check --workspace --all-targets --locked
 
 step "upstream kube-apiserver + etcd: build or reuse harness/, start (scripts/kube-up.sh)"
 # The integration tests also run against the real server; it is described to them by the env

@@ -2,7 +2,7 @@
 //!
 //! Every failure the server answers is an [`ApiError`]: the HTTP status code, the Status
 //! `reason`, the exact `message` and the optional `details` of the real server (see the
-//! recorded fixtures in `fixtures/kube-apiserver-v1.36/`).
+//! recorded fixtures in the repository's `testdata/kube-apiserver-v1.36/`).
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};

@@ -1,6 +1,6 @@
 //! Replays every request of every fixture recorded from kube-apiserver v1.36.2
-//! (`shared/fixtures/kube-apiserver-v1.36/`) against the embedded server and compares
-//! normalised responses: status code, the headers that matter (Content-Type,
+//! (`testdata/kube-apiserver-v1.36/` at the repository root) against the embedded server and
+//! compares normalised responses: status code, the headers that matter (Content-Type,
 //! Retry-After, Warning, ETag, Transfer-Encoding of watches), Status reason / message /
 //! details, objects (managedFields: managers, operations and, except for pods, field
 //! sets), list metadata, watch event types, order and
@@ -133,19 +133,8 @@ const COMPACT_BEFORE: &[(&str, &str)] = &[
     ),
 ];
 
-fn fixtures_dir() -> PathBuf {
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    for base in here.ancestors() {
-        let candidate = base.join("shared/fixtures/kube-apiserver-v1.36");
-        if candidate.is_dir() {
-            return candidate;
-        }
-    }
-    PathBuf::from("/work/shared/fixtures/kube-apiserver-v1.36")
-}
-
 fn fixture_files() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
+    let mut files: Vec<PathBuf> = std::fs::read_dir(common::fixtures_dir())
         .expect("fixtures directory exists")
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))

@@ -121,10 +121,7 @@ async fn unknown_resource_404_names_the_resource() -> Result<()> {
 async fn forbidden_403_names_the_verb_and_the_resource() -> Result<()> {
     // Needs an authenticated user without RBAC bindings: the upstream server's alice.
     let Some(up) = common::upstream_env()? else {
-        anyhow::bail!(
-            "this test needs the upstream kube-apiserver: start it with scripts/kube-up.sh and \
-             export its env file (scripts/test.sh does), or set KCACHE_UPSTREAM_KUBECONFIG"
-        );
+        return common::upstream_missing();
     };
     let alice = up
         .alice_kubeconfig
@@ -145,10 +142,7 @@ async fn tls_failure_names_the_certificate_problem() -> Result<()> {
     // The upstream server's certificate is signed by its own CA: a client that does not know
     // that CA must refuse it (verification is on) and say why.
     let Some(up) = common::upstream_env()? else {
-        anyhow::bail!(
-            "this test needs the upstream kube-apiserver: start it with scripts/kube-up.sh and \
-             export its env file (scripts/test.sh does), or set KCACHE_UPSTREAM_KUBECONFIG"
-        );
+        return common::upstream_missing();
     };
     ensure!(
         up.url.starts_with("https://"),

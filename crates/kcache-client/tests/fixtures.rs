@@ -1,13 +1,14 @@
 //! Every JSON response body and watch event recorded from kube-apiserver v1.36
-//! (`shared/fixtures/kube-apiserver-v1.36/`, protobuf bodies excepted) goes through this crate's
+//! (`testdata/kube-apiserver-v1.36/`, protobuf bodies excepted) goes through this crate's
 //! decoders — lists and watches over real HTTP, replayed byte for byte by a local server.
 //!
 //! The fixtures normalise timestamps to `"<time>"`, which no time type parses; the loader puts a
 //! real RFC 3339 timestamp back before serving. Everything else is served as recorded.
 
+mod common;
+
 use std::{
     net::SocketAddr,
-    path::PathBuf,
     sync::{Arc, Mutex},
     time::Duration,
 };
@@ -30,18 +31,6 @@ use kcache_client::{
 };
 use kube_core::{DynamicObject, PartialObjectMeta, Status};
 use serde_json::Value;
-
-fn fixtures_dir() -> PathBuf {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    // crates/kcache-client → repo root → ../shared (the worktree) or ../../shared (CI clone).
-    for up in ["../../../shared", "../../../../shared", "../../shared"] {
-        let dir = manifest.join(up).join("fixtures/kube-apiserver-v1.36");
-        if dir.is_dir() {
-            return dir;
-        }
-    }
-    PathBuf::from("/work/shared/fixtures/kube-apiserver-v1.36")
-}
 
 /// What the replay server answers next.
 #[derive(Clone, Default)]
@@ -417,7 +406,7 @@ fn steps_of(step: &Value) -> Vec<&Value> {
 
 #[tokio::test]
 async fn every_json_response_and_watch_event_in_the_fixtures_decodes() -> Result<()> {
-    let dir = fixtures_dir();
+    let dir = common::fixtures_dir();
     let (addr, served) = start_replay().await?;
     let mut h = Harness {
         client: Client::from_url(&format!("http://{addr}"))?,

@@ -1,5 +1,6 @@
-//! Every protobuf body recorded from kube-apiserver v1.36 (`shared/fixtures/.../protobuf.json`)
-//! decodes to the same objects as its JSON twin in the same file.
+//! Every protobuf body recorded from kube-apiserver v1.36
+//! (`testdata/kube-apiserver-v1.36/protobuf.json`) decodes to the same objects as its JSON twin
+//! in the same file.
 //!
 //! The JSON side is normalised (`<rv:N>`, `<uid:N>`, `<time>`) and the protobuf side is not, so
 //! the comparison maps each placeholder to the real value it stands for, consistently across

@@ -4,6 +4,7 @@
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use bytes::Bytes;
 use http::{HeaderMap, Method, Request};
@@ -12,6 +13,22 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpStream;
+
+/// The fixtures recorded from kube-apiserver v1.36, in the repository's
+/// `testdata/kube-apiserver-v1.36/`. Missing, they fail the test (never a skip).
+pub fn fixtures_dir() -> PathBuf {
+    let dir = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kube-apiserver-v1.36"
+    ));
+    assert!(
+        dir.join("README.md").is_file(),
+        "the recorded kube-apiserver fixtures are missing: expected them in {} \
+         (testdata/kube-apiserver-v1.36/ at the repository root)",
+        dir.display()
+    );
+    dir
+}
 
 /// A complete response.
 #[derive(Debug)]

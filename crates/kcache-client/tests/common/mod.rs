@@ -4,11 +4,18 @@
 //!
 //! The upstream is requested when `KCACHE_UPSTREAM_KUBECONFIG` is set, or `CI` or
 //! `KCACHE_REQUIRE_UPSTREAM` is; requested but missing or unreachable is a failure, never a skip.
+//! Upstream-only tests fail without it too, unless `KCACHE_UPSTREAM=skip` says on purpose that
+//! there is no upstream server (`scripts/quick-test.sh`): then the upstream runs are skipped, each
+//! with a line on stderr.
 
 #![allow(
     dead_code,
     reason = "each test binary uses a different part of the fixture"
 )]
+
+/// `protobuf.json` of the recorded fixtures (shared with kcache-proto's tests).
+#[path = "../../../kcache-proto/tests/support/protobuf_fixture.rs"]
+pub mod protobuf_fixture;
 
 use std::{
     path::PathBuf,
@@ -43,7 +50,68 @@ pub struct Upstream {
     pub url: String,
 }
 
+/// The fixtures recorded from kube-apiserver v1.36, in the repository's
+/// `testdata/kube-apiserver-v1.36/`. Missing, they fail the test (never a skip).
+pub fn fixtures_dir() -> PathBuf {
+    let dir = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../testdata/kube-apiserver-v1.36"
+    ));
+    assert!(
+        dir.join("README.md").is_file(),
+        "the recorded kube-apiserver fixtures are missing: expected them in {} \
+         (testdata/kube-apiserver-v1.36/ at the repository root)",
+        dir.display()
+    );
+    dir
+}
+
+/// A file of those fixtures; missing, it fails the test.
+pub fn fixture_file(name: &str) -> PathBuf {
+    let path = fixtures_dir().join(name);
+    assert!(
+        path.is_file(),
+        "recorded fixture missing: {}",
+        path.display()
+    );
+    path
+}
+
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether `KCACHE_UPSTREAM=skip` is set (any other value is refused).
+pub fn upstream_skip_requested() -> bool {
+    match std::env::var("KCACHE_UPSTREAM") {
+        Ok(v) if v == "skip" => true,
+        Ok(v) if !v.is_empty() => panic!("KCACHE_UPSTREAM={v:?}: the only value is `skip`"),
+        _ => false,
+    }
+}
+
+/// Says on stderr, past the test harness's output capture, that this test's upstream run is
+/// skipped.
+fn say_upstream_skipped() {
+    use std::io::Write as _;
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("this test");
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED: the upstream kube-apiserver run of {test}, because KCACHE_UPSTREAM=skip"
+    );
+}
+
+/// For an upstream-only test that found no upstream server: `Ok` (skipped, said on stderr by
+/// [`upstream_env`]) under `KCACHE_UPSTREAM=skip`, otherwise the failure.
+pub fn upstream_missing() -> Result<()> {
+    if upstream_skip_requested() {
+        return Ok(());
+    }
+    bail!(
+        "this test needs the upstream kube-apiserver: start it with scripts/kube-up.sh and export \
+         its env file (scripts/test.sh does), or set KCACHE_UPSTREAM_KUBECONFIG \
+         (KCACHE_UPSTREAM=skip skips it on purpose)"
+    )
+}
 
 fn upstream_requested() -> bool {
     std::env::var_os("KCACHE_UPSTREAM_KUBECONFIG").is_some()
@@ -52,7 +120,12 @@ fn upstream_requested() -> bool {
 }
 
 /// The upstream server's description, or an error when it is requested but missing.
+/// `None` when it is not requested, or skipped by `KCACHE_UPSTREAM=skip` (said on stderr).
 pub fn upstream_env() -> Result<Option<Upstream>> {
+    if upstream_skip_requested() {
+        say_upstream_skipped();
+        return Ok(None);
+    }
     if !upstream_requested() {
         return Ok(None);
     }

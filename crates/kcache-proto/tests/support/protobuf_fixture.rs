@@ -1,10 +1,11 @@
-//! Reading `protobuf.json` of the recorded kube-apiserver fixtures, shared by the protobuf tests
-//! of kcache-proto and kcache-client (the latter include this file by path).
+//! Reading `protobuf.json` of the recorded kube-apiserver fixtures
+//! (`testdata/kube-apiserver-v1.36/`), shared by the protobuf tests of kcache-proto and
+//! kcache-client (the latter include this file by path in its `tests/common`). The file is found
+//! by the parent module's `fixture_file`, one per crate.
 
 #![allow(dead_code, reason = "each test binary uses a different part")]
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 use base64::Engine as _;
 use bytes::Bytes;
@@ -12,14 +13,9 @@ use serde_json::Value;
 
 /// The whole `protobuf.json` fixture.
 pub fn fixture() -> Value {
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = here
-        .ancestors()
-        .map(|b| b.join("shared/fixtures/kube-apiserver-v1.36"))
-        .find(|c| c.is_dir())
-        .unwrap_or_else(|| PathBuf::from("/work/shared/fixtures/kube-apiserver-v1.36"));
-    serde_json::from_slice(&std::fs::read(dir.join("protobuf.json")).expect("protobuf.json"))
-        .expect("json")
+    let path = super::fixture_file("protobuf.json");
+    serde_json::from_slice(&std::fs::read(&path).expect("protobuf.json"))
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The first step whose name starts with `prefix`.
