@@ -33,7 +33,8 @@ use super::{
 /// use kcache::leaderelection::{Config, FakeLock, LeaderElector};
 /// use tokio_util::sync::CancellationToken;
 ///
-/// # async fn demo() -> Result<(), kcache::leaderelection::Error> {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), kcache::leaderelection::Error> {
 /// let elector = Arc::new(
 ///     LeaderElector::new(Config::new("replica-0"), FakeLock::new())?
 ///         .on_started_leading(|leading: CancellationToken| {

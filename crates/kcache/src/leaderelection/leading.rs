@@ -12,11 +12,12 @@ use super::{elector::LeaderElector, lock::LeaseLock};
 /// `release_on_cancel` is set) and the result is `Some(output)`. Either way the elector's
 /// `on_stopped_leading` has run when this returns.
 ///
-/// ```no_run
+/// ```
 /// use kcache::leaderelection::{Config, FakeLock, LeaderElector, run_leading};
 /// use tokio_util::sync::CancellationToken;
 ///
-/// # async fn demo() -> Result<(), kcache::leaderelection::Error> {
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), kcache::leaderelection::Error> {
 /// let elector = LeaderElector::new(Config::new("replica-0"), FakeLock::new())?;
 /// let out = run_leading(&elector, CancellationToken::new(), async { 42 }).await;
 /// assert_eq!(out, Some(42));

@@ -18,11 +18,12 @@
 //! Like client-go, this is not fencing: for a short time around a lost lease two
 //! candidates may both believe they lead.
 //!
-//! ```no_run
+//! ```
 //! use kcache::leaderelection::{Config, FakeLock, LeaderElector, run_leading};
 //! use tokio_util::sync::CancellationToken;
 //!
-//! # async fn demo() -> Result<(), kcache::leaderelection::Error> {
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), kcache::leaderelection::Error> {
 //! let mut config = Config::new("replica-0");
 //! config.release_on_cancel = true;
 //! let elector = LeaderElector::new(config, FakeLock::new())?;

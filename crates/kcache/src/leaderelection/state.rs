@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::lock::LeaseRecord;
 
-/// What a [`LeaderElector`] currently is, as published on [`LeaderElector::watch`].
+/// What a [`LeaderElector`](super::LeaderElector) currently is, as published on [`LeaderElector::watch`](super::LeaderElector::watch).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LeaderState {
     /// Not leading (also before the first run and after a run ends).
