@@ -1,6 +1,6 @@
 //! One acquire-or-renew attempt, the release, and the bookkeeping of what was observed.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::time::{Instant, timeout_at};
 use tracing::{debug, info, warn};
@@ -10,12 +10,21 @@ use super::{
     lock::{Holder, LeaseLock, LeaseRecord},
 };
 
+/// The wall clock for the record's timestamps, truncated to the microseconds a Lease's
+/// `MicroTime` keeps, so that a record read back equals the record written.
+fn wall_now() -> SystemTime {
+    let now = SystemTime::now();
+    now.duration_since(UNIX_EPOCH).map_or(now, |d| {
+        UNIX_EPOCH + Duration::new(d.as_secs(), d.subsec_micros() * 1000)
+    })
+}
+
 impl<L: LeaseLock> LeaderElector<L> {
     /// One attempt: renew optimistically at the last version if leading, otherwise (or on
     /// failure) read the lease, create it if missing, or take it if free or expired.
     pub(super) async fn try_acquire_or_renew(&self) -> bool {
         let now = Instant::now();
-        let wall = SystemTime::now();
+        let wall = wall_now();
         let identity = &self.config.identity;
         let lock = &self.describe;
         let mut desired = LeaseRecord {
@@ -118,7 +127,7 @@ impl<L: LeaseLock> LeaderElector<L> {
         {
             return true;
         }
-        let wall = SystemTime::now();
+        let wall = wall_now();
         let released = LeaseRecord {
             holder_identity: String::new(),
             lease_duration_seconds: 1,
