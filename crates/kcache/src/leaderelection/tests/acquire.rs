@@ -141,3 +141,25 @@ async fn a_cancelled_run_returns_at_once() {
     assert!(lock.ops().is_empty(), "{:?}", lock.ops());
     assert_eq!(me.events(), ["stopped"]);
 }
+
+/// The callbacks' order over a whole run: the holder observed, this candidate observed as
+/// the new holder, started, then (on cancel) stopped; the leading token is cancelled when
+/// the run returns.
+#[tokio::test(start_paused = true)]
+async fn callbacks_run_in_order() {
+    let lock = FakeLock::with_record(held_by("bing", 3));
+    let me = start(&lock, config(ME, true));
+    me.wait_leading().await;
+    assert_eq!(
+        me.events(),
+        ["new leader bing", "new leader baz", "started"]
+    );
+    let token = me.leading_token();
+    assert!(!token.is_cancelled());
+    let me = me.stop().await;
+    assert!(token.is_cancelled());
+    assert_eq!(
+        me.events(),
+        ["new leader bing", "new leader baz", "started", "stopped"]
+    );
+}
