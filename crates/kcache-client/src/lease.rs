@@ -53,6 +53,16 @@ impl LeaseClient {
         }
     }
 
+    /// The Lease's namespace.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The Lease's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The Lease, or `None` when it does not exist.
     ///
     /// # Errors

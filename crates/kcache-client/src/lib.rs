@@ -15,8 +15,9 @@
 //!   parsed metadata, with a typed view on demand;
 //! - with the default feature `protobuf`, built-in kinds travel as protobuf
 //!   ([`protobuf`], through `kcache-proto`), with a clean fallback to JSON;
-//! - [`LeaseClient`] gets, creates and updates `coordination.k8s.io/v1` Leases for leader
-//!   election.
+//! - [`LeaseClient`] gets, creates and updates `coordination.k8s.io/v1` Leases, and
+//!   [`HttpLeaseLock`] puts kcache's [`LeaderElector`](kcache::leaderelection::LeaderElector)
+//!   on one.
 //!
 //! Errors are one sentence a user can act on, and never contain credentials.
 #![doc(test(attr(deny(warnings))))]
@@ -27,6 +28,7 @@ pub mod decode;
 pub mod dynamic;
 pub mod error;
 pub mod lease;
+pub mod lease_lock;
 pub mod lister_watcher;
 #[cfg(feature = "protobuf")]
 pub mod protobuf;
@@ -36,4 +38,5 @@ pub use compact::{Compact, CompactDecoder};
 pub use decode::Typed;
 pub use error::{Error, Result};
 pub use lease::LeaseClient;
+pub use lease_lock::HttpLeaseLock;
 pub use lister_watcher::{HttpListerWatcher, WireStats};

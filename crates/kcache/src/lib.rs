@@ -19,6 +19,7 @@ pub mod controller;
 pub mod factory;
 pub mod fifo;
 pub mod informer;
+pub mod leaderelection;
 pub mod lister_watcher;
 pub mod reflector;
 pub mod store;
