@@ -55,6 +55,14 @@ impl<K> Clone for DeletedObject<K> {
 /// holds the new state when a notification is delivered, and may hold newer ones.
 ///
 /// Objects are shared with the cache: never mutate them (they are behind `Arc`).
+///
+/// # Panics
+///
+/// A panic in a handler method is caught: it is logged at error level with the object's key,
+/// that one notification is dropped *for that handler only*, and the handler goes on with the
+/// next one; the cache and the other handlers are not affected. A handler that keeps state
+/// should therefore not panic halfway through an update. client-go does not catch handler
+/// panics: its `HandleCrash` logs and re-panics, which ends the process.
 pub trait EventHandler<K>: Send + Sync + 'static {
     /// An object was added. `is_in_initial_list` is true for objects of the initial list (and
     /// for the synthetic adds a handler registered after start receives).

@@ -17,6 +17,7 @@ mod listener;
 mod processor;
 mod registration;
 mod shared_informer;
+mod sink;
 
 pub use handler::{DeletedObject, EventHandler, HandlerFns};
 pub use listener::BufferMode;

@@ -204,7 +204,9 @@ struct StartState<K> {
     starter: Option<ReflectorStarter<K>>,
     transform: Option<TransformFunc<K>>,
     error_handler: Option<WatchErrorHandler>,
-    tasks: Option<TaskTracker>,
+    /// The tracker of the listener tasks and the runtime they run on (captured by `run`, so
+    /// that handlers added later from any thread start there).
+    tasks: Option<(TaskTracker, tokio::runtime::Handle)>,
 }
 
 pub(crate) struct Inner<K> {
@@ -397,8 +399,8 @@ where
                     initial: true,
                 });
             }
-            if let Some(tasks) = &start.tasks {
-                tasks.spawn(Arc::clone(&listener).run());
+            if let Some((tasks, runtime)) = &start.tasks {
+                tasks.spawn_on(Arc::clone(&listener).run(), runtime);
             }
         } else {
             inner.processor.add(Arc::clone(&listener));
@@ -484,7 +486,23 @@ where
             .unwrap_or_default()
     }
 
-    /// The reflector's counters, once started.
+    /// The reflector's health (consecutive failures, last error) for readiness checks; `None`
+    /// before [`run`](Self::run).
+    pub fn health(&self) -> Option<reflector::Health> {
+        self.inner
+            .reflector
+            .lock()
+            .as_ref()
+            .map(ReflectorHandle::health)
+    }
+
+    /// A handle on the running reflector (its name, resourceVersion, counters and health);
+    /// `None` before [`run`](Self::run).
+    pub fn reflector(&self) -> Option<ReflectorHandle> {
+        self.inner.reflector.lock().clone()
+    }
+
+    /// The reflector's counters; `None` before [`run`](Self::run).
     pub fn reflector_metrics(&self) -> Option<reflector::Metrics> {
         self.inner
             .reflector
@@ -527,7 +545,7 @@ where
             };
             start.started = true;
             let tasks = TaskTracker::new();
-            start.tasks = Some(tasks.clone());
+            start.tasks = Some((tasks.clone(), tokio::runtime::Handle::current()));
             let weak = Arc::downgrade(&inner);
             let hooks = Hooks {
                 transform: start.transform.clone(),
@@ -545,12 +563,8 @@ where
         let check_period = inner.start.lock().check_period;
         let rconfig = inner.config.reflector.clone().resync_period(check_period);
         let reflector_cancel = cancel.child_token();
-        let (handle, reflector_fut) = starter(
-            inner.queue.as_store(),
-            rconfig,
-            hooks,
-            reflector_cancel.clone(),
-        );
+        let sink = Arc::new(super::sink::QueueSink::new(inner.queue.as_store(), &inner));
+        let (handle, reflector_fut) = starter(sink, rconfig, hooks, reflector_cancel.clone());
         *inner.reflector.lock() = Some(handle);
         let reflector_task = tokio::spawn(reflector_fut);
         let process = Arc::clone(&inner).process_loop();
@@ -609,10 +623,15 @@ where
                 Ok(()) => {}
                 Err(PopError::Closed) => return,
             }
-            if !self.synced_flag.load(Ordering::Relaxed) && self.queue.has_synced() {
-                self.synced_flag.store(true, Ordering::Release);
-                self.sync_notify.notify_waiters();
-            }
+            self.note_synced();
+        }
+    }
+
+    /// Publishes `has_synced` once the queue says the initial list has been processed.
+    pub(crate) fn note_synced(&self) {
+        if !self.synced_flag.load(Ordering::Acquire) && self.queue.has_synced() {
+            self.synced_flag.store(true, Ordering::Release);
+            self.sync_notify.notify_waiters();
         }
     }
 
@@ -676,7 +695,13 @@ where
                 _ => None,
             })
             .collect();
-        let previous = self.indexer.apply(txns);
+        // client-go's store records the resourceVersion of each object it adds, updates or
+        // deletes (tombstones carry none).
+        let resource_version = chunk.iter().rev().find_map(|(_, object)| match object {
+            DeltaObject::Object { obj, .. } => obj.meta().resource_version.clone(),
+            _ => None,
+        });
+        let previous = self.indexer.apply_at(txns, resource_version);
         for ((kind, object), old) in chunk.drain(..).zip(previous) {
             match object {
                 DeltaObject::Object { key, obj } if kind == DeltaType::Deleted => {

@@ -503,3 +503,123 @@ async fn run_twice_is_a_no_op_and_stopped_informer_refuses_handlers() {
         Err(InformerError::Stopped)
     ));
 }
+
+#[tokio::test(start_paused = true)]
+async fn empty_initial_list_syncs_for_every_queue_kind() {
+    for kind in [
+        QueueKind::RealFifo,
+        QueueKind::RealFifoNonAtomic,
+        QueueKind::DeltaFifo,
+    ] {
+        let src = FakeSource::<ConfigMap>::new();
+        let mut cfg = config();
+        cfg.queue = kind;
+        let informer = SharedIndexInformer::new(src.clone(), cfg);
+        let reg = informer
+            .add_event_handler(Arc::new(Recorder::default()))
+            .unwrap();
+        let run = Running::start(&informer);
+        tokio::time::timeout(Duration::from_secs(60), informer.wait_for_sync())
+            .await
+            .unwrap_or_else(|_| panic!("{kind:?}: an empty initial list never synced"));
+        assert!(informer.has_synced(), "{kind:?}");
+        assert!(
+            tokio::time::timeout(Duration::from_secs(60), reg.synced())
+                .await
+                .unwrap_or(false),
+            "{kind:?}: the registration never synced"
+        );
+        run.stop().await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn store_resource_version_follows_added_updated_and_deleted_objects() {
+    for kind in [
+        QueueKind::RealFifo,
+        QueueKind::RealFifoNonAtomic,
+        QueueKind::DeltaFifo,
+    ] {
+        let src = FakeSource::<ConfigMap>::new();
+        src.upsert(cm("a"));
+        let mut cfg = config();
+        cfg.queue = kind;
+        let informer = SharedIndexInformer::new(src.clone(), cfg);
+        let run = Running::start(&informer);
+        informer.wait_for_sync().await;
+        let added = src.upsert(cm("b"));
+        eventually(|| informer.indexer().last_sync_resource_version() == added).await;
+        let updated = src.upsert(cm("a"));
+        eventually(|| informer.indexer().last_sync_resource_version() == updated).await;
+        let deleted = src.delete(&key("b")).unwrap();
+        eventually(|| informer.indexer().last_sync_resource_version() == deleted).await;
+        run.stop().await;
+    }
+}
+
+#[test]
+fn add_event_handler_from_a_thread_outside_the_runtime_after_start() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let src = FakeSource::<ConfigMap>::new();
+    src.upsert(cm("a"));
+    let informer = SharedIndexInformer::new(src.clone(), config());
+    let cancel = CancellationToken::new();
+    let task = rt.spawn({
+        let i = informer.clone();
+        let c = cancel.clone();
+        async move { i.run(c).await }
+    });
+    rt.block_on(informer.wait_for_sync());
+    // A plain thread with no runtime context, as a GUI or a sync library would have.
+    let recorder = Arc::new(Recorder::default());
+    let reg = std::thread::spawn({
+        let informer = informer.clone();
+        let recorder = Arc::clone(&recorder);
+        move || informer.add_event_handler(recorder).unwrap()
+    })
+    .join()
+    .expect("add_event_handler does not panic outside the runtime");
+    assert!(rt.block_on(reg.synced()));
+    assert_eq!(
+        recorder.log.lock().first().map(String::as_str),
+        Some(&*format!("add ns/a {} true", rv(&src.objects()[0])))
+    );
+    cancel.cancel();
+    rt.block_on(task).unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn health_reports_consecutive_failures_and_recovers() {
+    let src = FakeSource::<ConfigMap>::new();
+    src.upsert(cm("a"));
+    src.fail_lists(
+        4,
+        crate::testing::status(500, "InternalError", "etcd is down"),
+    );
+    let mut cfg = config();
+    cfg.reflector = cfg.reflector.use_watch_list(false);
+    let informer = SharedIndexInformer::new(src.clone(), cfg);
+    let run = Running::start(&informer);
+    eventually(|| {
+        informer
+            .health()
+            .is_some_and(|h| h.consecutive_failures >= 3)
+    })
+    .await;
+    let h = informer.health().unwrap();
+    assert!(!h.is_healthy(3));
+    assert!(
+        h.last_error.as_deref().unwrap().contains("etcd is down"),
+        "{h:?}"
+    );
+    informer.wait_for_sync().await;
+    let h = informer.health().unwrap();
+    assert_eq!(h.consecutive_failures, 0, "{h:?}");
+    assert!(h.is_healthy(3));
+    assert_eq!(informer.reflector().unwrap().name(), "objects");
+    run.stop().await;
+}

@@ -203,8 +203,22 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
     /// Readers see either none or all of the batch. The informer applies each
     /// [`pop_batch`](crate::fifo::Queue::pop_batch) through this.
     pub fn apply(&self, txns: Vec<Transaction<K>>) -> Vec<Option<Arc<K>>> {
+        self.apply_at(txns, None)
+    }
+
+    /// [`apply`](Self::apply), recording `resource_version` (when given) as the store's
+    /// [`last_sync_resource_version`](Self::last_sync_resource_version) in the same write:
+    /// client-go's store follows the RV of every object added, updated or deleted.
+    pub fn apply_at(
+        &self,
+        txns: Vec<Transaction<K>>,
+        resource_version: Option<String>,
+    ) -> Vec<Option<Arc<K>>> {
         let mut previous = Vec::with_capacity(txns.len());
         let mut state = self.inner.state.write();
+        if let Some(rv) = resource_version.filter(|rv| !rv.is_empty()) {
+            state.resource_version = rv;
+        }
         for txn in txns {
             previous.push(match txn {
                 Transaction::Upsert(key, obj) => state.upsert(key, obj),
