@@ -297,7 +297,9 @@ pub(crate) fn api_error(
             details: None,
         });
     // A Status is the server's own words, but a proxy may fake one: keep it printable.
-    status.message = kcache::lister_watcher::trim_for_display(&status.message, MAX_STATUS_MESSAGE);
+    // (newlines and tabs are its formatting and stay; terminal escapes and NUL are escaped).
+    status.message =
+        kcache::lister_watcher::trim_for_display_keeping_lines(&status.message, MAX_STATUS_MESSAGE);
     status.reason = kcache::lister_watcher::trim_for_display(&status.reason, 64);
     if status.code == 0 {
         status.code = code.as_u16();

@@ -65,6 +65,20 @@ pub trait ListerWatcher<K: Clone>: Send + Sync + 'static {
 /// assert_eq!(trim_for_display("abcdef", 3), "abc…");
 /// ```
 pub fn trim_for_display(text: &str, max: usize) -> String {
+    trim_escaping(text, max, |_| true)
+}
+
+/// [`trim_for_display`], keeping newlines and tabs (for a server's multi-line message).
+///
+/// ```
+/// use kcache::lister_watcher::trim_for_display_keeping_lines;
+/// assert_eq!(trim_for_display_keeping_lines("a\nb\0", 64), "a\nb\\u{0}");
+/// ```
+pub fn trim_for_display_keeping_lines(text: &str, max: usize) -> String {
+    trim_escaping(text, max, |c| c != '\n' && c != '\t')
+}
+
+fn trim_escaping(text: &str, max: usize, escape: impl Fn(char) -> bool) -> String {
     let mut out = String::with_capacity(text.len().min(max) + 8);
     let mut used = 0;
     for c in text.chars() {
@@ -73,7 +87,7 @@ pub fn trim_for_display(text: &str, max: usize) -> String {
             return out;
         }
         used += c.len_utf8();
-        if c.is_control() {
+        if c.is_control() && escape(c) {
             out.extend(c.escape_unicode());
         } else {
             out.push(c);

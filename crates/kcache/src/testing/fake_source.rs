@@ -297,6 +297,11 @@ where
         st.list_failures.extend(std::iter::repeat_n(status, n));
     }
 
+    /// Forgets the list failures still queued by [`fail_lists`](Self::fail_lists).
+    pub fn clear_list_failures(&self) {
+        self.state.lock().list_failures.clear();
+    }
+
     /// The next `n` watch calls fail with `status`.
     pub fn fail_watches(&self, n: usize, status: Status) {
         let mut st = self.state.lock();

@@ -1,0 +1,115 @@
+//! Health and readiness checks.
+
+use std::sync::Arc;
+
+use crate::InformerMetrics;
+
+/// A named check: `Ok(())` when healthy, else why not.
+pub type Check = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+/// What `/readyz` and `/healthz` ask.
+///
+/// Readiness: every informer of the attached [`InformerMetrics`] has synced and its reflector
+/// has failed fewer than [`Checks::failure_threshold`] times in a row (default 5), and every
+/// readiness check passes. Liveness (`/healthz`): the runtime answers, and every liveness
+/// check passes — for a leader elector, a check that fails when it believes it leads but has
+/// not renewed within its lease (client-go's `HealthzAdaptor`).
+#[derive(Clone, Default)]
+pub struct Checks {
+    informers: Option<InformerMetrics>,
+    threshold: Option<u32>,
+    ready: Vec<(String, Check)>,
+    live: Vec<(String, Check)>,
+}
+
+impl std::fmt::Debug for Checks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names = |v: &[(String, Check)]| v.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        f.debug_struct("Checks")
+            .field("informers", &self.informers)
+            .field("ready", &names(&self.ready))
+            .field("live", &names(&self.live))
+            .finish()
+    }
+}
+
+/// One check's outcome.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    pub(crate) name: String,
+    pub(crate) error: Option<String>,
+}
+
+impl Checks {
+    /// No checks.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Readiness includes every informer registered with `informers`.
+    #[must_use]
+    pub fn with_informers(mut self, informers: InformerMetrics) -> Self {
+        self.informers = Some(informers);
+        self
+    }
+
+    /// Consecutive reflector failures from which an informer is not ready (default 5).
+    #[must_use]
+    pub fn failure_threshold(mut self, n: u32) -> Self {
+        self.threshold = Some(n.max(1));
+        self
+    }
+
+    /// Adds a readiness check.
+    #[must_use]
+    pub fn ready(mut self, name: impl Into<String>, check: Check) -> Self {
+        self.ready.push((name.into(), check));
+        self
+    }
+
+    /// Adds a liveness check.
+    #[must_use]
+    pub fn live(mut self, name: impl Into<String>, check: Check) -> Self {
+        self.live.push((name.into(), check));
+        self
+    }
+
+    pub(crate) fn readiness(&self) -> Vec<Outcome> {
+        let threshold = self.threshold.unwrap_or(5);
+        let mut out = Vec::new();
+        for informer in self.informers.iter().flat_map(InformerMetrics::informers) {
+            let name = format!("informer {}", informer.resource());
+            let error = if !informer.has_synced() {
+                Some("not synced".to_owned())
+            } else {
+                informer
+                    .health()
+                    .filter(|h| h.consecutive_failures >= threshold)
+                    .map(|h| {
+                        format!(
+                            "{} failures in a row, last: {}",
+                            h.consecutive_failures,
+                            h.last_error.unwrap_or_default()
+                        )
+                    })
+            };
+            out.push(Outcome { name, error });
+        }
+        out.extend(run(&self.ready));
+        out
+    }
+
+    pub(crate) fn liveness(&self) -> Vec<Outcome> {
+        run(&self.live)
+    }
+}
+
+fn run(checks: &[(String, Check)]) -> Vec<Outcome> {
+    checks
+        .iter()
+        .map(|(name, check)| Outcome {
+            name: name.clone(),
+            error: check().err(),
+        })
+        .collect()
+}

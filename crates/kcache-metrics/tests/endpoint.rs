@@ -1,0 +1,210 @@
+//! The metrics endpoint after scripted scenarios, scraped over HTTP and parsed with a
+//! Prometheus text parser (not string-matched).
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kcache::{
+    SharedIndexInformer,
+    informer::InformerConfig,
+    reflector::BackoffConfig,
+    testing::{FakeSource, status},
+    workqueue::{RateLimitingQueue, RateLimitingQueueConfig},
+};
+use kcache_metrics::{Checks, InformerMetrics, WorkqueueMetrics};
+use kube_core::ObjectMeta;
+use prometheus_client::registry::Registry;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+fn cm(name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    }
+}
+
+/// GET `path` on `addr`: (status code, body).
+async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .expect("send");
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).await.expect("read");
+    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP response");
+    let code = head
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .expect("a status code");
+    (code, body.to_owned())
+}
+
+/// Samples by (metric name, sorted labels) → value.
+fn parse(body: &str) -> HashMap<(String, Vec<(String, String)>), f64> {
+    let scrape = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_owned())))
+        .expect("the exposition parses");
+    scrape
+        .samples
+        .into_iter()
+        .filter_map(|s| {
+            let v = match s.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                | prometheus_parse::Value::Untyped(v) => v,
+                _ => return None,
+            };
+            let mut labels: Vec<(String, String)> = s
+                .labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            labels.sort();
+            Some(((s.metric, labels), v))
+        })
+        .collect()
+}
+
+fn value(
+    m: &HashMap<(String, Vec<(String, String)>), f64>,
+    name: &str,
+    labels: &[(&str, &str)],
+) -> f64 {
+    let mut l: Vec<(String, String)> = labels
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    l.sort();
+    *m.get(&(name.to_owned(), l.clone())).unwrap_or_else(|| {
+        panic!(
+            "no sample {name}{l:?} in {:?}",
+            m.keys().collect::<Vec<_>>()
+        )
+    })
+}
+
+async fn eventually(mut cond: impl AsyncFnMut() -> bool) {
+    for _ in 0..200 {
+        if cond().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("condition never held");
+}
+
+#[tokio::test]
+async fn workqueue_and_informer_metrics_and_readiness_over_http() {
+    let mut registry = Registry::default();
+    let queues = Arc::new(WorkqueueMetrics::new(&mut registry));
+    let informers = InformerMetrics::new(&mut registry);
+
+    let src = FakeSource::<ConfigMap>::new();
+    for n in ["a", "b", "c"] {
+        src.upsert(cm(n));
+    }
+    // Two failed lists first, then the server behaves.
+    src.fail_lists(2, status(500, "InternalError", "etcd is down"));
+    let mut config = InformerConfig::default();
+    // A short backoff keeps this real-time test short.
+    config.reflector = config
+        .reflector
+        .use_watch_list(false)
+        .backoff(BackoffConfig {
+            initial: Duration::from_millis(50),
+            max: Duration::from_millis(200),
+            ..BackoffConfig::default()
+        });
+    let informer = SharedIndexInformer::new(src.clone(), config);
+    informers.register(&informer);
+
+    let queue: RateLimitingQueue<String> = RateLimitingQueue::new(
+        RateLimitingQueueConfig::default()
+            .name("configmaps")
+            .metrics_provider(queues),
+    );
+
+    let cancel = CancellationToken::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let checks = Checks::new()
+        .with_informers(informers.clone())
+        .failure_threshold(2);
+    let server = tokio::spawn(kcache_metrics::serve(
+        listener,
+        Arc::new(registry),
+        checks,
+        cancel.clone(),
+    ));
+
+    // Not started: not ready.
+    let (code, body) = get(addr, "/readyz").await;
+    assert_eq!(code, 503, "{body}");
+    let (code, _) = get(addr, "/healthz").await;
+    assert_eq!(code, 200);
+
+    let run = tokio::spawn({
+        let i = informer.clone();
+        let c = cancel.clone();
+        async move { i.run(c).await }
+    });
+    informer.wait_for_sync().await;
+    eventually(async || get(addr, "/readyz").await.0 == 200).await;
+
+    // The queue: three adds, one retry, one done.
+    queue.add("ns/a".into());
+    queue.add("ns/b".into());
+    queue.add("ns/a".into()); // deduplicated: not counted as an add by client-go either
+    queue.add_rate_limited("ns/c".into());
+    let item = queue.get().await.unwrap();
+    queue.done(&item);
+
+    // A 410 in the watch: one relist.
+    eventually(async || src.watcher_count() > 0).await;
+    src.inject_watch_error(status(410, "Expired", "too old resource version: 1 (2)"));
+    eventually(async || informer.reflector_metrics().is_some_and(|m| m.relists == 1)).await;
+
+    let (code, body) = get(addr, "/metrics").await;
+    assert_eq!(code, 200);
+    let m = parse(&body);
+    let q = [("name", "configmaps")];
+    assert_eq!(value(&m, "workqueue_adds_total", &q), 2.0, "{body}");
+    assert_eq!(value(&m, "workqueue_retries_total", &q), 1.0, "{body}");
+    assert_eq!(value(&m, "workqueue_depth", &q), 1.0, "{body}");
+    let r = [("resource", "objects")];
+    assert_eq!(
+        value(&m, "kcache_reflector_relists_total", &r),
+        1.0,
+        "{body}"
+    );
+    assert!(
+        value(&m, "kcache_reflector_errors_total", &r) >= 3.0,
+        "{body}"
+    );
+    assert_eq!(value(&m, "kcache_informer_objects", &r), 3.0, "{body}");
+    assert_eq!(value(&m, "kcache_informer_synced", &r), 1.0, "{body}");
+    assert!(
+        body.contains("workqueue_queue_duration_seconds_bucket"),
+        "{body}"
+    );
+
+    // A reflector that keeps failing makes the process unready, and ready again after.
+    src.fail_lists(1000, status(500, "InternalError", "etcd is down"));
+    src.inject_watch_error(status(410, "Expired", "too old resource version: 1 (2)"));
+    eventually(async || get(addr, "/readyz").await.0 == 503).await;
+    let (_, body) = get(addr, "/readyz").await;
+    assert!(body.contains("[-]informer objects failed"), "{body}");
+    assert!(body.contains("etcd is down"), "{body}");
+    src.clear_list_failures();
+    eventually(async || get(addr, "/readyz").await.0 == 200).await;
+    cancel.cancel();
+    run.await.unwrap();
+    server.await.unwrap().unwrap();
+}
