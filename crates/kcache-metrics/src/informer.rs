@@ -99,6 +99,13 @@ impl InformerMetrics {
 
 type Labels = [(&'static str, String); 1];
 
+/// A counter family: name, help, how to read it from the reflector's counters.
+type CounterRow = (
+    &'static str,
+    &'static str,
+    fn(&kcache::reflector::Metrics) -> u64,
+);
+
 fn counter(
     encoder: &mut DescriptorEncoder<'_>,
     name: &str,
@@ -136,7 +143,7 @@ impl Collector for InformerMetrics {
                 Some(([("resource", i.resource())], m, h, i))
             })
             .collect();
-        let counters: [(&str, &str, fn(&kcache::reflector::Metrics) -> u64); 7] = [
+        let counters: [CounterRow; 7] = [
             (
                 "kcache_reflector_lists",
                 "Completed LISTs (each possibly several pages)",

@@ -17,16 +17,22 @@
 //! use std::sync::Arc;
 //! use k8s_openapi::api::core::v1::Pod;
 //! use kcache::{SharedIndexInformer, informer::InformerConfig, testing::FakeSource};
+//! use kcache::workqueue::{RateLimitingQueue, RateLimitingQueueConfig};
 //! use kcache_metrics::{Checks, InformerMetrics, WorkqueueMetrics};
 //! use prometheus_client::registry::Registry;
 //! use tokio_util::sync::CancellationToken;
 //!
-//! # async fn run() -> std::io::Result<()> {
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> std::io::Result<()> {
 //! let mut registry = Registry::default();
 //! let queues = Arc::new(WorkqueueMetrics::new(&mut registry));
 //! let informers = InformerMetrics::new(&mut registry);
 //! let pods = SharedIndexInformer::new(FakeSource::<Pod>::new(), InformerConfig::default());
 //! informers.register(&pods);
+//! let (queue, driver) = RateLimitingQueue::<String>::with_config(
+//!     RateLimitingQueueConfig::default().name("pods").metrics_provider(queues),
+//! );
+//! # drop((queue, driver));
 //! let checks = Checks::new().with_informers(informers.clone());
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:9090").await?;
 //! kcache_metrics::serve(listener, Arc::new(registry), checks, CancellationToken::new()).await

@@ -125,11 +125,12 @@ async fn workqueue_and_informer_metrics_and_readiness_over_http() {
     let informer = SharedIndexInformer::new(src.clone(), config);
     informers.register(&informer);
 
-    let queue: RateLimitingQueue<String> = RateLimitingQueue::new(
+    let (queue, driver) = RateLimitingQueue::<String>::with_config(
         RateLimitingQueueConfig::default()
             .name("configmaps")
             .metrics_provider(queues),
     );
+    let driver = tokio::spawn(driver);
 
     let cancel = CancellationToken::new();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -159,12 +160,13 @@ async fn workqueue_and_informer_metrics_and_readiness_over_http() {
     eventually(async || get(addr, "/readyz").await.0 == 200).await;
 
     // The queue: three adds, one retry, one done.
-    queue.add("ns/a".into());
-    queue.add("ns/b".into());
-    queue.add("ns/a".into()); // deduplicated: not counted as an add by client-go either
-    queue.add_rate_limited("ns/c".into());
+    queue.add("ns/a".into()).unwrap();
+    queue.add("ns/b".into()).unwrap();
+    queue.add("ns/a".into()).unwrap(); // already queued: not an add, as in client-go
+    queue.add_rate_limited("ns/c".into()).unwrap();
     let item = queue.get().await.unwrap();
     queue.done(&item);
+    tokio::time::sleep(Duration::from_millis(100)).await; // the rate-limited add lands
 
     // A 410 in the watch: one relist.
     eventually(async || src.watcher_count() > 0).await;
@@ -175,9 +177,9 @@ async fn workqueue_and_informer_metrics_and_readiness_over_http() {
     assert_eq!(code, 200);
     let m = parse(&body);
     let q = [("name", "configmaps")];
-    assert_eq!(value(&m, "workqueue_adds_total", &q), 2.0, "{body}");
+    assert_eq!(value(&m, "workqueue_adds_total", &q), 3.0, "{body}");
     assert_eq!(value(&m, "workqueue_retries_total", &q), 1.0, "{body}");
-    assert_eq!(value(&m, "workqueue_depth", &q), 1.0, "{body}");
+    assert_eq!(value(&m, "workqueue_depth", &q), 2.0, "{body}");
     let r = [("resource", "objects")];
     assert_eq!(
         value(&m, "kcache_reflector_relists_total", &r),
@@ -207,4 +209,6 @@ async fn workqueue_and_informer_metrics_and_readiness_over_http() {
     cancel.cancel();
     run.await.unwrap();
     server.await.unwrap().unwrap();
+    queue.shutdown();
+    let _ = driver.await;
 }
