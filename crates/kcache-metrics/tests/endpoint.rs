@@ -48,7 +48,9 @@ async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
 }
 
 /// Samples by (metric name, sorted labels) → value.
-fn parse(body: &str) -> HashMap<(String, Vec<(String, String)>), f64> {
+type Samples = HashMap<(String, Vec<(String, String)>), f64>;
+
+fn parse(body: &str) -> Samples {
     let scrape = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_owned())))
         .expect("the exposition parses");
     scrape
@@ -72,11 +74,7 @@ fn parse(body: &str) -> HashMap<(String, Vec<(String, String)>), f64> {
         .collect()
 }
 
-fn value(
-    m: &HashMap<(String, Vec<(String, String)>), f64>,
-    name: &str,
-    labels: &[(&str, &str)],
-) -> f64 {
+fn value(m: &Samples, name: &str, labels: &[(&str, &str)]) -> f64 {
     let mut l: Vec<(String, String)> = labels
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
