@@ -69,4 +69,8 @@ where
             })
             .boxed())
     }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
 }

@@ -112,3 +112,72 @@ fn demo_with_faults_off_injects_none_and_prints_a_summary_table() {
     assert!(row("verdict").contains("CONSISTENT"), "{stdout}");
     assert!(row("peak RSS").contains("MiB"), "{stdout}");
 }
+
+/// GET `path` on `addr` with a plain HTTP/1.1 request: (status code, body), or `None` when
+/// nothing listens yet.
+fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).ok()?;
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").as_bytes())
+        .ok()?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).ok()?;
+    let (head, body) = raw.split_once("\r\n\r\n")?;
+    Some((head.split(' ').nth(1)?.parse().ok()?, body.to_owned()))
+}
+
+#[test]
+fn demo_serves_metrics_and_readiness_while_it_runs() {
+    // A free port: bind, note it, release it for the demo.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kcache"))
+        .args([
+            "demo",
+            "--objects",
+            "300",
+            "--duration",
+            "6",
+            "--json",
+            "--metrics-addr",
+            &addr,
+        ])
+        .env_remove("KCACHE_DEMO_INJECT_DIVERGENCE")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kcache runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut ready = None;
+    while std::time::Instant::now() < deadline {
+        if let Some((200, body)) = http_get(&addr, "/readyz") {
+            ready = Some(body);
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let ready = ready.unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!("/readyz never answered 200 on {addr}")
+    });
+    assert!(ready.contains("[+]informer pods ok"), "{ready}");
+    let (code, metrics) = http_get(&addr, "/metrics").expect("/metrics answers");
+    assert_eq!(code, 200);
+    let sample = metrics
+        .lines()
+        .find(|l| l.starts_with("kcache_informer_objects{resource=\"pods\"}"))
+        .unwrap_or_else(|| panic!("no objects gauge in {metrics}"));
+    let objects: f64 = sample.rsplit(' ').next().unwrap().parse().unwrap();
+    // Churn creates and deletes pods; the cache holds about the 300 seeded.
+    assert!(objects >= 150.0, "{sample}");
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -76,6 +76,10 @@ pub struct DemoArgs {
     /// Print one JSON object instead of the progress display and the table.
     #[arg(long)]
     pub json: bool,
+    /// Serve Prometheus metrics, /healthz and /readyz on this address while the demo runs
+    /// (e.g. 127.0.0.1:9090; off by default).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<std::net::SocketAddr>,
     /// Test only: the counting handler drops one event, which the verification must catch.
     #[arg(long, hide = true, env = "KCACHE_DEMO_INJECT_DIVERGENCE")]
     pub inject_divergence: bool,
@@ -135,6 +139,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
     );
 
     let counting = Arc::new(Rebuilt::new(args.inject_divergence));
+    let metrics_stop = tokio_util::sync::CancellationToken::new();
+    let metrics_server = match args.metrics_addr {
+        Some(addr) => Some(serve_metrics(addr, &informer, metrics_stop.clone()).await?),
+        None => None,
+    };
     let counting_reg = informer.add_event_handler(Recording {
         state: Arc::clone(&counting),
         delay: Duration::ZERO,
@@ -297,6 +306,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
     let metrics = informer.reflector_metrics().unwrap_or_default();
 
     stop_controller.cancel();
+    metrics_stop.cancel();
+    if let Some(server) = metrics_server {
+        server.await.context("the metrics server task")??;
+    }
     let _ = controller_task.await;
     factory.shutdown().await;
     server.shutdown().await;
@@ -383,6 +396,31 @@ async fn seed(ui: &Ui, handle: &kcache_apiserver::ServerHandle, n: usize) -> any
 
 /// The progress display on stderr (hidden for `--json`; indicatif hides it when stderr is not
 /// a terminal).
+/// Starts `/metrics`, `/healthz` and `/readyz` on `addr` for `informer`.
+async fn serve_metrics(
+    addr: std::net::SocketAddr,
+    informer: &kcache::SharedIndexInformer<Pod>,
+    stop: tokio_util::sync::CancellationToken,
+) -> anyhow::Result<tokio::task::JoinHandle<std::io::Result<()>>> {
+    let mut registry = prometheus_client::registry::Registry::default();
+    let informers = kcache_metrics::InformerMetrics::new(&mut registry);
+    informers.register(informer);
+    let checks = kcache_metrics::Checks::new().with_informers(informers);
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding the metrics address {addr}"))?;
+    eprintln!(
+        "metrics on http://{}/metrics (and /healthz, /readyz)",
+        listener.local_addr()?
+    );
+    Ok(tokio::spawn(kcache_metrics::serve(
+        listener,
+        std::sync::Arc::new(registry),
+        checks,
+        stop,
+    )))
+}
+
 struct Ui {
     quiet: bool,
 }
