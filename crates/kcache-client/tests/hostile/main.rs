@@ -82,6 +82,12 @@ async fn run_case(case: Case) -> Outcome {
         .watch_open_timeout(DEADLINE)
         .watch_idle_timeout(DEADLINE);
     config.page_size = case.page_size;
+    if let Some(n) = case.max_list_pages {
+        config.max_list_pages = n;
+    }
+    if let Some(max) = case.backoff_max {
+        config.backoff.max = max;
+    }
     let informer =
         SharedIndexInformer::<ConfigMap>::new(lw, InformerConfig::default().reflector(config));
     let errors: Arc<Mutex<Vec<(Instant, String, String)>>> = Arc::default();
@@ -119,18 +125,14 @@ async fn run_case(case: Case) -> Outcome {
         async move { informer.run(cancel).await }
     });
     let cache = |informer: &SharedIndexInformer<ConfigMap>| -> State {
-        informer
-            .indexer()
-            .list()
-            .iter()
-            .map(|o| entry(o))
-            .collect()
+        informer.indexer().list().iter().map(|o| entry(o)).collect()
     };
     if tokio::time::timeout(Duration::from_secs(20), informer.wait_for_sync())
         .await
         .is_err()
     {
-        out.failures.push("never synced with a healthy server".into());
+        out.failures
+            .push("never synced with a healthy server".into());
         cancel.cancel();
         return out;
     }
@@ -180,7 +182,12 @@ async fn run_case(case: Case) -> Outcome {
         out.failures
             .push("the fault never hit: no request matched its scope".into());
     }
-    if out.rate > case.max_rate {
+    if let Some(max) = case.max_requests {
+        if out.requests > max {
+            out.failures
+                .push(format!("{} requests in {window:?} > {max}", out.requests));
+        }
+    } else if out.rate > case.max_rate {
         out.failures.push(format!(
             "{} requests in {window:?}: {:.1}/s > {}/s",
             out.requests, out.rate, case.max_rate
@@ -229,22 +236,22 @@ async fn run_case(case: Case) -> Outcome {
     }
     for (_, msg, debug) in errors.iter() {
         if msg.contains(SECRET) || debug.contains(SECRET) {
-            out.failures.push(format!("the secret leaked: {msg:?}"));
+            out.failures
+                .push(format!("the secret leaked: {:?}", trunc(msg)));
         }
         if msg.chars().any(char::is_control) {
             out.failures
                 .push(format!("raw control characters: {:?}", trunc(msg)));
         }
         if msg.len() > MAX_MESSAGE {
-            out.failures.push(format!(
-                "a {}-byte message: {:?}",
-                msg.len(),
-                trunc(msg)
-            ));
+            out.failures
+                .push(format!("a {}-byte message: {:?}", msg.len(), trunc(msg)));
         }
         if !msg.contains("configmaps") {
-            out.failures
-                .push(format!("the message does not name the resource: {msg:?}"));
+            out.failures.push(format!(
+                "the message does not name the resource: {:?}",
+                trunc(msg)
+            ));
         }
     }
     out.failures.dedup();
@@ -274,10 +281,7 @@ async fn informer_survives_a_hostile_server_and_converges_once_it_heals() {
     for case in huge {
         outcomes.push(guarded(case).await);
     }
-    let handles: Vec<_> = rest
-        .into_iter()
-        .map(|c| tokio::spawn(guarded(c)))
-        .collect();
+    let handles: Vec<_> = rest.into_iter().map(|c| tokio::spawn(guarded(c))).collect();
     for h in handles {
         outcomes.push(h.await.expect("a case panicked"));
     }
@@ -305,7 +309,12 @@ async fn informer_survives_a_hostile_server_and_converges_once_it_heals() {
         .filter(|o| !o.failures.is_empty())
         .map(|o| format!("{}:\n  {}", o.name, o.failures.join("\n  ")))
         .collect();
-    assert!(failed.is_empty(), "{} cases failed:\n{}", failed.len(), failed.join("\n"));
+    assert!(
+        failed.is_empty(),
+        "{} cases failed:\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
 }
 
 /// A case, with a guard against a hung informer.

@@ -54,6 +54,8 @@ pub enum ErrBody {
     Secret,
     /// A JSON `Status` whose message echoes the secret, with control characters, 1 MB long.
     StatusSecret,
+    /// The same, 2 KB long (under the client's 64 KB error-body limit, so it parses).
+    StatusSecretSmall,
     /// A JSON `Status` with `retryAfterSeconds` of `u32::MAX`.
     StatusRetryHuge,
     /// 100 MB of text.
@@ -237,12 +239,16 @@ impl Server {
 
     /// Ends every open healthy watch cleanly.
     pub fn kick_close(&self) {
-        self.state.kick.send_modify(|k| *k = Kick::Close(next_gen(*k)));
+        self.state
+            .kick
+            .send_modify(|k| *k = Kick::Close(next_gen(*k)));
     }
 
     /// Sends an `ERROR` 410 on every open healthy watch.
     pub fn kick_expire(&self) {
-        self.state.kick.send_modify(|k| *k = Kick::Expire(next_gen(*k)));
+        self.state
+            .kick
+            .send_modify(|k| *k = Kick::Expire(next_gen(*k)));
     }
 
     /// Creates or replaces `name` with `data`.
@@ -483,7 +489,10 @@ fn healthy_list_body(state: &State, req: &Request) -> Vec<u8> {
         .unwrap_or(0)
         .min(all.len());
     let (items, cont) = match limit {
-        Some(l) if offset + l < all.len() => (&all[offset..offset + l], Some(format!("off-{}", offset + l))),
+        Some(l) if offset + l < all.len() => (
+            &all[offset..offset + l],
+            Some(format!("off-{}", offset + l)),
+        ),
         _ => (&all[offset..], None),
     };
     serde_json::to_vec(&list_json(&m, items, cont, true)).unwrap()
@@ -568,7 +577,11 @@ async fn healthy_watch(state: &State, req: &Request, sock: &mut TcpStream, p: Pr
                 .and_then(|rv| rv.parse::<u64>().ok())
                 .filter(|rv| *rv > 0)
                 .unwrap_or(m.rv);
-            (m.log.partition_point(|(rv, ..)| *rv <= from), from, Vec::new())
+            (
+                m.log.partition_point(|(rv, ..)| *rv <= from),
+                from,
+                Vec::new(),
+            )
         }
     };
     for l in initial {
@@ -650,7 +663,10 @@ async fn finish(sock: &mut TcpStream, rst: bool) -> bool {
     if rst {
         let _ = sock.flush().await;
         // The caller drops the socket; make that a reset.
-        #[allow(deprecated, reason = "the blocking-close caveat does not apply to a zero linger")]
+        #[allow(
+            deprecated,
+            reason = "the blocking-close caveat does not apply to a zero linger"
+        )]
         let _ = sock.set_linger(Some(Duration::ZERO));
         return false;
     }
@@ -674,10 +690,11 @@ fn err_body(body: ErrBody, code: u16) -> (&'static str, Vec<u8>) {
             "text/plain",
             format!("upstream rejected GET {PATH}\nAuthorization: Bearer {SECRET}\nCookie: session={SECRET}\n").into_bytes(),
         ),
-        ErrBody::StatusSecret => {
+        ErrBody::StatusSecret | ErrBody::StatusSecretSmall => {
+            let pad = if matches!(body, ErrBody::StatusSecret) { MB } else { 2048 };
             let message = format!(
                 "denied \u{1b}[31m\0 request with Authorization: Bearer {SECRET} {}",
-                "x".repeat(MB)
+                "x".repeat(pad)
             );
             (
                 "application/json",
@@ -736,7 +753,10 @@ async fn misbehave(state: &State, req: &Request, sock: &mut TcpStream, what: Mis
             body,
             retry_after,
         } => {
-            let extra: Vec<(&str, &str)> = retry_after.map(|r| ("Retry-After", r)).into_iter().collect();
+            let extra: Vec<(&str, &str)> = retry_after
+                .map(|r| ("Retry-After", r))
+                .into_iter()
+                .collect();
             if matches!(body, ErrBody::Huge) {
                 let h = head(code, "text/plain", &extra, None);
                 return sock.write_all(&h).await.is_ok()
@@ -808,7 +828,9 @@ async fn misbehave(state: &State, req: &Request, sock: &mut TcpStream, what: Mis
         }
         Misbehaviour::StallNoAnswer => hold(sock).await,
         Misbehaviour::StallAfterHead => {
-            let _ = sock.write_all(&head(200, "application/json", &[], None)).await;
+            let _ = sock
+                .write_all(&head(200, "application/json", &[], None))
+                .await;
             hold(sock).await
         }
         Misbehaviour::Trickle => {
@@ -834,7 +856,10 @@ async fn misbehave(state: &State, req: &Request, sock: &mut TcpStream, what: Mis
             let _ = sock.write_all(&h).await;
             let _ = sock.write_all(&body[..body.len() / 2]).await;
             let _ = sock.flush().await;
-            #[allow(deprecated, reason = "the blocking-close caveat does not apply to a zero linger")]
+            #[allow(
+                deprecated,
+                reason = "the blocking-close caveat does not apply to a zero linger"
+            )]
             let _ = sock.set_linger(Some(Duration::ZERO));
             false
         }
@@ -862,7 +887,9 @@ async fn misbehave(state: &State, req: &Request, sock: &mut TcpStream, what: Mis
             healthy_watch(state, req, sock, p).await
         }
         Misbehaviour::BadChunking => {
-            let _ = sock.write_all(&head(200, "application/json", &[], None)).await;
+            let _ = sock
+                .write_all(&head(200, "application/json", &[], None))
+                .await;
             let _ = sock
                 .write_all(b"zz\r\n{\"type\":\"ADDED\"}\r\n-5\r\nnope\r\n")
                 .await;
@@ -883,11 +910,15 @@ async fn misbehave(state: &State, req: &Request, sock: &mut TcpStream, what: Mis
             healthy_watch(state, req, sock, p).await
         }
         Misbehaviour::CloseEmpty => {
-            let _ = sock.write_all(&head(200, "application/json", &[], None)).await;
+            let _ = sock
+                .write_all(&head(200, "application/json", &[], None))
+                .await;
             end_chunks(sock).await
         }
         Misbehaviour::Silent => {
-            let _ = sock.write_all(&head(200, "application/json", &[], None)).await;
+            let _ = sock
+                .write_all(&head(200, "application/json", &[], None))
+                .await;
             hold(sock).await
         }
         Misbehaviour::ResetMidWatch => {
@@ -908,7 +939,9 @@ async fn misbehave(state: &State, req: &Request, sock: &mut TcpStream, what: Mis
             healthy_watch(state, req, sock, p).await
         }
         Misbehaviour::HugeEvent { mb } => {
-            let _ = sock.write_all(&head(200, "application/json", &[], None)).await;
+            let _ = sock
+                .write_all(&head(200, "application/json", &[], None))
+                .await;
             let start = br#"{"type":"ADDED","object":{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"huge","namespace":"ns","resourceVersion":"1"},"data":{"k":""#;
             let ok = chunk(sock, start).await
                 && stream_blocks(sock, &block(b"x"), mb * MB).await
@@ -917,4 +950,3 @@ async fn misbehave(state: &State, req: &Request, sock: &mut TcpStream, what: Mis
         }
     }
 }
-
