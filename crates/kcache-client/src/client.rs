@@ -296,11 +296,9 @@ pub(crate) fn api_error(
             reason: default_reason(code).to_owned(),
             details: None,
         });
-    // A Status is the server's own words, but a proxy may fake one: keep it printable.
-    // (newlines and tabs are its formatting and stay; terminal escapes and NUL are escaped).
-    status.message =
-        kcache::lister_watcher::trim_for_display_keeping_lines(&status.message, MAX_STATUS_MESSAGE);
-    status.reason = kcache::lister_watcher::trim_for_display(&status.reason, 64);
+    // A Status is the server's own words, but a proxy may fake one (or echo the request's
+    // credentials): keep it printable, short and credential-free.
+    sanitize_status(&mut status);
     if status.code == 0 {
         status.code = code.as_u16();
     }
@@ -339,7 +337,84 @@ pub(crate) fn api_error(
 /// At most this many bytes of a non-`Status` error body reach an error message.
 const MAX_BODY_EXCERPT: usize = 512;
 /// At most this many bytes of a `Status` message reach an error message.
-const MAX_STATUS_MESSAGE: usize = 4096;
+const MAX_STATUS_MESSAGE: usize = 768;
+/// At most this many bytes of a decoder's message (which may quote the body) reach an error.
+const MAX_DECODE_MESSAGE: usize = 512;
+
+/// The words after which the rest of a server-provided text is withheld.
+const CREDENTIAL_WORDS: [&str; 6] = [
+    "authorization",
+    "bearer",
+    "cookie",
+    "token",
+    "x-api-key",
+    "password",
+];
+
+fn is_credential_word(word: &str) -> bool {
+    let lower = word.to_ascii_lowercase();
+    let lower = lower.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-');
+    CREDENTIAL_WORDS.iter().any(|w| lower.starts_with(w))
+}
+
+/// `text` from the server (a `Status` message, a decoder's message quoting the body), made
+/// safe to show: anything after an `Authorization`, `Cookie`, `Bearer`… word withheld, control
+/// characters escaped, at most `max` bytes.
+pub(crate) fn display_safe(text: &str, max: usize) -> String {
+    withhold_credentials(text, max, kcache::lister_watcher::trim_for_display)
+}
+
+/// [`display_safe`], keeping newlines and tabs (a server's multi-line message, as
+/// kube-apiserver's 406 answer).
+pub(crate) fn display_safe_lines(text: &str, max: usize) -> String {
+    withhold_credentials(
+        text,
+        max,
+        kcache::lister_watcher::trim_for_display_keeping_lines,
+    )
+}
+
+fn withhold_credentials(text: &str, max: usize, trim: fn(&str, usize) -> String) -> String {
+    // A word past the cut cannot reach the message: look no further than needed.
+    let scan = &text[..floor_char_boundary(text, max.saturating_mul(2))];
+    let kept = scan
+        .split_whitespace()
+        .find(|w| is_credential_word(w))
+        .map(|w| {
+            let end = w.as_ptr() as usize - text.as_ptr() as usize + w.len();
+            format!("{} [rest withheld: it may hold credentials]", &text[..end])
+        });
+    trim(kept.as_deref().unwrap_or(text), max)
+}
+
+fn floor_char_boundary(text: &str, at: usize) -> usize {
+    let mut i = at.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Makes a `Status` from the server (an error response or a watch `ERROR` event) safe to show
+/// (see [`display_safe`]).
+pub(crate) fn sanitize_status(status: &mut Status) {
+    status.message = display_safe_lines(&status.message, MAX_STATUS_MESSAGE);
+    status.reason = display_safe(&status.reason, 64);
+}
+
+/// A decoding failure whose message may quote the body (serde quotes unexpected strings):
+/// made safe to show, and without the original error, which keeps the quote.
+pub(crate) fn decode_error(e: impl std::fmt::Display) -> LwError {
+    LwError::decode(DecodeError(display_safe(
+        &e.to_string(),
+        MAX_DECODE_MESSAGE,
+    )))
+}
+
+/// A response body could not be decoded.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct DecodeError(String);
 
 /// A short, printable excerpt of an error body that is not a `Status` (an HTML page from a
 /// proxy, garbage): HTML tags dropped, whitespace folded, anything after an `Authorization`,
@@ -361,21 +436,7 @@ pub(crate) fn body_excerpt(body: &[u8]) -> String {
     }
     let mut words: Vec<&str> = Vec::new();
     for word in plain.split_whitespace() {
-        let lower = word.to_ascii_lowercase();
-        let secret = [
-            "authorization",
-            "bearer",
-            "cookie",
-            "token",
-            "x-api-key",
-            "password",
-        ]
-        .iter()
-        .any(|w| {
-            lower
-                .trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-')
-                .starts_with(w)
-        });
+        let secret = is_credential_word(word);
         words.push(word);
         if secret {
             words.push("[rest withheld: it may hold credentials]");
@@ -489,6 +550,49 @@ mod tests {
         assert!(!text.contains('\u{1b}') && !text.contains('\0'), "{text:?}");
         assert!(!text.contains("<h1>"), "{text}");
         assert!(text.len() < 700, "{} bytes: {text}", text.len());
+    }
+
+    #[test]
+    fn a_status_message_is_trimmed_escaped_and_withholds_credentials() {
+        let message = format!(
+            "denied \u{1b}[31m\0 request with Authorization: Bearer s3cr3t {}",
+            "x".repeat(10_000)
+        );
+        let body = serde_json::to_vec(&serde_json::json!({"kind": "Status", "apiVersion": "v1",
+            "metadata": {}, "status": "Failure", "message": message, "reason": "InternalError",
+            "code": 500}))
+        .unwrap();
+        let e = api_error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &HeaderMap::new(),
+            &body,
+            "list",
+            "/api/v1/pods",
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("denied") && text.contains("withheld"),
+            "{text}"
+        );
+        assert!(!text.contains("s3cr3t"), "{text}");
+        assert!(!text.chars().any(char::is_control), "{text:?}");
+        assert!(text.len() < 1024, "{} bytes", text.len());
+    }
+
+    #[test]
+    fn a_decode_error_quoting_the_body_is_trimmed_and_withholds_credentials() {
+        let body = format!(
+            r#"{{"kind":"List","items":"Bearer s3cr3t \u001b {}"}}"#,
+            "y".repeat(1 << 20)
+        );
+        let err =
+            serde_json::from_str::<std::collections::BTreeMap<String, u32>>(&body).unwrap_err();
+        let e = decode_error(err);
+        let text = e.to_string();
+        assert!(!text.contains("s3cr3t"), "{}", &text[..200.min(text.len())]);
+        assert!(!text.chars().any(char::is_control), "{text:?}");
+        assert!(text.len() < 700, "{} bytes", text.len());
+        assert!(std::error::Error::source(&e).is_none_or(|s| !s.to_string().contains("s3cr3t")));
     }
 
     #[test]

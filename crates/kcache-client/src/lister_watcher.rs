@@ -409,7 +409,7 @@ impl<K, D: ItemDecoder<K>> HttpListerWatcher<K, D> {
             if protobuf {
                 return crate::protobuf::decode_list(body, decoder);
             }
-            decode_list(&body, decoder).map_err(Error::decode)
+            decode_list(&body, decoder).map_err(crate::client::decode_error)
         };
         if body.len() < BLOCKING_DECODE_THRESHOLD {
             return decode(body, &self.decoder);

@@ -129,7 +129,10 @@ fn event<K, D: ItemDecoder<K>>(
         EventType::Error => {
             let status = kcache_proto::decode_status(ev.object).map_err(decode_error)?;
             let json = serde_json::to_value(status).map_err(Error::decode)?;
-            WatchEvent::Error(serde_json::from_value(json).map_err(Error::decode)?)
+            let mut status: kube_core::Status =
+                serde_json::from_value(json).map_err(Error::decode)?;
+            crate::client::sanitize_status(&mut status);
+            WatchEvent::Error(Box::new(status))
         }
     })
 }

@@ -96,7 +96,10 @@ fn decode_object<'de, K, D: ItemDecoder<K>, De: Deserializer<'de>>(
             WatchEvent::Bookmark(<Bookmark as de::Deserialize>::deserialize(de)?)
         }
         EventType::Error => {
-            WatchEvent::Error(Box::new(<Status as de::Deserialize>::deserialize(de)?))
+            let mut status = <Status as de::Deserialize>::deserialize(de)?;
+            // The server's (or a proxy's) words: printable, short and credential-free.
+            crate::client::sanitize_status(&mut status);
+            WatchEvent::Error(Box::new(status))
         }
     })
 }

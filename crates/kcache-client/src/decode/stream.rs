@@ -86,10 +86,14 @@ impl<S, D> State<S, D> {
     }
 }
 
+/// The event's error, safe to show: its message may quote the frame (an unknown type, an
+/// unexpected string), which is the server's text.
 fn event_error(e: EventError) -> Error {
     match e {
-        EventError::UnknownType(_) | EventError::Missing(_) => Error::protocol(e.to_string()),
-        EventError::Json(_) => Error::decode(e),
+        EventError::UnknownType(_) | EventError::Missing(_) => {
+            Error::protocol(crate::client::display_safe(&e.to_string(), 512))
+        }
+        EventError::Json(_) => crate::client::decode_error(e),
     }
 }
 

@@ -402,7 +402,12 @@ async fn endless_continue_tokens_stop_at_the_page_limit() {
     let s = Scripted::new(&src);
     let counter = Arc::new(AtomicUsize::new(0));
     s.rewrite_lists(move |mut l| {
-        l.metadata.continue_ = Some(format!("fake-t{}", counter.fetch_add(1, Ordering::SeqCst)));
+        // New objects on every page: only the page limit can tell that it never ends.
+        let n = counter.fetch_add(1, Ordering::SeqCst);
+        for item in &mut l.items {
+            item.metadata.name = Some(format!("p{n}"));
+        }
+        l.metadata.continue_ = Some(format!("fake-t{n}"));
         l
     });
     let run = start(&s, list_config().max_list_pages(5));
@@ -669,5 +674,28 @@ async fn a_partition_heals_and_the_reflector_reconnects_within_about_a_second() 
         "reconnected {waited:?} after the heal"
     );
     assert_eq!(run.names(), ["a", "b"]);
+    run.stop().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn endless_continue_tokens_replaying_the_same_objects_are_caught_at_once() {
+    let src = FakeSource::new();
+    for i in 0..3 {
+        src.upsert(cm(&format!("c{i}")));
+    }
+    let s = Scripted::new(&src);
+    let counter = Arc::new(AtomicUsize::new(0));
+    s.rewrite_lists(move |mut l| {
+        l.metadata.continue_ = Some(format!("fake-t{}", counter.fetch_add(1, Ordering::SeqCst)));
+        l
+    });
+    // Default page limit (100,000): the repeat check, not the limit, stops the loop.
+    let run = start(&s, list_config().page_size(2));
+    let n = requests_in_a_minute(&s).await;
+    assert!(n <= 3 * STORM_BOUND, "{n} requests in a minute");
+    assert!(run.has_error("twice"), "{:?}", run.errors.lock());
+    s.heal();
+    settle().await;
+    assert_eq!(run.names(), ["c0", "c1", "c2"]);
     run.stop().await;
 }

@@ -6,7 +6,16 @@ use kube_core::Resource;
 use tracing::{Instrument, debug, debug_span};
 
 use super::{Error, Reflector};
-use crate::lister_watcher::{self, ListParams, ListerWatcher, ObjectList};
+use crate::{
+    lister_watcher::{self, ListParams, ListerWatcher, ObjectList},
+    store::{ObjectKey, meta_namespace_key},
+};
+
+/// A key's hash, to check a paginated list for repeats in 8 bytes per object.
+fn hash_key(key: &ObjectKey) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(key)
+}
 
 /// A listed collection: the items (transformed, shared), the list's RV and whether it came
 /// in more than one page.
@@ -70,6 +79,7 @@ where
         let mut params = first.clone();
         let mut items: Vec<Arc<K>> = Vec::new();
         let mut tokens = HashSet::new();
+        let mut keys: HashSet<u64> = HashSet::new();
         let mut pages = 0u32;
         loop {
             pages += 1;
@@ -102,19 +112,36 @@ where
             };
             let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
             let resource_version = self.list_resource_version(&page)?;
+            let start = items.len();
             if items.is_empty() {
                 items = self.share_listed(page.items);
             } else {
                 items.extend(page.items.into_iter().map(|o| self.share_or_reuse(o)));
             }
-            match next {
-                Some(token) => {
-                    if !tokens.insert(token.clone()) {
+            if let Some(token) = &next
+                && !tokens.insert(token.clone())
+            {
+                return Err(self.protocol(format!(
+                    "the server repeated continue token {:?}",
+                    lister_watcher::trim_for_display(token, 64)
+                )));
+            }
+            // A paginated list is one snapshot: a key that comes twice means the server is
+            // replaying pages (a continue loop), which the page limit alone would only stop
+            // after many thousands of requests.
+            if next.is_some() || !keys.is_empty() {
+                for obj in &items[start..] {
+                    if let Ok(key) = meta_namespace_key(&**obj)
+                        && !keys.insert(hash_key(&key))
+                    {
                         return Err(self.protocol(format!(
-                            "the server repeated continue token {:?}",
-                            lister_watcher::trim_for_display(&token, 64)
+                            "the paginated list returned {key} twice (page {pages})"
                         )));
                     }
+                }
+            }
+            match next {
+                Some(token) => {
                     params = ListParams {
                         continue_token: Some(token),
                         resource_version: None,
