@@ -225,7 +225,20 @@ pub(crate) fn transport_error(e: kube_client::Error, server: &str) -> LwError {
             ),
             None,
         ),
-        K::Api(status) => return LwError::api(*status, None),
+        K::Api(status) => {
+            let mut status = *status;
+            sanitize_status(&mut status);
+            return LwError::api(status, None);
+        }
+        // The server answered, but not with what was asked (garbage, an HTML page): not a
+        // connection problem.
+        K::SerdeError(e) => {
+            return LwError::decode(DecodeError(format!(
+                "the API server at {server} answered with a body that is not the expected \
+                 JSON: {}",
+                display_safe(&e.to_string(), MAX_DECODE_MESSAGE)
+            )));
+        }
         other => {
             let chain = error_chain(&other);
             let lower = chain.to_ascii_lowercase();

@@ -28,6 +28,33 @@ pub async fn discover(
     client: &Client,
     gvk: &GroupVersionKind,
 ) -> Result<(ApiResource, ResourceScope)> {
+    // Transient failures (connection refused or reset, 429, 5xx) are retried: 4 retries,
+    // 500 ms doubling (7.5 s in all), so that one dropped request does not end a program.
+    let mut delay = std::time::Duration::from_millis(500);
+    let mut attempt = 1;
+    loop {
+        match discover_once(client, gvk).await {
+            Err(Error::Request(e))
+                if attempt < DISCOVERY_ATTEMPTS
+                    && (e.is_transport() || e.is_server_error() || e.is_too_many_requests()) =>
+            {
+                tracing::warn!(attempt, error = %e, ?delay, "discovery failed; retrying");
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Discovery requests made before a transient failure is returned.
+const DISCOVERY_ATTEMPTS: u32 = 5;
+
+async fn discover_once(
+    client: &Client,
+    gvk: &GroupVersionKind,
+) -> Result<(ApiResource, ResourceScope)> {
     match discovery::pinned_kind(client.kube(), gvk).await {
         Ok((resource, caps)) => {
             let scope = match caps.scope {
