@@ -1,0 +1,1 @@
+//! Warm standby: running the workers only while leading.
