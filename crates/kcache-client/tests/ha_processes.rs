@@ -47,15 +47,27 @@ fn example_binary() -> Result<PathBuf> {
     let target_dir = profile_dir.parent().context("no target dir")?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.args(["build", "-q", "-p", "kcache-examples", "--example", "ha_controller"])
-        .arg("--target-dir")
-        .arg(target_dir)
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    cmd.args([
+        "build",
+        "-q",
+        "-p",
+        "kcache-examples",
+        "--example",
+        "ha_controller",
+    ])
+    .arg("--target-dir")
+    .arg(target_dir)
+    .current_dir(env!("CARGO_MANIFEST_DIR"));
     if profile_dir.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
     }
-    let status = cmd.status().context("running cargo build for the example")?;
-    ensure!(status.success(), "building the ha_controller example failed");
+    let status = cmd
+        .status()
+        .context("running cargo build for the example")?;
+    ensure!(
+        status.success(),
+        "building the ha_controller example failed"
+    );
     let bin = profile_dir.join("examples").join("ha_controller");
     ensure!(bin.is_file(), "{} was not built", bin.display());
     Ok(bin)
@@ -191,8 +203,8 @@ impl Fleet {
 
     fn dump_stderr(&self) {
         for r in &self.replicas {
-            let text =
-                std::fs::read_to_string(self.dir.join(format!("{}.stderr", r.id))).unwrap_or_default();
+            let text = std::fs::read_to_string(self.dir.join(format!("{}.stderr", r.id)))
+                .unwrap_or_default();
             let tail: Vec<&str> = text.lines().rev().take(15).collect();
             eprintln!("--- {} stderr (last lines) ---", r.id);
             for l in tail.iter().rev() {
@@ -236,7 +248,8 @@ async fn scenario(s: &TestServer, kubeconfig: &Path, dir: PathBuf) -> Result<()>
         dir,
     };
     let out = tokio::time::timeout(SCENARIO_BOUND, run(s, kubeconfig, &bin, &mut fleet)).await;
-    let result = out.unwrap_or_else(|_| Err(anyhow::anyhow!("scenario exceeded {SCENARIO_BOUND:?}")));
+    let result =
+        out.unwrap_or_else(|_| Err(anyhow::anyhow!("scenario exceeded {SCENARIO_BOUND:?}")));
     if result.is_err() {
         eprintln!("{}: lines: {:#?}", s.name, fleet.lines());
         fleet.dump_stderr();
@@ -249,15 +262,20 @@ async fn run(s: &TestServer, kubeconfig: &Path, bin: &Path, fleet: &mut Fleet) -
     for id in ["ha-0", "ha-1", "ha-2"] {
         fleet.spawn(bin, kubeconfig, &s.ns, id)?;
     }
-    eventually("3 SYNCED and one leader", Duration::from_secs(20), async || {
-        let synced = fleet.lines().iter().filter(|l| l.kind == "SYNCED").count();
-        Ok((synced == 3 && fleet.leaders().len() == 1).then_some(()))
-    })
+    eventually(
+        "3 SYNCED and one leader",
+        Duration::from_secs(20),
+        async || {
+            let synced = fleet.lines().iter().filter(|l| l.kind == "SYNCED").count();
+            Ok((synced == 3 && fleet.leaders().len() == 1).then_some(()))
+        },
+    )
     .await?;
     let first = fleet.leaders()[0].clone();
 
     // The leader annotates a labelled ConfigMap; an unlabelled one is left alone.
-    s.create_cm("cm-1", labels.clone(), json!({"k": "v"})).await?;
+    s.create_cm("cm-1", labels.clone(), json!({"k": "v"}))
+        .await?;
     s.create_cm("plain", json!({}), json!({"k": "v"})).await?;
     let by = eventually("cm-1 annotated", Duration::from_secs(10), async || {
         annotation_of(s, "cm-1").await
@@ -273,11 +291,14 @@ async fn run(s: &TestServer, kubeconfig: &Path, bin: &Path, fleet: &mut Fleet) -
         r.child.wait()?;
         r.killed_ms = Some(killed_ms);
     }
-    s.create_cm("cm-2", labels.clone(), json!({"k": "v"})).await?;
+    s.create_cm("cm-2", labels.clone(), json!({"k": "v"}))
+        .await?;
     let bound = Duration::from_secs(LEASE_S + RETRY_S + 3);
-    let second = eventually("a new leader after SIGKILL", bound + Duration::from_secs(2), async || {
-        Ok(fleet.leaders().first().cloned())
-    })
+    let second = eventually(
+        "a new leader after SIGKILL",
+        bound + Duration::from_secs(2),
+        async || Ok(fleet.leaders().first().cloned()),
+    )
     .await?;
     let took = leading_since(fleet, &second, killed_ms)?;
     eprintln!(
@@ -285,46 +306,72 @@ async fn run(s: &TestServer, kubeconfig: &Path, bin: &Path, fleet: &mut Fleet) -
          (lease {LEASE_S} s, retry {RETRY_S} s)",
         s.name
     );
-    ensure!(took <= bound.as_millis(), "takeover after SIGKILL took {took} ms > {bound:?}");
-    let by = eventually("cm-2 annotated by the new leader", Duration::from_secs(10), async || {
-        Ok(annotation_of(s, "cm-2").await?.filter(|by| *by == second))
-    })
+    ensure!(
+        took <= bound.as_millis(),
+        "takeover after SIGKILL took {took} ms > {bound:?}"
+    );
+    let by = eventually(
+        "cm-2 annotated by the new leader",
+        Duration::from_secs(10),
+        async || Ok(annotation_of(s, "cm-2").await?.filter(|by| *by == second)),
+    )
     .await?;
     ensure!(by == second);
-    ensure!(annotation_of(s, "plain").await?.is_none(), "unlabelled ConfigMap annotated");
+    ensure!(
+        annotation_of(s, "plain").await?.is_none(),
+        "unlabelled ConfigMap annotated"
+    );
 
     // SIGTERM the new leader: it releases the lease, the last replica takes over at once.
     let term_ms = unix_ms();
     let pid = fleet.replica(&second).child.id();
-    let st = Command::new("kill").args(["-TERM", &pid.to_string()]).status()?;
+    let st = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()?;
     ensure!(st.success(), "kill -TERM failed");
     let bound = Duration::from_secs(RETRY_S + 2);
-    let third = eventually("a new leader after SIGTERM", bound + Duration::from_secs(2), async || {
-        Ok(fleet.leaders().into_iter().find(|l| *l != second))
-    })
+    let third = eventually(
+        "a new leader after SIGTERM",
+        bound + Duration::from_secs(2),
+        async || Ok(fleet.leaders().into_iter().find(|l| *l != second)),
+    )
     .await?;
     let took = leading_since(fleet, &third, term_ms)?;
     eprintln!(
         "{}: handover after SIGTERM of {second}: {third} LEADING after {took} ms",
         s.name
     );
-    ensure!(took <= bound.as_millis(), "takeover after SIGTERM took {took} ms > {bound:?}");
-    let status = eventually("the SIGTERMed replica to exit", Duration::from_secs(10), async || {
-        Ok(fleet.replica(&second).child.try_wait()?)
-    })
+    ensure!(
+        took <= bound.as_millis(),
+        "takeover after SIGTERM took {took} ms > {bound:?}"
+    );
+    let status = eventually(
+        "the SIGTERMed replica to exit",
+        Duration::from_secs(10),
+        async || Ok(fleet.replica(&second).child.try_wait()?),
+    )
     .await?;
     ensure!(status.success(), "{second} exited with {status}");
     ensure!(
-        fleet.lines().iter().any(|l| l.id == second && l.kind == "STOPPED"),
+        fleet
+            .lines()
+            .iter()
+            .any(|l| l.id == second && l.kind == "STOPPED"),
         "{second} printed no STOPPED"
     );
     s.create_cm("cm-3", labels, json!({"k": "v"})).await?;
-    eventually("cm-3 annotated by the third leader", Duration::from_secs(10), async || {
-        Ok(annotation_of(s, "cm-3").await?.filter(|by| *by == third))
-    })
+    eventually(
+        "cm-3 annotated by the third leader",
+        Duration::from_secs(10),
+        async || Ok(annotation_of(s, "cm-3").await?.filter(|by| *by == third)),
+    )
     .await?;
     fleet.check_no_overlap()?;
-    ensure!(fleet.leaders() == [third.clone()], "leaders: {:?}", fleet.leaders());
+    ensure!(
+        fleet.leaders() == [third.clone()],
+        "leaders: {:?}",
+        fleet.leaders()
+    );
     Ok(())
 }
 
