@@ -59,7 +59,7 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     cancel.cancel();
-    run.await?;
+    run.await??;
     factory.shutdown().await;
     server.shutdown().await;
     Ok(())

@@ -1,0 +1,369 @@
+//! [`Controller`]: the reconcile runner users know from controller-runtime and kube-rs.
+//!
+//! A controller watches a primary type through a [`SharedIndexInformer`], turns every change into
+//! the object's key in a [`RateLimitingQueue`], and runs `workers` reconcile loops over the queue:
+//! a key is never reconciled by two workers at once, changes made while a key is being
+//! reconciled queue it once more, errors are retried with the queue's rate limiter (per-key
+//! exponential backoff 5 ms → 1000 s, and an overall 10 qps / burst 100 bucket), and success
+//! resets the key's backoff. Related types are mapped to primary keys with
+//! [`watches`](Controller::watches) and [`owns`](Controller::owns).
+//!
+//! Policies ([`ControllerConfig`], [`ErrorPolicy`]):
+//!
+//! - **Retries**: a failed reconcile goes to the [`ErrorPolicy`] (default
+//!   [`DefaultErrorPolicy`]: rate-limited requeue), which may back off, requeue after a delay
+//!   or give up; [`ControllerConfig::max_retries`] gives up after that many retries in a row.
+//!   Giving up is logged at error level and counted ([`ControllerMetrics::gave_up`]).
+//! - **Terminal errors**: an error whose [`ReconcileError::is_terminal`] is true (e.g. wrapped
+//!   in [`Terminal`]) is logged at error level, counted, and never retried.
+//! - **Timeouts**: with [`ControllerConfig::reconcile_timeout`], a reconcile that takes
+//!   longer is cancelled (its future dropped) and retried with backoff, like an error.
+//! - **Panics**: a reconcile that panics (while building or polling its future) is caught,
+//!   logged at error level with the panic message, counted ([`ControllerMetrics::panicked`])
+//!   and retried with backoff; the worker keeps running. (The process's panic hook still
+//!   prints the panic as usual.) Timeouts and panics count towards `max_retries` but do not
+//!   consult the error policy, which needs an error value.
+//! - **Rate limiter**: client-go's default unless [`ControllerConfig::rate_limiter`] names
+//!   another one from [`crate::workqueue`].
+//! - **Informer not started**: [`run`](Controller::run) starts nothing itself; if the primary
+//!   informer's `run` was not called within [`ControllerConfig::informer_start_timeout`], it
+//!   returns [`Error::InformerNotStarted`] instead of waiting for a sync that never comes.
+//!
+//! Warm standby under a [`LeaderElector`](crate::leaderelection::LeaderElector): see
+//! [`Controller::run_with_leader_election`].
+//!
+//! ```
+//! use std::sync::Arc;
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! use kcache::controller::{Action, Controller, ControllerConfig};
+//! use kcache::{informer::InformerConfig, testing::FakeSource, SharedIndexInformer};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() {
+//! let source = FakeSource::<ConfigMap>::new();
+//! let informer = SharedIndexInformer::new(source, InformerConfig::default());
+//! let controller = Controller::new(informer.clone(), ControllerConfig::default().workers(2));
+//! let cancel = CancellationToken::new();
+//! tokio::spawn({ let i = informer.clone(); let c = cancel.clone(); async move { i.run(c).await } });
+//! let stop = cancel.clone();
+//! tokio::spawn(async move { stop.cancel() }); // a real controller runs until shutdown
+//! controller
+//!     .run(
+//!         |key, obj: Option<Arc<ConfigMap>>| async move {
+//!             println!("reconcile {key}: exists={}", obj.is_some());
+//!             Ok::<_, std::convert::Infallible>(Action::Done)
+//!         },
+//!         cancel,
+//!     )
+//!     .await
+//!     .expect("the informer was started");
+//! # }
+//! ```
+
+mod config;
+mod leader;
+mod metrics;
+mod policy;
+#[cfg(test)]
+mod tests;
+mod worker;
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use kube_core::Resource;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use tracing::{debug, error};
+
+pub use config::{ControllerConfig, Error};
+pub use metrics::ControllerMetrics;
+pub use policy::{Action, DefaultErrorPolicy, ErrorAction, ErrorPolicy, ReconcileError, Terminal};
+
+use crate::{
+    informer::{
+        DeletedObject, EventHandler, HandlerOptions, HandlerRegistration, SharedIndexInformer,
+    },
+    store::{ObjectKey, meta_namespace_key},
+    workqueue::{Driver, RateLimitingQueue, RateLimitingQueueConfig},
+};
+use worker::Workers;
+
+/// Maps a related object to the primary keys to reconcile.
+type KeyMapper<R> = Box<dyn Fn(&R) -> Vec<ObjectKey> + Send + Sync>;
+
+/// Enqueues the keys a mapper derives from each notification.
+struct Enqueue<R> {
+    queue: RateLimitingQueue<ObjectKey>,
+    map: KeyMapper<R>,
+}
+
+impl<R: Send + Sync + 'static> Enqueue<R> {
+    fn push(&self, obj: &R) {
+        for key in (self.map)(obj) {
+            // A queue that shut down refuses keys: the controller is stopping.
+            let _ = self.queue.add(key);
+        }
+    }
+}
+
+impl<R: Send + Sync + 'static> EventHandler<R> for Enqueue<R> {
+    fn on_add(&self, obj: &Arc<R>, _initial: bool) {
+        self.push(obj);
+    }
+
+    fn on_update(&self, old: &Arc<R>, new: &Arc<R>) {
+        // Both: an object whose mapping changed must reach its old and its new owner.
+        self.push(old);
+        self.push(new);
+    }
+
+    fn on_delete(&self, obj: &DeletedObject<R>) {
+        self.push(obj.object());
+    }
+}
+
+/// Reconciles objects of type `K`; see the [module docs](self).
+///
+/// `P` is the [`ErrorPolicy`], set with [`with_error_policy`](Self::with_error_policy).
+pub struct Controller<K, P = DefaultErrorPolicy> {
+    primary: SharedIndexInformer<K>,
+    queue: RateLimitingQueue<ObjectKey>,
+    driver: Driver,
+    config: ControllerConfig,
+    registrations: Vec<HandlerRegistration>,
+    policy: P,
+    metrics: ControllerMetrics,
+}
+
+impl<K> Controller<K>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+{
+    /// A controller for the primary objects of `informer`, with the configured rate limiter
+    /// (client-go's default unless [`ControllerConfig::rate_limiter`] is set) and the
+    /// [`DefaultErrorPolicy`].
+    ///
+    /// # Panics
+    /// When the informer has already stopped.
+    pub fn new(informer: SharedIndexInformer<K>, config: ControllerConfig) -> Self {
+        let mut qconfig = RateLimitingQueueConfig::default().name(config.name.clone());
+        if let Some(limiter) = &config.rate_limiter {
+            qconfig = qconfig.shared_rate_limiter(Arc::clone(limiter));
+        }
+        let (queue, driver) = RateLimitingQueue::with_config(qconfig);
+        let enqueue = Enqueue::<K> {
+            queue: queue.clone(),
+            map: Box::new(|obj: &K| meta_namespace_key(obj).into_iter().collect()),
+        };
+        let reg = informer
+            .add_event_handler_with_options(enqueue, HandlerOptions::default().inline(true))
+            .expect("the primary informer has stopped");
+        Self {
+            primary: informer,
+            queue,
+            driver,
+            config,
+            registrations: vec![reg],
+            policy: DefaultErrorPolicy,
+            metrics: ControllerMetrics::default(),
+        }
+    }
+}
+
+impl<K, P> Controller<K, P>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+{
+    /// Also reconcile the primary keys that `map` derives from changes of related objects.
+    ///
+    /// # Panics
+    /// When `informer` has already stopped.
+    #[must_use]
+    pub fn watches<R>(
+        mut self,
+        informer: &SharedIndexInformer<R>,
+        map: impl Fn(&R) -> Vec<ObjectKey> + Send + Sync + 'static,
+    ) -> Self
+    where
+        R: Resource + Clone + Send + Sync + 'static,
+    {
+        let enqueue = Enqueue {
+            queue: self.queue.clone(),
+            map: Box::new(map),
+        };
+        let reg = informer
+            .add_event_handler_with_options(enqueue, HandlerOptions::default().inline(true))
+            .expect("the related informer has stopped");
+        self.registrations.push(reg);
+        self
+    }
+
+    /// Also reconcile the owner of every changed `R` whose controller owner reference points
+    /// to a `K` (same namespace).
+    ///
+    /// # Panics
+    /// When `informer` has already stopped.
+    #[must_use]
+    pub fn owns<R>(self, informer: &SharedIndexInformer<R>) -> Self
+    where
+        R: Resource + Clone + Send + Sync + 'static,
+        K::DynamicType: Default,
+    {
+        let dt = K::DynamicType::default();
+        let (kind, api_version) = (K::kind(&dt).into_owned(), K::api_version(&dt).into_owned());
+        self.watches(informer, move |obj: &R| {
+            let meta = obj.meta();
+            meta.owner_references
+                .iter()
+                .flatten()
+                .filter(|o| {
+                    o.controller == Some(true) && o.kind == kind && o.api_version == api_version
+                })
+                .map(|o| ObjectKey::new(meta.namespace.as_deref(), &o.name))
+                .collect()
+        })
+    }
+
+    /// Decides what happens to failed reconciles (see [`ErrorPolicy`]); replaces the
+    /// [`DefaultErrorPolicy`]. A closure `|key: &ObjectKey, err: &E, retries: u32| ...`
+    /// returning an [`ErrorAction`] is a policy.
+    #[must_use]
+    pub fn with_error_policy<P2>(self, policy: P2) -> Controller<K, P2> {
+        Controller {
+            primary: self.primary,
+            queue: self.queue,
+            driver: self.driver,
+            config: self.config,
+            registrations: self.registrations,
+            policy,
+            metrics: self.metrics,
+        }
+    }
+
+    /// The controller's work queue (to enqueue keys by hand, or read its depth).
+    pub fn queue(&self) -> &RateLimitingQueue<ObjectKey> {
+        &self.queue
+    }
+
+    /// Counters of the reconciles (shared: read them while the controller runs).
+    pub fn metrics(&self) -> &ControllerMetrics {
+        &self.metrics
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ControllerConfig {
+        &self.config
+    }
+
+    /// Runs until `cancel` fires: checks that the primary informer was started, waits for it
+    /// to sync, then runs the workers. `reconcile(key, object)` gets the cached object
+    /// (`None` once it is deleted). `Ok` resets the key's backoff; `Err` goes through the
+    /// [module's policies](self). On cancel, the queue stops taking keys and `run` returns
+    /// once the reconciles in flight have finished.
+    ///
+    /// # Errors
+    /// [`Error::InformerNotStarted`] when the primary informer's `run` was not called within
+    /// [`ControllerConfig::informer_start_timeout`]; [`Error::InformerStopped`] when it has
+    /// already stopped. Nothing was reconciled then.
+    pub async fn run<F, Fut, E>(self, reconcile: F, cancel: CancellationToken) -> Result<(), Error>
+    where
+        F: Fn(ObjectKey, Option<Arc<K>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        E: ReconcileError,
+        P: ErrorPolicy<E>,
+    {
+        let (workers, driver_task) = self.start(reconcile, &cancel).await?;
+        let tracker = TaskTracker::new();
+        if !cancel.is_cancelled() {
+            workers.spawn(&tracker, &CancellationToken::new());
+            cancel.cancelled().await;
+        }
+        workers.shut_down(tracker, driver_task).await;
+        Ok(())
+    }
+
+    /// Checks the informer, spawns the queue's driver and waits for the primary sync (or
+    /// `cancel`).
+    async fn start<F, Fut, E>(
+        self,
+        reconcile: F,
+        cancel: &CancellationToken,
+    ) -> Result<(Arc<Workers<K, F, P>>, tokio::task::JoinHandle<()>), Error>
+    where
+        F: Fn(ObjectKey, Option<Arc<K>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        E: ReconcileError,
+        P: ErrorPolicy<E>,
+    {
+        let Self {
+            primary,
+            queue,
+            driver,
+            config,
+            registrations,
+            policy,
+            metrics,
+        } = self;
+        if let Err(e) = wait_started(&primary, &config, cancel).await {
+            error!(controller = %config.name, error = %e, "controller cannot run");
+            for reg in &registrations {
+                reg.remove();
+            }
+            queue.shutdown();
+            return Err(e);
+        }
+        let driver_task = tokio::spawn(driver);
+        tokio::select! {
+            () = primary.wait_for_sync() => {}
+            () = cancel.cancelled() => {}
+        }
+        debug!(controller = %config.name, "primary informer synced");
+        let workers = Arc::new(Workers::new(
+            primary,
+            queue,
+            config,
+            registrations,
+            reconcile,
+            policy,
+            metrics,
+        ));
+        Ok((workers, driver_task))
+    }
+}
+
+/// Waits until `primary.run` was called; errors after the configured timeout, or when it
+/// has stopped. Returns `Ok` at once on `cancel`.
+async fn wait_started<K>(
+    primary: &SharedIndexInformer<K>,
+    config: &ControllerConfig,
+    cancel: &CancellationToken,
+) -> Result<(), Error>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+{
+    const POLL: Duration = Duration::from_millis(10);
+    let deadline = tokio::time::Instant::now() + config.informer_start_timeout;
+    loop {
+        if cancel.is_cancelled() {
+            return Ok(());
+        }
+        if primary.is_stopped() {
+            return Err(Error::InformerStopped {
+                controller: config.name.clone(),
+            });
+        }
+        if primary.has_started() {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(Error::InformerNotStarted {
+                controller: config.name.clone(),
+                waited: config.informer_start_timeout,
+            });
+        }
+        tokio::select! {
+            () = cancel.cancelled() => {}
+            () = tokio::time::sleep(POLL) => {}
+        }
+    }
+}
