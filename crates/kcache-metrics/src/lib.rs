@@ -9,6 +9,9 @@
 //!   dashboards written for client-go and controller-runtime work unchanged;
 //! - [`InformerMetrics`]: the reflector and cache of each registered informer as real counters
 //!   and gauges labelled by resource (`kcache_reflector_lists_total{resource="pods"}`, …);
+//! - [`ControllerMetrics`]: controllers' reconcile counters and leader-election status under
+//!   controller-runtime's names (`controller_runtime_reconcile_total{controller,result}`,
+//!   `leader_election_master_status{name}`, …);
 //! - [`Checks`] and [`serve`]: `/metrics`, `/healthz` and `/readyz` on one small axum server;
 //!   readiness is "every registered informer synced and healthy" plus any named check the
 //!   application adds (a leader elector, a downstream dependency).
@@ -41,11 +44,13 @@
 #![doc(test(attr(deny(warnings))))]
 
 mod checks;
+mod controller;
 mod informer;
 mod server;
 mod workqueue;
 
 pub use checks::{Check, Checks};
+pub use controller::ControllerMetrics;
 pub use informer::{InformerMetrics, InformerView};
 pub use server::{router, serve};
 pub use workqueue::WorkqueueMetrics;

@@ -1,0 +1,142 @@
+//! Controller metrics under controller-runtime's names, after a scripted run (exact counts).
+
+use std::{collections::HashMap, sync::Arc, time::Duration};
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kcache::{
+    SharedIndexInformer,
+    controller::{Action, Controller, ControllerConfig},
+    informer::InformerConfig,
+    testing::FakeSource,
+};
+use kcache_metrics::ControllerMetrics;
+use kube_core::ObjectMeta;
+use prometheus_client::{encoding::text::encode, registry::Registry};
+use tokio_util::sync::CancellationToken;
+
+fn cm(name: &str) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            ..ObjectMeta::default()
+        },
+        ..ConfigMap::default()
+    }
+}
+
+fn samples(registry: &Registry) -> HashMap<String, f64> {
+    let mut text = String::new();
+    encode(&mut text, registry).unwrap();
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+    scrape
+        .samples
+        .into_iter()
+        .filter_map(|s| {
+            let v = match s.value {
+                prometheus_parse::Value::Counter(v)
+                | prometheus_parse::Value::Gauge(v)
+                // OpenMetrics names a counter family without `_total`: the parser types its
+                // `_total` samples as untyped.
+                | prometheus_parse::Value::Untyped(v) => v,
+                _ => return None,
+            };
+            let mut labels: Vec<String> =
+                s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            labels.sort();
+            Some((format!("{}{{{}}}", s.metric, labels.join(",")), v))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn reconcile_results_by_kind_and_leader_status() {
+    let mut registry = Registry::default();
+    let metrics = ControllerMetrics::new(&mut registry);
+    let src = FakeSource::<ConfigMap>::new();
+    for n in ["good-1", "good-2", "bad"] {
+        src.upsert(cm(n));
+    }
+    let informer = SharedIndexInformer::new(src.clone(), InformerConfig::default());
+    let controller = Controller::new(
+        informer.clone(),
+        ControllerConfig::default()
+            .name("configmaps")
+            .workers(2)
+            .max_retries(2),
+    );
+    metrics.register_controller("configmaps", 2, controller.metrics());
+    let leading = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let l = Arc::clone(&leading);
+    metrics.register_leader("kcache-demo", move || {
+        l.load(std::sync::atomic::Ordering::SeqCst)
+    });
+    let counters = controller.metrics().clone();
+
+    let cancel = CancellationToken::new();
+    let run_informer = tokio::spawn({
+        let i = informer.clone();
+        let c = cancel.clone();
+        async move { i.run(c).await }
+    });
+    let run = tokio::spawn(controller.run(
+        |key, _obj: Option<Arc<ConfigMap>>| async move {
+            if key.name() == "bad" {
+                Err("the bad one fails".to_owned())
+            } else {
+                Ok(Action::Done)
+            }
+        },
+        cancel.clone(),
+    ));
+    // 2 successes, and for "bad": 1 failure + 2 retries, then given up.
+    for _ in 0..400 {
+        if counters.gave_up() == 1 && counters.succeeded() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let s = samples(&registry);
+    let get = |k: &str| *s.get(k).unwrap_or_else(|| panic!("no {k} in {s:?}"));
+    assert_eq!(
+        get("controller_runtime_reconcile_total{controller=configmaps,result=success}"),
+        2.0
+    );
+    assert_eq!(
+        get("controller_runtime_reconcile_total{controller=configmaps,result=error}"),
+        3.0
+    );
+    assert_eq!(
+        get("controller_runtime_reconcile_errors_total{controller=configmaps}"),
+        3.0
+    );
+    assert_eq!(
+        get("controller_runtime_terminal_reconcile_errors_total{controller=configmaps}"),
+        0.0
+    );
+    assert_eq!(
+        get("controller_runtime_reconcile_panics_total{controller=configmaps}"),
+        0.0
+    );
+    assert_eq!(
+        get("kcache_controller_retries_total{controller=configmaps}"),
+        2.0
+    );
+    assert_eq!(
+        get("kcache_controller_gave_up_total{controller=configmaps}"),
+        1.0
+    );
+    assert_eq!(
+        get("controller_runtime_max_concurrent_reconciles{controller=configmaps}"),
+        2.0
+    );
+    assert_eq!(get("leader_election_master_status{name=kcache-demo}"), 1.0);
+    leading.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        samples(&registry)["leader_election_master_status{name=kcache-demo}"],
+        0.0
+    );
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+    run_informer.await.unwrap();
+}
