@@ -73,6 +73,10 @@ struct Args {
     /// Seconds between renewals and acquire attempts.
     #[arg(long, default_value_t = 2.0)]
     retry_period: f64,
+    /// Serve Prometheus metrics (objects held per informer, reconciles, leader status),
+    /// `/healthz` and `/readyz` on this address (off by default).
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<std::net::SocketAddr>,
 }
 
 fn unix_ms() -> u128 {
@@ -139,6 +143,25 @@ async fn main() -> anyhow::Result<()> {
         informer.clone(),
         ControllerConfig::default().name("ha-configmaps").workers(2),
     );
+    let stop_metrics = CancellationToken::new();
+    if let Some(addr) = args.metrics_addr {
+        let mut registry = prometheus_client::registry::Registry::default();
+        let informers = kcache_metrics::InformerMetrics::new(&mut registry);
+        informers.register(&informer);
+        let controllers = kcache_metrics::ControllerMetrics::new(&mut registry);
+        controllers.register_controller("ha-configmaps", 2, controller.metrics());
+        let state = elector.watch();
+        controllers.register_leader(args.lease_name.clone(), move || state.borrow().is_leading());
+        let checks = kcache_metrics::Checks::new().with_informers(informers);
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        eprintln!("metrics on http://{}/metrics", listener.local_addr()?);
+        tokio::spawn(kcache_metrics::serve(
+            listener,
+            Arc::new(registry),
+            checks,
+            stop_metrics.clone(),
+        ));
+    }
     let stop_informer = CancellationToken::new();
     let informer_task = tokio::spawn({
         let (i, c) = (informer.clone(), stop_informer.clone());
@@ -230,6 +253,7 @@ async fn main() -> anyhow::Result<()> {
     // The election has ended (lease released if we held it): report the final state.
     reporter.report(&elector.watch().borrow());
     stop_informer.cancel();
+    stop_metrics.cancel();
     let _ = informer_task.await;
     result?;
     Ok(())
