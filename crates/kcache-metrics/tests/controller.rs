@@ -10,20 +10,10 @@ use kcache::{
     testing::FakeSource,
 };
 use kcache_metrics::ControllerMetrics;
-use kube_core::ObjectMeta;
 use prometheus_client::{encoding::text::encode, registry::Registry};
 use tokio_util::sync::CancellationToken;
 
-fn cm(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("ns".into()),
-            ..ObjectMeta::default()
-        },
-        ..ConfigMap::default()
-    }
-}
+use kcache::testing::config_map as cm;
 
 fn samples(registry: &Registry) -> HashMap<String, f64> {
     let mut text = String::new();

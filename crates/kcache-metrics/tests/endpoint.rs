@@ -12,21 +12,11 @@ use kcache::{
     workqueue::{RateLimitingQueue, RateLimitingQueueConfig},
 };
 use kcache_metrics::{Checks, InformerMetrics, WorkqueueMetrics};
-use kube_core::ObjectMeta;
 use prometheus_client::registry::Registry;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-fn cm(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("ns".into()),
-            ..ObjectMeta::default()
-        },
-        ..ConfigMap::default()
-    }
-}
+use kcache::testing::config_map as cm;
 
 /// GET `path` on `addr`: (status code, body).
 async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {

@@ -9,22 +9,12 @@ use k8s_openapi::{
     api::core::v1::{ConfigMap, Secret},
     apimachinery::pkg::apis::meta::v1::OwnerReference,
 };
-use kube_core::ObjectMeta;
 use parking_lot::Mutex;
 
 use super::*;
 use crate::{informer::InformerConfig, testing::FakeSource};
 
-fn cm(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("ns".into()),
-            ..ObjectMeta::default()
-        },
-        ..ConfigMap::default()
-    }
-}
+use crate::testing::config_map as cm;
 
 struct Setup {
     src: FakeSource<ConfigMap>,

@@ -11,7 +11,6 @@ use std::{
 };
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube_core::ObjectMeta;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -22,16 +21,7 @@ use crate::{
     testing::FakeSource,
 };
 
-fn cm(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("ns".into()),
-            ..ObjectMeta::default()
-        },
-        ..ConfigMap::default()
-    }
-}
+use crate::testing::config_map as cm;
 
 fn key(name: &str) -> ObjectKey {
     ObjectKey::new(Some("ns"), name)

@@ -12,7 +12,6 @@ use std::{
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube_core::ObjectMeta;
 use parking_lot::Mutex;
 
 use super::*;
@@ -21,16 +20,7 @@ use crate::{
     testing::{Call, FakeSource, Op, RecordingStore, status},
 };
 
-fn cm(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("ns".into()),
-            ..ObjectMeta::default()
-        },
-        ..ConfigMap::default()
-    }
-}
+use crate::testing::config_map as cm;
 
 type ListRewrite = Box<dyn FnMut(ObjectList<ConfigMap>) -> ObjectList<ConfigMap> + Send>;
 type WatchAnswer = Box<

@@ -7,7 +7,6 @@ use std::sync::{
 };
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube_core::ObjectMeta;
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 
@@ -18,16 +17,7 @@ use crate::{
     store::ObjectKey,
 };
 
-fn cm(name: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("ns".into()),
-            ..ObjectMeta::default()
-        },
-        ..ConfigMap::default()
-    }
-}
+use crate::testing::config_map as cm;
 
 fn key(name: &str) -> ObjectKey {
     ObjectKey::new(Some("ns"), name)

@@ -10,3 +10,20 @@ mod recording_store;
 
 pub use fake_source::{Call, FakeSource, status};
 pub use recording_store::{Op, RecordingStore};
+
+/// A ConfigMap `ns/<name>` with nothing else set: the object the crates' tests use.
+///
+/// ```
+/// let cm = kcache::testing::config_map("a");
+/// assert_eq!(cm.metadata.namespace.as_deref(), Some("ns"));
+/// ```
+pub fn config_map(name: &str) -> k8s_openapi::api::core::v1::ConfigMap {
+    k8s_openapi::api::core::v1::ConfigMap {
+        metadata: kube_core::ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            ..kube_core::ObjectMeta::default()
+        },
+        ..Default::default()
+    }
+}
