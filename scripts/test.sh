@@ -58,7 +58,7 @@ step "client-go peer (harness/client-go-peer) smoke against the upstream server"
 scripts/peer-smoke.sh
 
 step "cargo test"
-PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test --workspace --locked
+PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test --workspace --locked --no-fail-fast
 
 step "kcache bench smoke (500 pods, 1 run, every peer) against the upstream server"
 scripts/bench-smoke.sh

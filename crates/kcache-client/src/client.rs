@@ -355,19 +355,27 @@ const MAX_STATUS_MESSAGE: usize = 768;
 const MAX_DECODE_MESSAGE: usize = 512;
 
 /// The words after which the rest of a server-provided text is withheld.
-const CREDENTIAL_WORDS: [&str; 6] = [
-    "authorization",
-    "bearer",
-    "cookie",
-    "token",
-    "x-api-key",
-    "password",
-];
+const CREDENTIAL_WORDS: [&str; 4] = ["authorization", "bearer", "cookie", "x-api-key"];
+
+/// Words that name a credential only when a value follows them (`token=…`, `"password":`):
+/// kube-apiserver's own messages speak of "the continue token".
+const CREDENTIAL_KEYS: [&str; 4] = ["token", "password", "secret", "access_token"];
+
+/// "continue token": kube-apiserver's pagination cursor, not a credential.
+fn is_continue_token(previous: &str, word: &str) -> bool {
+    previous.eq_ignore_ascii_case("continue") && word.to_ascii_lowercase().starts_with("token")
+}
 
 fn is_credential_word(word: &str) -> bool {
     let lower = word.to_ascii_lowercase();
-    let lower = lower.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-');
-    CREDENTIAL_WORDS.iter().any(|w| lower.starts_with(w))
+    let bare = lower.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '_');
+    CREDENTIAL_WORDS.iter().any(|w| bare.starts_with(w))
+        || CREDENTIAL_KEYS.iter().any(|k| {
+            lower
+                .trim_start_matches(|c: char| !c.is_ascii_alphanumeric())
+                .strip_prefix(k)
+                .is_some_and(|rest| rest.starts_with(['=', ':']) || rest.starts_with("\":"))
+        })
 }
 
 /// `text` from the server (a `Status` message, a decoder's message quoting the body), made
@@ -390,11 +398,18 @@ pub(crate) fn display_safe_lines(text: &str, max: usize) -> String {
 fn withhold_credentials(text: &str, max: usize, trim: fn(&str, usize) -> String) -> String {
     // A word past the cut cannot reach the message: look no further than needed.
     let scan = &text[..floor_char_boundary(text, max.saturating_mul(2))];
+    let mut previous = "";
     let kept = scan
         .split_whitespace()
-        .find(|w| is_credential_word(w))
+        .find(|w| {
+            let found = is_credential_word(w) && !is_continue_token(previous, w);
+            previous = w;
+            found
+        })
         .map(|w| {
-            let end = w.as_ptr() as usize - text.as_ptr() as usize + w.len();
+            // `token=value` in one word: keep up to the separator only.
+            let keep = w.find(['=', ':']).map_or(w.len(), |i| i + 1);
+            let end = w.as_ptr() as usize - text.as_ptr() as usize + keep;
             format!("{} [rest withheld: it may hold credentials]", &text[..end])
         });
     trim(kept.as_deref().unwrap_or(text), max)
@@ -449,8 +464,15 @@ pub(crate) fn body_excerpt(body: &[u8]) -> String {
     }
     let mut words: Vec<&str> = Vec::new();
     for word in plain.split_whitespace() {
-        let secret = is_credential_word(word);
-        words.push(word);
+        let secret = is_credential_word(word)
+            && !words
+                .last()
+                .is_some_and(|previous| is_continue_token(previous, word));
+        words.push(if secret {
+            &word[..word.find(['=', ':']).map_or(word.len(), |i| i + 1)]
+        } else {
+            word
+        });
         if secret {
             words.push("[rest withheld: it may hold credentials]");
             break;
@@ -543,6 +565,23 @@ mod tests {
             "leases.coordination.k8s.io \"l\" in namespace x"
         );
         assert_eq!(describe_path("/apis/foo.io/v1/bars"), "bars.foo.io");
+    }
+
+    #[test]
+    fn kube_apiservers_own_words_about_tokens_are_kept_whole() {
+        let msg = "The provided continue parameter is too old to display a consistent list \
+                   result. You can start a new list without the continue parameter, or use the \
+                   continue token in this response to retrieve the remainder of the results. \
+                   Continuing with the provided token results in an inconsistent list - objects \
+                   that were created, modified, or deleted between the time the first chunk was \
+                   returned and now may show up in the list.";
+        assert_eq!(display_safe_lines(msg, MAX_STATUS_MESSAGE), msg);
+        let garbage = "invalid continue token: not-base64";
+        assert_eq!(display_safe_lines(garbage, MAX_STATUS_MESSAGE), garbage);
+        assert!(!display_safe("token=s3cr3t", 64).contains("s3cr3t"));
+        assert!(!display_safe(r#"{"token":"s3cr3t"}"#, 64).contains("s3cr3t"));
+        assert!(!display_safe("password: s3cr3t", 64).contains("s3cr3t"));
+        assert!(!display_safe("Authorization: Bearer s3cr3t", 64).contains("s3cr3t"));
     }
 
     #[test]
