@@ -1,5 +1,7 @@
 //! Controller metrics under controller-runtime's names, after a scripted run (exact counts).
 
+mod support;
+
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -15,26 +17,15 @@ use tokio_util::sync::CancellationToken;
 
 use kcache::testing::config_map as cm;
 
+/// The registry's samples keyed `name{k=v,…}` (labels sorted).
 fn samples(registry: &Registry) -> HashMap<String, f64> {
     let mut text = String::new();
     encode(&mut text, registry).unwrap();
-    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
-    scrape
-        .samples
+    support::parse(&text)
         .into_iter()
-        .filter_map(|s| {
-            let v = match s.value {
-                prometheus_parse::Value::Counter(v)
-                | prometheus_parse::Value::Gauge(v)
-                // OpenMetrics names a counter family without `_total`: the parser types its
-                // `_total` samples as untyped.
-                | prometheus_parse::Value::Untyped(v) => v,
-                _ => return None,
-            };
-            let mut labels: Vec<String> =
-                s.labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            labels.sort();
-            Some((format!("{}{{{}}}", s.metric, labels.join(",")), v))
+        .map(|((name, labels), v)| {
+            let labels: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            (format!("{name}{{{}}}", labels.join(",")), v)
         })
         .collect()
 }

@@ -1,7 +1,9 @@
 //! The metrics endpoint after scripted scenarios, scraped over HTTP and parsed with a
 //! Prometheus text parser (not string-matched).
 
-use std::{collections::HashMap, sync::Arc, time::Duration};
+mod support;
+
+use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcache::{
@@ -13,6 +15,7 @@ use kcache::{
 };
 use kcache_metrics::{Checks, InformerMetrics, WorkqueueMetrics};
 use prometheus_client::registry::Registry;
+use support::{Samples, parse};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
@@ -35,33 +38,6 @@ async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
         .and_then(|c| c.parse().ok())
         .expect("a status code");
     (code, body.to_owned())
-}
-
-/// Samples by (metric name, sorted labels) → value.
-type Samples = HashMap<(String, Vec<(String, String)>), f64>;
-
-fn parse(body: &str) -> Samples {
-    let scrape = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_owned())))
-        .expect("the exposition parses");
-    scrape
-        .samples
-        .into_iter()
-        .filter_map(|s| {
-            let v = match s.value {
-                prometheus_parse::Value::Counter(v)
-                | prometheus_parse::Value::Gauge(v)
-                | prometheus_parse::Value::Untyped(v) => v,
-                _ => return None,
-            };
-            let mut labels: Vec<(String, String)> = s
-                .labels
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            labels.sort();
-            Some(((s.metric, labels), v))
-        })
-        .collect()
 }
 
 fn value(m: &Samples, name: &str, labels: &[(&str, &str)]) -> f64 {
