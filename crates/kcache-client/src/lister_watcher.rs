@@ -15,6 +15,7 @@ use http_body_util::BodyDataStream;
 use kcache::{
     ListerWatcher,
     lister_watcher::{Error, ListParams, ObjectList, WatchParams, WatchStream},
+    sharding::{Current, Selection, ShardFilter},
 };
 use kube_core::{NamespaceResourceScope, Resource};
 
@@ -73,7 +74,26 @@ pub struct HttpListerWatcher<K, D = Typed> {
     max_frame_size: usize,
     protobuf: bool,
     wire: WireStats,
+    shards: Option<Sharding<K>>,
     _k: PhantomData<fn() -> K>,
+}
+
+/// A [`ShardFilter`] with its filters bound to `K` (which has metadata) when
+/// [`HttpListerWatcher::shards`] was called.
+struct Sharding<K> {
+    filter: ShardFilter,
+    accept_items: fn(&ShardFilter, &Current, Option<&str>, &mut Vec<K>),
+    watch: fn(&ShardFilter, Current, bool, WatchStream<K>) -> WatchStream<K>,
+}
+
+impl<K> Clone for Sharding<K> {
+    fn clone(&self) -> Self {
+        Self {
+            filter: self.filter.clone(),
+            accept_items: self.accept_items,
+            watch: self.watch,
+        }
+    }
 }
 
 /// How many list and watch responses a [`HttpListerWatcher`] (and its clones) decoded in each
@@ -88,6 +108,7 @@ pub struct WireStats(Arc<WireCounters>);
 struct WireCounters {
     protobuf: AtomicU64,
     json: AtomicU64,
+    list_bytes: AtomicU64,
 }
 
 impl WireStats {
@@ -99,6 +120,11 @@ impl WireStats {
     /// Responses (list pages and watch streams) decoded from JSON.
     pub fn json(&self) -> u64 {
         self.0.json.load(Ordering::Relaxed)
+    }
+
+    /// Bytes of list response bodies received (after content decoding).
+    pub fn list_bytes(&self) -> u64 {
+        self.0.list_bytes.load(Ordering::Relaxed)
     }
 
     fn record(&self, protobuf: bool) {
@@ -123,6 +149,7 @@ impl<K, D: Clone> Clone for HttpListerWatcher<K, D> {
             max_frame_size: self.max_frame_size,
             protobuf: self.protobuf,
             wire: self.wire.clone(),
+            shards: self.shards.clone(),
             _k: PhantomData,
         }
     }
@@ -138,6 +165,7 @@ impl<K, D: fmt::Debug> fmt::Debug for HttpListerWatcher<K, D> {
             .field("field_selector", &self.field_selector)
             .field("decoder", &self.decoder)
             .field("protobuf", &self.protobuf)
+            .field("sharded", &self.shards.is_some())
             .finish()
     }
 }
@@ -189,6 +217,7 @@ impl<K, D: Default> HttpListerWatcher<K, D> {
             max_frame_size: DEFAULT_MAX_FRAME_SIZE,
             protobuf: true,
             wire: WireStats::default(),
+            shards: None,
             _k: PhantomData,
         }
     }
@@ -235,6 +264,7 @@ impl<K, D> HttpListerWatcher<K, D> {
             max_frame_size: self.max_frame_size,
             protobuf: self.protobuf,
             wire: self.wire,
+            shards: self.shards,
             _k: PhantomData,
         }
     }
@@ -250,12 +280,47 @@ impl<K, D> HttpListerWatcher<K, D> {
         self
     }
 
+    /// Lists and watches only the objects `selection` selects (KEP-5866 sharding): its
+    /// selector is sent as `shardSelector` on every list and watch, list answers are checked
+    /// for the server's `metadata.shardInfo` echo, and objects are filtered here too, so the
+    /// result is the same when the server ignores the parameter (feature gate
+    /// `ShardedListAndWatch` off, servers before v1.36) — only then every object is still
+    /// transferred. Changing the selection ends the open watch, and the reflector lists again.
+    ///
+    /// ```no_run
+    /// use std::collections::BTreeSet;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kcache::sharding::{Field, Layout, Selection};
+    /// use kcache_client::{Client, HttpListerWatcher};
+    /// # async fn f(client: Client) {
+    /// let layout = Layout::new(3, Field::Uid);
+    /// let selection = Selection::new(Some(layout.selector(&BTreeSet::from([0]))));
+    /// let lw = HttpListerWatcher::<ConfigMap>::all(client).shards(selection);
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn shards(mut self, selection: Selection) -> Self
+    where
+        K: Resource + Clone + Send + 'static,
+    {
+        self.shards = Some(Sharding {
+            filter: ShardFilter::new(selection),
+            accept_items: |f, sent, echoed, items| f.accept_items(sent, echoed, items),
+            watch: |f, sent, stale, stream| f.watch(sent, stale, stream),
+        });
+        self
+    }
+
     /// The collection's URL path.
     pub fn url_path(&self) -> &str {
         &self.request.url_path
     }
 
-    fn list_request(&self, params: &ListParams) -> Result<http::Request<Vec<u8>>, Error> {
+    fn list_request(
+        &self,
+        params: &ListParams,
+        shard: Option<&Current>,
+    ) -> Result<http::Request<Vec<u8>>, Error> {
         let mut params = params.clone();
         if params.label_selector.is_none() {
             params.label_selector.clone_from(&self.label_selector);
@@ -280,6 +345,7 @@ impl<K, D> HttpListerWatcher<K, D> {
             }
             *req.uri_mut() = uri.parse().map_err(|e| build_error(format!("{e}")))?;
         }
+        add_shard_selector(&mut req, shard)?;
         let accept = if self.metadata_only {
             ACCEPT_METADATA_LIST
         } else {
@@ -294,6 +360,7 @@ impl<K, D> HttpListerWatcher<K, D> {
         &self,
         params: &WatchParams,
         resource_version: &str,
+        shard: Option<&Current>,
     ) -> Result<http::Request<Vec<u8>>, Error> {
         let mut params = params.clone();
         if params.label_selector.is_none() {
@@ -306,6 +373,7 @@ impl<K, D> HttpListerWatcher<K, D> {
             .request
             .watch(&params, resource_version)
             .map_err(build_error)?;
+        add_shard_selector(&mut req, shard)?;
         let accept = if self.metadata_only {
             ACCEPT_METADATA
         } else {
@@ -323,27 +391,20 @@ where
     D: ItemDecoder<K>,
 {
     async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
-        #[cfg(feature = "protobuf")]
-        if self.asks_for_protobuf() {
-            let mut request = self.list_request(params)?;
-            request.headers_mut().insert(
-                http::header::ACCEPT,
-                HeaderValue::from_static(crate::protobuf::ACCEPT_LIST),
-            );
-            match self.client.send_collect_with_headers(request, "list").await {
-                Ok((headers, body)) => {
-                    let protobuf = crate::protobuf::is_protobuf(&headers);
-                    return self.decode_list_body(body, protobuf).await;
-                }
-                // A server that cannot produce protobuf and does not take the JSON
-                // alternative: ask again for JSON only.
-                Err(e) if is_not_acceptable(&e) => {}
-                Err(e) => return Err(e),
-            }
+        let shard = self
+            .shards
+            .as_ref()
+            .map(|s| s.filter.for_list(params.continue_token.is_some()));
+        let mut list = self.list_unfiltered(params, shard.as_ref()).await?;
+        if let (Some(s), Some(sent)) = (&self.shards, &shard) {
+            let echoed = list
+                .metadata
+                .shard_info
+                .as_ref()
+                .map(|i| i.selector.clone());
+            (s.accept_items)(&s.filter, sent, echoed.as_deref(), &mut list.items);
         }
-        let request = self.list_request(params)?;
-        let body = self.client.send_collect(request, "list").await?;
-        self.decode_list_body(body, false).await
+        Ok(list)
     }
 
     fn describe(&self) -> String {
@@ -359,9 +420,59 @@ where
         params: &WatchParams,
         resource_version: &str,
     ) -> Result<WatchStream<K>, Error> {
+        let Some(s) = &self.shards else {
+            return self.watch_unfiltered(params, resource_version, None).await;
+        };
+        let (sent, stale) = s.filter.for_watch(params.send_initial_events);
+        let stream = self
+            .watch_unfiltered(params, resource_version, Some(&sent))
+            .await?;
+        Ok((s.watch)(&s.filter, sent, stale, stream))
+    }
+}
+
+impl<K, D> HttpListerWatcher<K, D>
+where
+    K: Clone + Send + 'static,
+    D: ItemDecoder<K>,
+{
+    async fn list_unfiltered(
+        &self,
+        params: &ListParams,
+        shard: Option<&Current>,
+    ) -> Result<ObjectList<K>, Error> {
         #[cfg(feature = "protobuf")]
         if self.asks_for_protobuf() {
-            let mut request = self.watch_request(params, resource_version)?;
+            let mut request = self.list_request(params, shard)?;
+            request.headers_mut().insert(
+                http::header::ACCEPT,
+                HeaderValue::from_static(crate::protobuf::ACCEPT_LIST),
+            );
+            match self.client.send_collect_with_headers(request, "list").await {
+                Ok((headers, body)) => {
+                    let protobuf = crate::protobuf::is_protobuf(&headers);
+                    return self.decode_list_body(body, protobuf).await;
+                }
+                // A server that cannot produce protobuf and does not take the JSON
+                // alternative: ask again for JSON only.
+                Err(e) if is_not_acceptable(&e) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let request = self.list_request(params, shard)?;
+        let body = self.client.send_collect(request, "list").await?;
+        self.decode_list_body(body, false).await
+    }
+
+    async fn watch_unfiltered(
+        &self,
+        params: &WatchParams,
+        resource_version: &str,
+        shard: Option<&Current>,
+    ) -> Result<WatchStream<K>, Error> {
+        #[cfg(feature = "protobuf")]
+        if self.asks_for_protobuf() {
+            let mut request = self.watch_request(params, resource_version, shard)?;
             request.headers_mut().insert(
                 http::header::ACCEPT,
                 HeaderValue::from_static(crate::protobuf::ACCEPT_WATCH),
@@ -382,7 +493,7 @@ where
                 Err(e) => return Err(e),
             }
         }
-        let request = self.watch_request(params, resource_version)?;
+        let request = self.watch_request(params, resource_version, shard)?;
         let response = self.client.send(request, "watch").await?;
         self.wire.record(false);
         let body = BodyDataStream::new(response.into_body());
@@ -392,6 +503,23 @@ where
             self.max_frame_size,
         ))
     }
+}
+
+/// Appends `shardSelector=<the selector's wire form>` to a request's query.
+fn add_shard_selector(
+    req: &mut http::Request<Vec<u8>>,
+    shard: Option<&Current>,
+) -> Result<(), Error> {
+    let Some(selector) = shard.and_then(|c| c.selector.as_deref()) else {
+        return Ok(());
+    };
+    let value: String = form_urlencoded::byte_serialize(selector.to_wire().as_bytes()).collect();
+    let uri = req.uri().to_string();
+    let sep = if uri.contains('?') { '&' } else { '?' };
+    *req.uri_mut() = format!("{uri}{sep}shardSelector={value}")
+        .parse()
+        .map_err(|e| build_error(format!("{e}")))?;
+    Ok(())
 }
 
 impl<K, D: ItemDecoder<K>> HttpListerWatcher<K, D> {
@@ -404,6 +532,10 @@ impl<K, D: ItemDecoder<K>> HttpListerWatcher<K, D> {
         K: Clone + Send + 'static,
     {
         self.wire.record(protobuf);
+        self.wire
+            .0
+            .list_bytes
+            .fetch_add(body.len() as u64, Ordering::Relaxed);
         let decode = move |body: Bytes, decoder: &D| -> Result<ObjectList<K>, Error> {
             #[cfg(feature = "protobuf")]
             if protobuf {

@@ -22,6 +22,7 @@ pub mod informer;
 pub mod leaderelection;
 pub mod lister_watcher;
 pub mod reflector;
+pub mod sharding;
 pub mod store;
 pub mod testing;
 pub mod workqueue;

@@ -116,6 +116,9 @@ enum ErrorKind {
     Decode(Box<dyn std::error::Error + Send + Sync>),
     /// The source sent something the protocol does not allow (an unknown event type, …).
     Protocol(String),
+    /// The shard selection changed: the watch ends so that the reflector lists again with
+    /// the new selector.
+    SelectionChanged,
 }
 
 impl Error {
@@ -157,6 +160,19 @@ impl Error {
         Self {
             kind: ErrorKind::Protocol(msg.into()),
         }
+    }
+
+    /// The lister-watcher's shard [`Selection`](crate::sharding::Selection) changed: not a
+    /// failure; the reflector lists again at once with the new selector.
+    pub fn selection_changed() -> Self {
+        Self {
+            kind: ErrorKind::SelectionChanged,
+        }
+    }
+
+    /// Whether this is [`Error::selection_changed`].
+    pub fn is_selection_changed(&self) -> bool {
+        matches!(self.kind, ErrorKind::SelectionChanged)
     }
 
     /// The server's `Status`, for API errors.
@@ -260,6 +276,9 @@ impl fmt::Display for Error {
             ErrorKind::Transport(e) => write!(f, "transport error: {e}"),
             ErrorKind::Decode(e) => write!(f, "decode error: {e}"),
             ErrorKind::Protocol(m) => write!(f, "protocol error: {m}"),
+            ErrorKind::SelectionChanged => {
+                f.write_str("the shard selection changed; listing again with the new selector")
+            }
         }
     }
 }

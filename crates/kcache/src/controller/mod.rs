@@ -65,6 +65,7 @@ mod config;
 mod leader;
 mod metrics;
 mod policy;
+mod sharded;
 #[cfg(test)]
 mod tests;
 mod worker;
@@ -133,6 +134,8 @@ pub struct Controller<K, P = DefaultErrorPolicy> {
     registrations: Vec<HandlerRegistration>,
     policy: P,
     metrics: ControllerMetrics,
+    /// Set by [`Controller::run_sharded`].
+    shards: Option<sharded::ShardCheck>,
 }
 
 impl<K> Controller<K>
@@ -166,6 +169,7 @@ where
             registrations: vec![reg],
             policy: DefaultErrorPolicy,
             metrics: ControllerMetrics::default(),
+            shards: None,
         }
     }
 }
@@ -237,6 +241,7 @@ where
             registrations: self.registrations,
             policy,
             metrics: self.metrics,
+            shards: self.shards,
         }
     }
 
@@ -303,6 +308,7 @@ where
             registrations,
             policy,
             metrics,
+            shards,
         } = self;
         if let Err(e) = wait_started(&primary, &config, cancel).await {
             error!(controller = %config.name, error = %e, "controller cannot run");
@@ -326,6 +332,7 @@ where
             reconcile,
             policy,
             metrics,
+            shards,
         ));
         Ok((workers, driver_task))
     }

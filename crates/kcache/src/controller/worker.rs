@@ -16,6 +16,7 @@ use super::{
     config::ControllerConfig,
     metrics::{ControllerMetrics, Counters},
     policy::{Action, ErrorAction, ErrorPolicy, ReconcileError},
+    sharded::ShardCheck,
 };
 use crate::{
     informer::{HandlerRegistration, SharedIndexInformer},
@@ -41,6 +42,8 @@ pub(super) struct Workers<K, F, P> {
     metrics: ControllerMetrics,
     /// Failures in a row per key (the `retries` the policy sees).
     failures: Mutex<HashMap<ObjectKey, u32>>,
+    /// For a sharded controller: which keys may be reconciled here.
+    shards: Option<ShardCheck>,
 }
 
 impl<K, F, Fut, E, P> Workers<K, F, P>
@@ -59,6 +62,7 @@ where
         reconcile: F,
         policy: P,
         metrics: ControllerMetrics,
+        shards: Option<ShardCheck>,
     ) -> Self {
         Self {
             primary,
@@ -69,6 +73,7 @@ where
             policy,
             metrics,
             failures: Mutex::new(HashMap::new()),
+            shards,
         }
     }
 
@@ -105,8 +110,25 @@ where
                     None => return,
                 },
             };
+            let guard = match &self.shards {
+                None => None,
+                Some(check) => {
+                    let cached = self.primary.indexer().get_by_key(key.as_str());
+                    match check.admit(&key, cached.as_deref()) {
+                        Some(guard) => Some(guard),
+                        None => {
+                            // Another replica's shard (or one this replica handed over).
+                            debug!(controller = %self.config.name, %key, "not in a shard held here; skipped");
+                            self.reset(&key);
+                            self.queue.done(&key);
+                            continue;
+                        }
+                    }
+                }
+            };
             let span = info_span!("reconcile", controller = %self.config.name, worker, key = %key);
             self.process(&key).instrument(span).await;
+            drop(guard);
             self.queue.done(&key);
         }
     }

@@ -75,7 +75,7 @@ pub use handle::{Health, Metrics, ReflectorHandle};
 pub use store::{ReflectorStore, StoreError};
 
 use crate::{
-    lister_watcher::{ListerWatcher, WatchStream},
+    lister_watcher::{self, ListerWatcher, WatchStream},
     store::{KeyListerGetter, meta_namespace_key},
 };
 use backoff::Backoff;
@@ -255,7 +255,12 @@ where
                 {
                     self.set_unavailable(true);
                 }
-                if action != Action::RelistConsistent {
+                let reselect = err
+                    .lister_watcher_error()
+                    .is_some_and(lister_watcher::Error::is_selection_changed);
+                if reselect {
+                    info!("the shard selection changed: listing again");
+                } else if action != Action::RelistConsistent {
                     // The retry at RV "" is part of the list, silent as in client-go.
                     self.report(&err);
                 }

@@ -91,6 +91,7 @@ fn decide_lw(cx: Context, e: &lister_watcher::Error) -> Action {
     use Action::*;
     let gone = e.is_expired() || e.is_too_large_resource_version();
     match cx.phase {
+        _ if e.is_selection_changed() => Relist(Wait::None),
         Phase::List if gone && !cx.at_consistent_rv => RelistConsistent,
         Phase::List | Phase::StreamingList if e.is_transport() => Relist(Wait::Reconnect),
         Phase::List => Relist(Wait::Server),
