@@ -22,6 +22,8 @@
 #   KCACHE_ETCD_COMPACTION_INTERVAL  apiserver's --etcd-compaction-interval (default 10s, short so
 #                                that tests can provoke 410 Expired)
 #   KCACHE_APISERVER_EXTRA_ARGS  extra kube-apiserver flags, space-separated (e.g. --watch-cache=false)
+#   KCACHE_FEATURE_GATES         extra feature gates, comma-separated, added to WatchList=true
+#                                (e.g. ShardedListAndWatch=true for KEP-5866 shard selectors)
 # On failure: names the failed step, prints the relevant log tail, stops what it started, exits 1.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -191,7 +193,7 @@ start_apiserver() {
     --service-account-key-file="$pki/sa.key" \
     --service-account-signing-key-file="$pki/sa.key" \
     --service-cluster-ip-range=10.0.0.0/24 \
-    --feature-gates=WatchList=true \
+    --feature-gates="WatchList=true${KCACHE_FEATURE_GATES:+,$KCACHE_FEATURE_GATES}" \
     --disable-admission-plugins=ServiceAccount \
     --endpoint-reconciler-type=none \
     --allow-privileged=true \
@@ -240,6 +242,7 @@ write_env() {
 KCACHE_UPSTREAM_STATE=$state
 KCACHE_UPSTREAM_VERSION=$("$apiserver_bin" --version | awk '{print $2}')
 KCACHE_UPSTREAM_URL=$api_url
+KCACHE_UPSTREAM_FEATURE_GATES=WatchList=true${KCACHE_FEATURE_GATES:+,$KCACHE_FEATURE_GATES}
 KCACHE_UPSTREAM_CA=$pki/ca.crt
 KCACHE_UPSTREAM_KUBECONFIG=$state/admin.kubeconfig
 KCACHE_UPSTREAM_ALICE_KUBECONFIG=$state/alice.kubeconfig

@@ -17,7 +17,8 @@
 //!   ([`protobuf`], through `kcache-proto`), with a clean fallback to JSON;
 //! - [`LeaseClient`] gets, creates and updates `coordination.k8s.io/v1` Leases, and
 //!   [`HttpLeaseLock`] puts kcache's [`LeaderElector`](kcache::leaderelection::LeaderElector)
-//!   on one.
+//!   on one; [`HttpShardLeases`] puts a
+//!   [`ShardManager`](kcache::sharding::ShardManager) on the Leases of a shard group.
 //!
 //! Errors are one sentence a user can act on, and never contain credentials.
 #![doc(test(attr(deny(warnings))))]
@@ -32,6 +33,7 @@ pub mod lease_lock;
 pub mod lister_watcher;
 #[cfg(feature = "protobuf")]
 pub mod protobuf;
+pub mod shard_leases;
 
 pub use client::Client;
 pub use compact::{Compact, CompactDecoder};
@@ -40,3 +42,4 @@ pub use error::{Error, Result};
 pub use lease::LeaseClient;
 pub use lease_lock::HttpLeaseLock;
 pub use lister_watcher::{HttpListerWatcher, WireStats};
+pub use shard_leases::HttpShardLeases;

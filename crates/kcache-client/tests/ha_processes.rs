@@ -37,53 +37,6 @@ fn unix_ms() -> u128 {
         .map_or(0, |d| d.as_millis())
 }
 
-/// Builds the example (a no-op when up to date) and returns its path.
-fn example_binary() -> Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .context("test executable not in <target>/<profile>/deps")?;
-    let target_dir = profile_dir.parent().context("no target dir")?;
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args([
-        "build",
-        "-q",
-        "-p",
-        "kcache-examples",
-        "--example",
-        "ha_controller",
-    ])
-    .arg("--target-dir")
-    .arg(target_dir)
-    .current_dir(env!("CARGO_MANIFEST_DIR"));
-    // The variables cargo sets for this test (CARGO_PKG_*, CARGO_MANIFEST_DIR, ...) would make
-    // build scripts that watch them rebuild on every run.
-    for (key, _) in std::env::vars_os() {
-        let key_str = key.to_string_lossy();
-        if key_str.starts_with("CARGO_") && !matches!(&*key_str, "CARGO_HOME" | "CARGO_TARGET_DIR")
-        {
-            cmd.env_remove(&key);
-        }
-    }
-    if profile_dir.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    let started = Instant::now();
-    let status = cmd
-        .status()
-        .context("running cargo build for the example")?;
-    eprintln!("cargo build of the example: {:?}", started.elapsed());
-    ensure!(
-        status.success(),
-        "building the ha_controller example failed"
-    );
-    let bin = profile_dir.join("examples").join("ha_controller");
-    ensure!(bin.is_file(), "{} was not built", bin.display());
-    Ok(bin)
-}
-
 /// A status line of a replica.
 #[derive(Clone, Debug)]
 struct Line {
@@ -252,7 +205,7 @@ async fn annotation_of(s: &TestServer, name: &str) -> Result<Option<String>> {
 }
 
 async fn scenario(s: &TestServer, kubeconfig: &Path, dir: PathBuf) -> Result<()> {
-    let bin = example_binary()?;
+    let bin = common::example_binary("ha_controller")?;
     let mut fleet = Fleet {
         replicas: Vec::new(),
         lines: Arc::default(),

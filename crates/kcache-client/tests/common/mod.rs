@@ -18,11 +18,13 @@
 pub mod protobuf_fixture;
 
 use std::{
-    path::PathBuf,
+    path::{Path, PathBuf},
+    process::Command,
     sync::atomic::{AtomicUsize, Ordering},
+    time::Instant,
 };
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use kcache_apiserver::{ApiServer, FaultHandle, RunningServer};
 use kcache_client::Client;
 use serde_json::{Value, json};
@@ -291,5 +293,113 @@ impl TestServer {
             );
         }
         Ok(serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+    }
+}
+
+/// Builds the example `name` of kcache-examples (a no-op when up to date) with the `cargo`
+/// that runs the tests, into the test executable's target directory, and returns its path.
+pub fn example_binary(name: &str) -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .context("test executable not in <target>/<profile>/deps")?;
+    let target_dir = profile_dir.parent().context("no target dir")?;
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.args(["build", "-q", "-p", "kcache-examples", "--example", name])
+        .arg("--target-dir")
+        .arg(target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    // The variables cargo sets for this test (CARGO_PKG_*, CARGO_MANIFEST_DIR, ...) would make
+    // build scripts that watch them rebuild on every run.
+    for (key, _) in std::env::vars_os() {
+        let key_str = key.to_string_lossy();
+        if key_str.starts_with("CARGO_") && !matches!(&*key_str, "CARGO_HOME" | "CARGO_TARGET_DIR")
+        {
+            cmd.env_remove(&key);
+        }
+    }
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let started = Instant::now();
+    let status = cmd
+        .status()
+        .context("running cargo build for the example")?;
+    eprintln!("cargo build of the example: {:?}", started.elapsed());
+    ensure!(status.success(), "building the {name} example failed");
+    let bin = profile_dir.join("examples").join(name);
+    ensure!(bin.is_file(), "{} was not built", bin.display());
+    Ok(bin)
+}
+
+/// A kube-apiserver + etcd of this test's own, started by `scripts/kube-up.sh` with extra
+/// feature gates (`KCACHE_FEATURE_GATES`) in a fresh state dir; stopped (and the dir
+/// removed) on drop.
+pub struct OwnUpstream {
+    state: PathBuf,
+}
+
+impl Drop for OwnUpstream {
+    fn drop(&mut self) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let _ = Command::new(root.join("scripts/kube-down.sh"))
+            .arg("all")
+            .env("KCACHE_UPSTREAM_STATE", &self.state)
+            .status();
+        let _ = std::fs::remove_dir_all(&self.state);
+    }
+}
+
+impl TestServer {
+    /// A fresh upstream kube-apiserver with `feature_gates` (e.g.
+    /// `ShardedListAndWatch=true`), when the upstream is requested (as for
+    /// [`TestServer::upstream`]); the harness binaries must be built (`scripts/test.sh` does).
+    pub async fn own_upstream(feature_gates: &str) -> Result<Option<(Self, OwnUpstream)>> {
+        if upstream_env()?.is_none() {
+            return Ok(None);
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let state = std::env::temp_dir().join(format!(
+            "kcache-own-kube-{}-{}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&state)?;
+        let guard = OwnUpstream {
+            state: state.clone(),
+        };
+        let started = Instant::now();
+        let out = Command::new(root.join("scripts/kube-up.sh"))
+            .env("KCACHE_UPSTREAM_STATE", &state)
+            .env("KCACHE_FEATURE_GATES", feature_gates)
+            .env_remove("KCACHE_APISERVER_EXTRA_ARGS")
+            .output()
+            .context("running scripts/kube-up.sh")?;
+        ensure!(
+            out.status.success(),
+            "scripts/kube-up.sh with {feature_gates} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        eprintln!(
+            "own kube-apiserver with {feature_gates} up in {:?}",
+            started.elapsed()
+        );
+        let kubeconfig = state.join("admin.kubeconfig");
+        let client = Client::from_kubeconfig(&kubeconfig).await?;
+        let mut s = Self {
+            name: "upstream (own)",
+            client,
+            ns: String::new(),
+            embedded: None,
+            upstream: Some(Upstream {
+                kubeconfig,
+                alice_kubeconfig: None,
+                url: String::new(),
+            }),
+        };
+        s.ns = s.create_namespace().await?;
+        Ok(Some((s, guard)))
     }
 }

@@ -169,7 +169,12 @@ impl Config {
 /// - acquires free shards (no holder, or a Lease that expired: a replica died) up to its fair
 ///   share, preferring the shards it ranks highest (rendezvous hashing of identity and shard,
 ///   so replicas rarely race for the same one);
-/// - stops reconciling a shard whose Lease it could not renew within `renew_deadline`.
+/// - stops reconciling a shard whose Lease it could not renew within `renew_deadline` (a
+///   round of requests is cut off after half of it, so a hanging request cannot delay this).
+///
+/// Reconciles still in flight when a shard is closed that way keep running: bound them with
+/// a reconcile timeout below `lease_duration − renew_deadline`, or two replicas may briefly
+/// work on the same key (as with client-go's leader election, this is not fencing).
 ///
 /// The [`Selection`] follows the open shards, so informers built on it hold only this
 /// replica's objects. On cancel, every shard is closed (draining), its Lease released, and
@@ -270,7 +275,17 @@ impl<L: ShardLeases> ShardManager<L> {
         async {
             let mut st = State::default();
             while !cancel.is_cancelled() {
-                self.round(&mut st).await;
+                // A request that hangs must not keep shards open past the renew deadline
+                // (the others take them over once their Leases expire): bound the round.
+                let bound = self.config.renew_deadline / 2;
+                if tokio::time::timeout(bound, self.round(&mut st))
+                    .await
+                    .is_err()
+                {
+                    warn!(?bound, "a round of Lease requests did not finish in time");
+                    self.drop_overdue(&mut st, Instant::now());
+                    self.publish(&st);
+                }
                 let jitter = rand::rng().random_range(0.0..0.2);
                 let wait = self.config.retry_period.mul_f64(1.0 + jitter);
                 tokio::select! {

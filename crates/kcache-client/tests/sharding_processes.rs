@@ -1,0 +1,646 @@
+//! `sharded_controller` processes (examples/sharded_controller.rs) sharing 12 shards of 3,000
+//! ConfigMaps: on the upstream kube-apiserver with the `ShardedListAndWatch` gate on (a
+//! server this test starts) and off (the suite's server), and on the embedded server (which
+//! ignores `shardSelector`: the client-side filter does the work).
+//!
+//! 3 replicas split the shards 4/4/4 and every labelled ConfigMap ends up annotated by the
+//! replica holding its shard; a 4th joins → 3/3/3/3; one is SIGKILLed → its shards are taken
+//! over within lease duration + 2 × retry period + 1 s (4 s + 0.8 s + 1 s; the stated bound
+//! allows the survivors' observation and acquisition rounds and a loaded 2-core machine) and
+//! ConfigMaps created meanwhile are reconciled; ConfigMaps are created, updated and deleted
+//! throughout. No key is ever reconciled by two replicas at once (the replicas print each
+//! reconcile's interval). At the end (SIGTERM) every replica's cache equals the server's
+//! ConfigMaps of its shards (count and digest of keys) and it exits 0. The whole scenario is
+//! bounded by `SCENARIO_BOUND`.
+
+mod common;
+
+use std::{
+    collections::{BTreeMap, BTreeSet, HashMap},
+    io::{BufRead as _, BufReader},
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    sync::{Arc, Mutex},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use anyhow::{Context, Result, bail, ensure};
+use common::TestServer;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kcache::{
+    ListerWatcher,
+    lister_watcher::ListParams,
+    sharding::{Field, Layout, Selection, fnv1a64},
+};
+use kcache_client::HttpListerWatcher;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+const SHARDS: u32 = 12;
+const OBJECTS: usize = 3_000;
+const LEASE_S: f64 = 4.0;
+const RENEW_S: f64 = 2.0;
+const RETRY_S: f64 = 0.4;
+const SCENARIO_BOUND: Duration = Duration::from_secs(240);
+
+fn unix_ms() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
+}
+
+#[derive(Debug, Clone, Default)]
+struct Final {
+    shards: BTreeSet<u32>,
+    count: usize,
+    digest: String,
+    applied: u64,
+    ignored: u64,
+    /// Reported in the test's output (bytes transferred by this replica's lists).
+    #[allow(dead_code, reason = "printed with Debug")]
+    list_bytes: u64,
+}
+
+/// What the replicas printed.
+#[derive(Debug, Default)]
+struct Seen {
+    /// (identity, ms, shards) per SHARDS line.
+    shards: Vec<(String, u128, BTreeSet<u32>)>,
+    /// key → (identity, start, end) per RECONCILE line.
+    reconciles: HashMap<String, Vec<(String, u128, u128)>>,
+    /// identity → last OBJECTS count.
+    objects: HashMap<String, usize>,
+    finals: HashMap<String, Final>,
+    synced: BTreeSet<String>,
+}
+
+fn parse_shards(s: &str) -> BTreeSet<u32> {
+    if s == "-" {
+        return BTreeSet::new();
+    }
+    s.split(',').filter_map(|n| n.parse().ok()).collect()
+}
+
+impl Seen {
+    fn take(&mut self, line: &str) {
+        let p: Vec<&str> = line.split(' ').collect();
+        match p[..] {
+            ["SYNCED", id, _] => {
+                self.synced.insert(id.to_owned());
+            }
+            ["SHARDS", id, ms, list] => {
+                self.shards
+                    .push((id.to_owned(), ms.parse().unwrap_or(0), parse_shards(list)));
+            }
+            ["RECONCILE", id, start, end, key] => {
+                self.reconciles.entry(key.to_owned()).or_default().push((
+                    id.to_owned(),
+                    start.parse().unwrap_or(0),
+                    end.parse().unwrap_or(0),
+                ));
+            }
+            ["OBJECTS", id, _, n] => {
+                self.objects.insert(id.to_owned(), n.parse().unwrap_or(0));
+            }
+            ["FINAL", id, _, list, count, digest, applied, ignored, bytes] => {
+                self.finals.insert(
+                    id.to_owned(),
+                    Final {
+                        shards: parse_shards(list),
+                        count: count.parse().unwrap_or(usize::MAX),
+                        digest: digest.to_owned(),
+                        applied: applied.parse().unwrap_or(0),
+                        ignored: ignored.parse().unwrap_or(0),
+                        list_bytes: bytes.parse().unwrap_or(0),
+                    },
+                );
+            }
+            _ => eprintln!("unexpected stdout line: {line:?}"),
+        }
+    }
+
+    /// The last SHARDS line of `id`.
+    fn current(&self, id: &str) -> BTreeSet<u32> {
+        self.shards
+            .iter()
+            .rfind(|(i, _, _)| i == id)
+            .map(|(_, _, s)| s.clone())
+            .unwrap_or_default()
+    }
+}
+
+struct Fleet {
+    bin: PathBuf,
+    kubeconfig: PathBuf,
+    ns: String,
+    list_watch: bool,
+    dir: PathBuf,
+    children: BTreeMap<String, Child>,
+    seen: Arc<Mutex<Seen>>,
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for c in self.children.values_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Fleet {
+    fn spawn(&mut self, id: &str) -> Result<()> {
+        let stderr = std::fs::File::create(self.dir.join(format!("{id}.stderr")))?;
+        let mut cmd = Command::new(&self.bin);
+        cmd.args(["--kubeconfig".as_ref(), self.kubeconfig.as_os_str()])
+            .args(["--namespace", &self.ns, "--lease-name", "shard-it"])
+            .args(["--identity", id, "--shards", &SHARDS.to_string()])
+            .args(["--lease-duration", &LEASE_S.to_string()])
+            .args(["--renew-deadline", &RENEW_S.to_string()])
+            .args(["--retry-period", &RETRY_S.to_string()])
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(stderr);
+        if self.list_watch {
+            cmd.arg("--list-watch");
+        }
+        let mut child = cmd.spawn().context("spawning sharded_controller")?;
+        let stdout = child.stdout.take().context("no stdout")?;
+        let seen = Arc::clone(&self.seen);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                seen.lock().unwrap().take(&line);
+            }
+        });
+        self.children.insert(id.to_owned(), child);
+        Ok(())
+    }
+
+    fn live(&self) -> Vec<String> {
+        self.children.keys().cloned().collect()
+    }
+
+    fn sizes(&self) -> Vec<usize> {
+        let seen = self.seen.lock().unwrap();
+        self.live()
+            .iter()
+            .map(|id| seen.current(id).len())
+            .collect()
+    }
+
+    /// Shard → holder, if the live replicas' last SHARDS lines cover every shard once.
+    fn owners(&self) -> Option<HashMap<u32, String>> {
+        let seen = self.seen.lock().unwrap();
+        let mut owners = HashMap::new();
+        for id in self.live() {
+            for s in seen.current(&id) {
+                if owners.insert(s, id.clone()).is_some() {
+                    return None;
+                }
+            }
+        }
+        (owners.len() == SHARDS as usize).then_some(owners)
+    }
+
+    fn signal(&mut self, id: &str, sig: &str) -> Result<()> {
+        let pid = self.children.get(id).context("no such replica")?.id();
+        let st = Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()?;
+        ensure!(st.success(), "kill {sig} {id} failed");
+        Ok(())
+    }
+
+    fn dump_stderr(&self) {
+        for id in self.seen.lock().unwrap().synced.iter() {
+            let text =
+                std::fs::read_to_string(self.dir.join(format!("{id}.stderr"))).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(12).collect();
+            eprintln!("--- {id} stderr (last lines) ---");
+            for l in tail.iter().rev() {
+                eprintln!("{l}");
+            }
+        }
+    }
+}
+
+async fn eventually<T>(
+    what: &str,
+    within: Duration,
+    mut f: impl AsyncFnMut() -> Result<Option<T>>,
+) -> Result<T> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(t) = f().await? {
+            return Ok(t);
+        }
+        if Instant::now() >= deadline {
+            bail!("timed out after {within:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Every ConfigMap of the namespace: key → (shard, annotation, labelled).
+async fn server_objects(
+    s: &TestServer,
+    layout: Layout,
+) -> Result<BTreeMap<String, (u32, Option<String>, bool)>> {
+    let list = s.request("GET", &s.configmaps(), None).await?;
+    let mut out = BTreeMap::new();
+    for item in list["items"].as_array().context("no items")? {
+        let meta = &item["metadata"];
+        let name = meta["name"].as_str().unwrap_or_default();
+        let uid = meta["uid"].as_str().unwrap_or_default();
+        let shard = layout.shard_of_hash(fnv1a64(uid.as_bytes()));
+        let by = meta["annotations"]["kcache.dev/reconciled-by"]
+            .as_str()
+            .map(str::to_owned);
+        let labelled = meta["labels"]["kcache.dev/demo"] == "true";
+        out.insert(format!("{}/{name}", s.ns), (shard, by, labelled));
+    }
+    Ok(out)
+}
+
+/// Whether every labelled ConfigMap is annotated by the holder of its shard.
+async fn converged(s: &TestServer, layout: Layout, fleet: &Fleet) -> Result<Option<usize>> {
+    let Some(owners) = fleet.owners() else {
+        return Ok(None);
+    };
+    let objects = server_objects(s, layout).await?;
+    let wrong = objects
+        .values()
+        .filter(|(shard, by, labelled)| {
+            *labelled && by.as_deref() != owners.get(shard).map(String::as_str)
+        })
+        .count();
+    Ok((wrong == 0).then_some(objects.len()))
+}
+
+async fn create_many(s: &TestServer, prefix: &str, n: usize) -> Result<()> {
+    use futures::StreamExt as _;
+    let labels = json!({"kcache.dev/demo": "true"});
+    let results: Vec<Result<Value>> = futures::stream::iter(0..n)
+        .map(|i| {
+            let labels = labels.clone();
+            async move {
+                s.create_cm(
+                    &format!("{prefix}-{i}"),
+                    labels,
+                    json!({"i": i.to_string()}),
+                )
+                .await
+            }
+        })
+        .buffer_unordered(16)
+        .collect()
+        .await;
+    for r in results {
+        r?;
+    }
+    Ok(())
+}
+
+/// Creates, updates and deletes ConfigMaps until `stop` (about 10 changes a second).
+async fn churn(s: &TestServer, stop: CancellationToken) -> Result<usize> {
+    let labels = json!({"kcache.dev/demo": "true"});
+    let mut i = 0usize;
+    while !stop.is_cancelled() {
+        s.create_cm(&format!("churn-{i}"), labels.clone(), json!({"v": "0"}))
+            .await?;
+        if i >= 1 {
+            s.update_cm(&format!("churn-{}", i - 1), json!({"v": "1"}))
+                .await?;
+        }
+        if i >= 5 && i % 3 == 0 {
+            s.delete_cm(&format!("churn-{}", i - 5)).await?;
+        }
+        i += 1;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    Ok(i)
+}
+
+/// List bytes of one shard's list versus the whole list, from this process.
+async fn bytes_of_one_shard(s: &TestServer, layout: Layout) -> Result<(u64, u64, usize, usize)> {
+    let whole = HttpListerWatcher::<ConfigMap>::namespaced(s.client.clone(), &s.ns);
+    let all = whole.list(&ListParams::default()).await?.items.len();
+    let selection = Selection::new(Some(layout.selector(&BTreeSet::from([0]))));
+    let one = HttpListerWatcher::<ConfigMap>::namespaced(s.client.clone(), &s.ns)
+        .shards(selection.clone());
+    let part = one.list(&ListParams::default()).await?.items.len();
+    ensure!(
+        selection.lists_applied() + selection.lists_ignored() == 1,
+        "the sharded list was not checked for shardInfo"
+    );
+    Ok((
+        one.wire_stats().list_bytes(),
+        whole.wire_stats().list_bytes(),
+        part,
+        all,
+    ))
+}
+
+async fn scenario(
+    s: &TestServer,
+    kubeconfig: &Path,
+    gate_on: Option<bool>,
+    dir: PathBuf,
+) -> Result<()> {
+    let bin = common::example_binary("sharded_controller")?;
+    let mut fleet = Fleet {
+        bin,
+        kubeconfig: kubeconfig.to_owned(),
+        ns: s.ns.clone(),
+        list_watch: gate_on.is_some(),
+        dir,
+        children: BTreeMap::new(),
+        seen: Arc::default(),
+    };
+    let out = tokio::time::timeout(SCENARIO_BOUND, run(s, gate_on, &mut fleet)).await;
+    let result =
+        out.unwrap_or_else(|_| Err(anyhow::anyhow!("scenario exceeded {SCENARIO_BOUND:?}")));
+    if result.is_err() {
+        eprintln!("{}: sizes {:?}", s.name, fleet.sizes());
+        fleet.dump_stderr();
+    }
+    result
+}
+
+async fn run(s: &TestServer, gate_on: Option<bool>, fleet: &mut Fleet) -> Result<()> {
+    let layout = Layout::new(SHARDS, Field::Uid);
+    let started = Instant::now();
+    create_many(s, "cm", OBJECTS).await?;
+    eprintln!(
+        "{}: {OBJECTS} ConfigMaps created in {:?}",
+        s.name,
+        started.elapsed()
+    );
+
+    // The server applies the selector (gate on) or not, and the bytes follow.
+    let (part_bytes, all_bytes, part, all) = bytes_of_one_shard(s, layout).await?;
+    eprintln!(
+        "{}: one shard's list: {part} of {all} objects, {part_bytes} of {all_bytes} bytes",
+        s.name
+    );
+    ensure!(
+        part > 0 && part < all / 4,
+        "one of 12 shards held {part} of {all}"
+    );
+    match gate_on {
+        Some(true) => ensure!(
+            part_bytes * 4 < all_bytes,
+            "gate on: one shard's list took {part_bytes} of {all_bytes} bytes"
+        ),
+        _ => ensure!(
+            part_bytes * 10 >= all_bytes * 9,
+            "gate off: the server cannot have filtered ({part_bytes} < {all_bytes} bytes)"
+        ),
+    }
+
+    let stop_churn = CancellationToken::new();
+    let churner = {
+        let stop = stop_churn.clone();
+        async move { churn(s, stop).await }
+    };
+    tokio::pin!(churner);
+    let phases = async {
+        for id in ["shard-a", "shard-b", "shard-c"] {
+            fleet.spawn(id)?;
+        }
+        let t0 = Instant::now();
+        eventually(
+            "3 replicas at 4/4/4 and every ConfigMap annotated by its shard's holder",
+            Duration::from_secs(90),
+            async || {
+                if fleet.sizes() != [4, 4, 4] {
+                    return Ok(None);
+                }
+                converged(s, layout, fleet).await
+            },
+        )
+        .await?;
+        let objects = fleet.seen.lock().unwrap().objects.clone();
+        eprintln!(
+            "{}: 3 replicas converged in {:?}; objects per replica {objects:?}",
+            s.name,
+            t0.elapsed()
+        );
+        let counts: Vec<usize> = objects.values().copied().collect();
+        let total: usize = counts.iter().sum();
+        for c in &counts {
+            ensure!(
+                *c * 3 > total / 2 && *c * 3 < total * 2,
+                "uneven caches: {counts:?}"
+            );
+        }
+
+        // A 4th replica joins: 3/3/3/3.
+        let join = Instant::now();
+        fleet.spawn("shard-d")?;
+        eventually(
+            "4 replicas at 3/3/3/3, converged",
+            Duration::from_secs(60),
+            async || {
+                if fleet.sizes() != [3, 3, 3, 3] {
+                    return Ok(None);
+                }
+                converged(s, layout, fleet).await
+            },
+        )
+        .await?;
+        eprintln!(
+            "{}: rebalanced to 3/3/3/3 and converged {:?} after the join",
+            s.name,
+            join.elapsed()
+        );
+
+        // SIGKILL one: its shards are taken over within the stated bound.
+        let victim = "shard-b";
+        let lost = fleet.seen.lock().unwrap().current(victim);
+        let killed_ms = unix_ms();
+        {
+            let c = fleet.children.get_mut(victim).context("victim")?;
+            c.kill()?;
+            c.wait()?;
+        }
+        fleet.children.remove(victim);
+        create_many(s, "after-kill", 20).await?;
+        let bound = Duration::from_secs_f64(LEASE_S + 2.0 * RETRY_S + 1.0);
+        let took = eventually(
+            "the killed replica's shards taken over",
+            bound + Duration::from_secs(10),
+            async || {
+                let seen = fleet.seen.lock().unwrap();
+                let mut latest = 0;
+                for shard in &lost {
+                    let taken = seen.shards.iter().find(|(id, ms, set)| {
+                        id != victim && *ms >= killed_ms && set.contains(shard)
+                    });
+                    match taken {
+                        Some((_, ms, _)) => latest = latest.max(*ms),
+                        None => return Ok(None),
+                    }
+                }
+                Ok(Some(latest - killed_ms))
+            },
+        )
+        .await?;
+        eprintln!(
+            "{}: shards {lost:?} of the SIGKILLed {victim} taken over after {took} ms (lease {LEASE_S} s, retry {RETRY_S} s)",
+            s.name
+        );
+        ensure!(
+            took <= bound.as_millis(),
+            "takeover took {took} ms > {bound:?}"
+        );
+        eventually(
+            "3 replicas at 4/4/4 again, converged (after-kill ConfigMaps included)",
+            Duration::from_secs(60),
+            async || {
+                if fleet.sizes() != [4, 4, 4] {
+                    return Ok(None);
+                }
+                converged(s, layout, fleet).await
+            },
+        )
+        .await?;
+        anyhow::Ok(())
+    };
+    let phases_result = tokio::select! {
+        r = phases => r,
+        r = &mut churner => Err(anyhow::anyhow!("churn stopped early: {r:?}")),
+    };
+    stop_churn.cancel();
+    let churned = churner.await?;
+    phases_result?;
+    eprintln!("{}: {churned} churn rounds", s.name);
+    eventually(
+        "converged after the churn",
+        Duration::from_secs(30),
+        async || converged(s, layout, fleet).await,
+    )
+    .await?;
+    // Quiet for a moment so that every watch has delivered the last changes.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    // SIGTERM all: each reports its cache, which must equal the server's objects of its shards.
+    let objects = server_objects(s, layout).await?;
+    for id in fleet.live() {
+        fleet.signal(&id, "-TERM")?;
+    }
+    for id in fleet.live() {
+        let child = fleet.children.get_mut(&id).context("child")?;
+        let status = eventually(
+            "a SIGTERMed replica to exit",
+            Duration::from_secs(20),
+            async || Ok(child.try_wait()?),
+        )
+        .await?;
+        ensure!(status.success(), "{id} exited with {status}");
+    }
+    let seen = fleet.seen.lock().unwrap();
+    for id in fleet.live() {
+        let f = seen
+            .finals
+            .get(&id)
+            .with_context(|| format!("{id} printed no FINAL"))?;
+        let mine: Vec<&String> = objects
+            .iter()
+            .filter(|(_, (shard, _, _))| f.shards.contains(shard))
+            .map(|(k, _)| k)
+            .collect();
+        let digest = mine.iter().fold(0u64, |d, k| d ^ fnv1a64(k.as_bytes()));
+        ensure!(
+            f.count == mine.len() && f.digest == format!("{digest:016x}"),
+            "{id}: cache of {} objects (digest {}) but the server has {} in shards {:?} (digest {digest:016x})",
+            f.count,
+            f.digest,
+            mine.len(),
+            f.shards
+        );
+        match gate_on {
+            Some(true) => ensure!(f.applied > 0 && f.ignored == 0, "{id}: {f:?}"),
+            Some(false) => ensure!(f.ignored > 0 && f.applied == 0, "{id}: {f:?}"),
+            None => {}
+        }
+        eprintln!("{}: {id} final {f:?}", s.name);
+    }
+
+    // No key was reconciled by two replicas at once.
+    let mut checked = 0;
+    for (key, runs) in &seen.reconciles {
+        let mut runs = runs.clone();
+        runs.sort_by_key(|r| r.1);
+        for w in runs.windows(2) {
+            if w[0].0 != w[1].0 {
+                ensure!(
+                    w[1].1 >= w[0].2,
+                    "{key} reconciled by two replicas at once: {:?} and {:?}; SHARDS lines: {:?}",
+                    w[0],
+                    w[1],
+                    seen.shards
+                );
+                checked += 1;
+            }
+        }
+    }
+    eprintln!(
+        "{}: {checked} handovers of a key between replicas, none overlapping",
+        s.name
+    );
+    ensure!(
+        checked > 0,
+        "no key ever moved between replicas: the handover was not exercised"
+    );
+    Ok(())
+}
+
+fn temp_dir(name: &str) -> Result<PathBuf> {
+    let dir = std::env::temp_dir().join(format!("kcache-shard-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_replicas_on_the_embedded_server() -> Result<()> {
+    let s = TestServer::embedded().await?;
+    let dir = temp_dir("embedded")?;
+    let kubeconfig = dir.join("kubeconfig");
+    s.embedded_server()
+        .context("embedded")?
+        .write_kubeconfig(&kubeconfig)?;
+    let r = scenario(&s, &kubeconfig, None, dir.clone()).await;
+    if r.is_ok() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    r
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_replicas_on_kube_apiserver_without_the_feature_gate() -> Result<()> {
+    let Some(s) = TestServer::upstream().await? else {
+        return common::upstream_missing();
+    };
+    let kubeconfig = s.upstream_info().context("upstream")?.kubeconfig.clone();
+    let dir = temp_dir("gate-off")?;
+    let r = scenario(&s, &kubeconfig, Some(false), dir.clone()).await;
+    if r.is_ok() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    r
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sharded_replicas_on_kube_apiserver_with_sharded_list_and_watch() -> Result<()> {
+    let Some((s, _server)) = TestServer::own_upstream("ShardedListAndWatch=true").await? else {
+        return common::upstream_missing();
+    };
+    let kubeconfig = s.upstream_info().context("upstream")?.kubeconfig.clone();
+    let dir = temp_dir("gate-on")?;
+    let r = scenario(&s, &kubeconfig, Some(true), dir.clone()).await;
+    if r.is_ok() {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    r
+}
