@@ -18,9 +18,9 @@ use super::{
     policy::{Action, ErrorAction, ErrorPolicy, ReconcileError},
 };
 use crate::{
+    controller::WorkQueue,
     informer::{HandlerRegistration, SharedIndexInformer},
     store::ObjectKey,
-    workqueue::RateLimitingQueue,
 };
 
 /// How one reconcile ended.
@@ -33,7 +33,7 @@ enum Outcome<E> {
 /// Everything the workers share.
 pub(super) struct Workers<K, F, P> {
     pub(super) primary: SharedIndexInformer<K>,
-    pub(super) queue: RateLimitingQueue<ObjectKey>,
+    pub(super) queue: WorkQueue,
     pub(super) config: ControllerConfig,
     registrations: Vec<HandlerRegistration>,
     reconcile: F,
@@ -53,7 +53,7 @@ where
 {
     pub(super) fn new(
         primary: SharedIndexInformer<K>,
-        queue: RateLimitingQueue<ObjectKey>,
+        queue: WorkQueue,
         config: ControllerConfig,
         registrations: Vec<HandlerRegistration>,
         reconcile: F,
