@@ -17,7 +17,9 @@
 //!   ([`protobuf`], through `kcache-proto`), with a clean fallback to JSON;
 //! - [`LeaseClient`] gets, creates and updates `coordination.k8s.io/v1` Leases, and
 //!   [`HttpLeaseLock`] puts kcache's [`LeaderElector`](kcache::leaderelection::LeaderElector)
-//!   on one.
+//!   on one;
+//! - [`events::Recorder`] publishes `events.k8s.io/v1` Events with client-go's series
+//!   aggregation.
 //!
 //! Errors are one sentence a user can act on, and never contain credentials.
 #![doc(test(attr(deny(warnings))))]
@@ -27,6 +29,7 @@ pub mod compact;
 pub mod decode;
 pub mod dynamic;
 pub mod error;
+pub mod events;
 pub mod lease;
 pub mod lease_lock;
 pub mod lister_watcher;
