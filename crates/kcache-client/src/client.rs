@@ -26,6 +26,8 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 #[derive(Clone)]
 pub struct Client {
     inner: kube_client::Client,
+    /// The same server with kube-client's default retries, for writes ([`Client::kube_for_writes`]).
+    writer: kube_client::Client,
     server: Arc<str>,
 }
 
@@ -88,11 +90,20 @@ impl Client {
     /// # Errors
     /// [`Error::Client`] when the TLS or proxy settings cannot be used.
     pub fn from_config(mut config: Config) -> Result<Self> {
-        config.default_retry = false;
         let server: Arc<str> = config.cluster_url.to_string().trim_end_matches('/').into();
-        let inner = kube_client::Client::try_from(config)
-            .map_err(|e| Error::Client(redact_quoted(&e.to_string())))?;
-        Ok(Self { inner, server })
+        let build = |config: Config| {
+            kube_client::Client::try_from(config)
+                .map_err(|e| Error::Client(redact_quoted(&e.to_string())))
+        };
+        config.default_retry = true;
+        let writer = build(config.clone())?;
+        config.default_retry = false;
+        let inner = build(config)?;
+        Ok(Self {
+            inner,
+            writer,
+            server,
+        })
     }
 
     /// A client for `url` with no credentials (for an embedded or a local test server).
@@ -109,17 +120,38 @@ impl Client {
     /// Wraps an existing kube-client client. `server` is only used in error messages.
     ///
     /// Build it with `Config::default_retry = false` (as [`Client::from_config`] does), or its
-    /// retry layer will hide 429/503/504 responses from the reflector.
+    /// retry layer will hide 429/503/504 responses from the reflector. The same client then
+    /// also serves [`Client::kube_for_writes`].
     pub fn from_kube(inner: kube_client::Client, server: &str) -> Self {
         Self {
+            writer: inner.clone(),
             inner,
             server: server.into(),
         }
     }
 
-    /// The underlying kube-client client.
+    /// The underlying kube-client client, with kube-client's retries switched off (what the
+    /// reflector needs, see [`Client::from_config`]). For a controller's writes use
+    /// [`Client::kube_for_writes`].
     pub fn kube(&self) -> &kube_client::Client {
         &self.inner
+    }
+
+    /// A kube-client client for the same server with kube-client's default retries (429, 503
+    /// and 504 retried with backoff, honouring `Retry-After`): what reconcile writes (and the
+    /// [`events::Recorder`](crate::events::Recorder)) want. Built next to [`Client::kube`] by
+    /// [`Client::from_config`] and the constructors that use it; a client made with
+    /// [`Client::from_kube`] returns the client it was given.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let client = kcache_client::Client::from_url("http://127.0.0.1:1").unwrap();
+    /// let _writes: &kube_client::Client = client.kube_for_writes();
+    /// # }
+    /// ```
+    pub fn kube_for_writes(&self) -> &kube_client::Client {
+        &self.writer
     }
 
     /// The API server's URL.

@@ -18,7 +18,9 @@
 //! - [`LeaseClient`] gets, creates and updates `coordination.k8s.io/v1` Leases, and
 //!   [`HttpLeaseLock`] puts kcache's [`LeaderElector`](kcache::leaderelection::LeaderElector)
 //!   on one; [`HttpShardLeases`] puts a
-//!   [`ShardManager`](kcache::sharding::ShardManager) on the Leases of a shard group.
+//!   [`ShardManager`](kcache::sharding::ShardManager) on the Leases of a shard group;
+//! - [`events::Recorder`] publishes `events.k8s.io/v1` Events with client-go's series
+//!   aggregation.
 //!
 //! Errors are one sentence a user can act on, and never contain credentials.
 #![doc(test(attr(deny(warnings))))]
@@ -28,6 +30,7 @@ pub mod compact;
 pub mod decode;
 pub mod dynamic;
 pub mod error;
+pub mod events;
 pub mod lease;
 pub mod lease_lock;
 pub mod lister_watcher;

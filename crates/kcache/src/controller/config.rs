@@ -2,6 +2,7 @@
 
 use std::{fmt, sync::Arc, time::Duration};
 
+use super::QueueKind;
 use crate::{store::ObjectKey, workqueue::RateLimiter};
 
 /// Controller settings.
@@ -44,6 +45,8 @@ pub struct ControllerConfig {
     /// The queue's rate limiter; `None` is client-go's default controller rate limiter
     /// (per-item exponential 5 ms → 1000 s, max'd with an overall 10 qps / burst 100 bucket).
     pub rate_limiter: Option<Arc<dyn RateLimiter<ObjectKey>>>,
+    /// The kind of work queue (default [`QueueKind::RateLimiting`]).
+    pub queue: QueueKind,
 }
 
 impl fmt::Debug for ControllerConfig {
@@ -62,6 +65,7 @@ impl fmt::Debug for ControllerConfig {
                     "default"
                 },
             )
+            .field("queue", &self.queue)
             .finish()
     }
 }
@@ -75,6 +79,7 @@ impl Default for ControllerConfig {
             reconcile_timeout: None,
             informer_start_timeout: Duration::from_secs(10),
             rate_limiter: None,
+            queue: QueueKind::default(),
         }
     }
 }
@@ -119,6 +124,13 @@ impl ControllerConfig {
     #[must_use]
     pub fn rate_limiter(mut self, limiter: impl RateLimiter<ObjectKey> + 'static) -> Self {
         self.rate_limiter = Some(Arc::new(limiter));
+        self
+    }
+
+    /// Sets [`ControllerConfig::queue`], e.g. [`QueueKind::Priority`].
+    #[must_use]
+    pub fn queue(mut self, kind: QueueKind) -> Self {
+        self.queue = kind;
         self
     }
 }

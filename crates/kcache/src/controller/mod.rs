@@ -1,7 +1,8 @@
 //! [`Controller`]: the reconcile runner users know from controller-runtime and kube-rs.
 //!
 //! A controller watches a primary type through a [`SharedIndexInformer`], turns every change into
-//! the object's key in a [`RateLimitingQueue`], and runs `workers` reconcile loops over the queue:
+//! the object's key in a [`RateLimitingQueue`](crate::workqueue::RateLimitingQueue) (or a
+//! [`PriorityQueue`](crate::workqueue::PriorityQueue), see [`QueueKind`]), and runs `workers` reconcile loops over the queue:
 //! a key is never reconciled by two workers at once, changes made while a key is being
 //! reconciled queue it once more, errors are retried with the queue's rate limiter (per-key
 //! exponential backoff 5 ms → 1000 s, and an overall 10 qps / burst 100 bucket), and success
@@ -65,6 +66,7 @@ mod config;
 mod leader;
 mod metrics;
 mod policy;
+mod queue;
 mod sharded;
 #[cfg(test)]
 mod tests;
@@ -79,13 +81,14 @@ use tracing::{debug, error};
 pub use config::{ControllerConfig, Error};
 pub use metrics::ControllerMetrics;
 pub use policy::{Action, DefaultErrorPolicy, ErrorAction, ErrorPolicy, ReconcileError, Terminal};
+pub use queue::{QueueKind, WorkQueue};
 
 use crate::{
     informer::{
         DeletedObject, EventHandler, HandlerOptions, HandlerRegistration, SharedIndexInformer,
     },
     store::{ObjectKey, meta_namespace_key},
-    workqueue::{Driver, RateLimitingQueue, RateLimitingQueueConfig},
+    workqueue::Driver,
 };
 use worker::Workers;
 
@@ -94,32 +97,33 @@ type KeyMapper<R> = Box<dyn Fn(&R) -> Vec<ObjectKey> + Send + Sync>;
 
 /// Enqueues the keys a mapper derives from each notification.
 struct Enqueue<R> {
-    queue: RateLimitingQueue<ObjectKey>,
+    queue: WorkQueue,
     map: KeyMapper<R>,
 }
 
-impl<R: Send + Sync + 'static> Enqueue<R> {
-    fn push(&self, obj: &R) {
+impl<R: Resource + Send + Sync + 'static> Enqueue<R> {
+    fn push(&self, obj: &R, priority: i32) {
         for key in (self.map)(obj) {
             // A queue that shut down refuses keys: the controller is stopping.
-            let _ = self.queue.add(key);
+            let _ = self.queue.add_with_priority(key, priority);
         }
     }
 }
 
-impl<R: Send + Sync + 'static> EventHandler<R> for Enqueue<R> {
-    fn on_add(&self, obj: &Arc<R>, _initial: bool) {
-        self.push(obj);
+impl<R: Resource + Send + Sync + 'static> EventHandler<R> for Enqueue<R> {
+    fn on_add(&self, obj: &Arc<R>, initial: bool) {
+        self.push(obj, queue::add_priority(initial));
     }
 
     fn on_update(&self, old: &Arc<R>, new: &Arc<R>) {
         // Both: an object whose mapping changed must reach its old and its new owner.
-        self.push(old);
-        self.push(new);
+        let priority = queue::update_priority(&**old, &**new);
+        self.push(old, priority);
+        self.push(new, priority);
     }
 
     fn on_delete(&self, obj: &DeletedObject<R>) {
-        self.push(obj.object());
+        self.push(obj.object(), crate::workqueue::priority::NORMAL);
     }
 }
 
@@ -128,7 +132,7 @@ impl<R: Send + Sync + 'static> EventHandler<R> for Enqueue<R> {
 /// `P` is the [`ErrorPolicy`], set with [`with_error_policy`](Self::with_error_policy).
 pub struct Controller<K, P = DefaultErrorPolicy> {
     primary: SharedIndexInformer<K>,
-    queue: RateLimitingQueue<ObjectKey>,
+    queue: WorkQueue,
     driver: Driver,
     config: ControllerConfig,
     registrations: Vec<HandlerRegistration>,
@@ -149,11 +153,7 @@ where
     /// # Panics
     /// When the informer has already stopped.
     pub fn new(informer: SharedIndexInformer<K>, config: ControllerConfig) -> Self {
-        let mut qconfig = RateLimitingQueueConfig::default().name(config.name.clone());
-        if let Some(limiter) = &config.rate_limiter {
-            qconfig = qconfig.shared_rate_limiter(Arc::clone(limiter));
-        }
-        let (queue, driver) = RateLimitingQueue::with_config(qconfig);
+        let (queue, driver) = WorkQueue::new(&config);
         let enqueue = Enqueue::<K> {
             queue: queue.clone(),
             map: Box::new(|obj: &K| meta_namespace_key(obj).into_iter().collect()),
@@ -246,7 +246,7 @@ where
     }
 
     /// The controller's work queue (to enqueue keys by hand, or read its depth).
-    pub fn queue(&self) -> &RateLimitingQueue<ObjectKey> {
+    pub fn queue(&self) -> &WorkQueue {
         &self.queue
     }
 

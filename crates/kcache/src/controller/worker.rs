@@ -19,9 +19,9 @@ use super::{
     sharded::ShardCheck,
 };
 use crate::{
+    controller::WorkQueue,
     informer::{HandlerRegistration, SharedIndexInformer},
     store::ObjectKey,
-    workqueue::RateLimitingQueue,
 };
 
 /// How one reconcile ended.
@@ -34,7 +34,7 @@ enum Outcome<E> {
 /// Everything the workers share.
 pub(super) struct Workers<K, F, P> {
     pub(super) primary: SharedIndexInformer<K>,
-    pub(super) queue: RateLimitingQueue<ObjectKey>,
+    pub(super) queue: WorkQueue,
     pub(super) config: ControllerConfig,
     registrations: Vec<HandlerRegistration>,
     reconcile: F,
@@ -56,7 +56,7 @@ where
 {
     pub(super) fn new(
         primary: SharedIndexInformer<K>,
-        queue: RateLimitingQueue<ObjectKey>,
+        queue: WorkQueue,
         config: ControllerConfig,
         registrations: Vec<HandlerRegistration>,
         reconcile: F,

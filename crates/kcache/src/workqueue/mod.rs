@@ -1,5 +1,5 @@
 //! Work queues for controllers (client-go's `util/workqueue`): [`Queue`], [`DelayingQueue`],
-//! [`RateLimitingQueue`] and the [`RateLimiter`]s that pace retries.
+//! [`RateLimitingQueue`], [`PriorityQueue`] and the [`RateLimiter`]s that pace retries.
 //!
 //! The queues promise what client-go's do:
 //! - **Fair**: items are processed in the order in which they are added.
@@ -57,6 +57,7 @@ use std::task::{Context, Poll};
 mod delaying;
 mod error;
 pub mod metrics;
+pub mod priority;
 mod queue;
 mod rate_limiters;
 mod rate_limiting;
@@ -64,6 +65,7 @@ mod rate_limiting;
 pub use delaying::DelayingQueue;
 pub use error::{Error, Result, ShutDownError};
 pub use metrics::{MetricsProvider, NoopMetricsProvider};
+pub use priority::PriorityQueue;
 pub use queue::{Queue, QueueConfig};
 pub use rate_limiters::{
     BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter,
@@ -121,6 +123,7 @@ mod send_sync {
         assert_send_sync::<Queue<String>>();
         assert_send_sync::<DelayingQueue<String>>();
         assert_send_sync::<RateLimitingQueue<String>>();
+        assert_send_sync::<PriorityQueue<String>>();
         assert_send_sync::<MaxOfRateLimiter<String>>();
         assert_send_sync::<BucketRateLimiter>();
         assert_send_sync::<ShutDownError<String>>();
