@@ -38,7 +38,9 @@ pub enum Field {
     /// `object.metadata.uid`: spreads objects evenly, whatever their namespaces.
     #[default]
     Uid,
-    /// `object.metadata.namespace`: keeps each namespace on one shard.
+    /// `object.metadata.namespace`: keeps each namespace on one shard. FNV-1a mixes a
+    /// string's last bytes into its high bits poorly, so namespaces that differ only in a
+    /// suffix (`team-1`, `team-2`, …) tend to fall into the same shard: check the spread.
     Namespace,
 }
 

@@ -227,3 +227,139 @@ fn invalid_configurations_are_refused_with_the_reason() {
         assert!(err.contains(words), "{err}");
     }
 }
+
+mod filter {
+    //! [`ShardFilter`] over an in-memory source that ignores the selector (as a server with
+    //! the gate off): the informer holds exactly the selected objects, and follows the
+    //! selection when it changes.
+
+    use std::{collections::BTreeSet, time::Duration};
+
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube_core::{ObjectList, Resource as _};
+    use tokio_util::sync::CancellationToken;
+
+    use crate::{
+        ListerWatcher, SharedIndexInformer,
+        informer::InformerConfig,
+        lister_watcher::{Error, ListParams, WatchParams, WatchStream},
+        sharding::{Field, Layout, Selection, ShardFilter},
+        testing::{FakeSource, config_map},
+    };
+
+    /// A source that ignores `shardSelector`, filtered on the client.
+    #[derive(Clone)]
+    struct Filtered {
+        inner: FakeSource<ConfigMap>,
+        filter: ShardFilter,
+    }
+
+    impl ListerWatcher<ConfigMap> for Filtered {
+        async fn list(&self, params: &ListParams) -> Result<ObjectList<ConfigMap>, Error> {
+            let sent = self.filter.for_list(params.continue_token.is_some());
+            let mut list = self.inner.list(params).await?;
+            self.filter.accept_list(&sent, &mut list);
+            Ok(list)
+        }
+
+        async fn watch(
+            &self,
+            params: &WatchParams,
+            rv: &str,
+        ) -> Result<WatchStream<ConfigMap>, Error> {
+            let (sent, stale) = self.filter.for_watch(params.send_initial_events);
+            let stream = self.inner.watch(params, rv).await?;
+            Ok(self.filter.watch(sent, stale, stream))
+        }
+    }
+
+    fn cm(i: usize) -> ConfigMap {
+        let mut cm = config_map(&format!("cm-{i}"));
+        // UUID-like: random leading bits (FNV-1a mixes a string's last bytes into its high
+        // bits poorly, so `uid-0`, `uid-1`, … would all land in one shard).
+        let x = (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        cm.metadata.uid = Some(format!("{x:016x}-{i}"));
+        cm
+    }
+
+    async fn eventually(what: &str, mut ok: impl FnMut() -> bool) {
+        for _ in 0..400 {
+            if ok() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("timed out waiting for {what}");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_informer_holds_exactly_the_selected_shards_and_follows_changes() {
+        follows_the_selection(true).await;
+        follows_the_selection(false).await;
+    }
+
+    async fn follows_the_selection(streaming: bool) {
+        let layout = Layout::new(3, Field::Uid);
+        let source = FakeSource::<ConfigMap>::new();
+        for i in 0..60 {
+            source.upsert(cm(i));
+        }
+        let selection = Selection::new(Some(layout.selector(&BTreeSet::from([0]))));
+        let lw = Filtered {
+            inner: source.clone(),
+            filter: ShardFilter::new(selection.clone()),
+        };
+        let mut config = InformerConfig::default();
+        config.reflector = config.reflector.use_watch_list(streaming);
+        let informer = SharedIndexInformer::new(lw, config);
+        let cancel = CancellationToken::new();
+        let task = tokio::spawn({
+            let (i, c) = (informer.clone(), cancel.clone());
+            async move { i.run(c).await }
+        });
+        informer.wait_for_sync().await;
+        let in_shards = |shards: &[u32]| {
+            let mut want: Vec<String> = source
+                .objects()
+                .iter()
+                .filter(|o| shards.contains(&layout.shard_of(o.meta())))
+                .map(|o| o.metadata.name.clone().unwrap())
+                .collect();
+            want.sort();
+            want
+        };
+        let held = || {
+            let mut names: Vec<String> = informer
+                .indexer()
+                .list()
+                .iter()
+                .map(|o| o.metadata.name.clone().unwrap())
+                .collect();
+            names.sort();
+            names
+        };
+        assert_eq!(held(), in_shards(&[0]));
+        assert!(!held().is_empty() && held().len() < 60);
+        assert_eq!(
+            selection.lists_applied(),
+            0,
+            "the fake never echoes shardInfo"
+        );
+        assert_eq!(selection.lists_ignored(), u64::from(!streaming));
+
+        // Watch events of other shards are dropped; of this shard, kept.
+        for i in 60..90 {
+            source.upsert(cm(i));
+        }
+        eventually("the new objects of shard 0", || held() == in_shards(&[0])).await;
+
+        // A new selection: the watch ends, the reflector relists with it.
+        selection.set(Some(layout.selector(&BTreeSet::from([1, 2]))));
+        eventually("shards 1 and 2 only", || held() == in_shards(&[1, 2])).await;
+        selection.set(Some(layout.selector(&BTreeSet::new())));
+        eventually("nothing", || held().is_empty()).await;
+        assert!(selection.objects_dropped() > 0);
+        cancel.cancel();
+        task.await.unwrap();
+    }
+}
