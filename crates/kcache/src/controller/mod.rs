@@ -324,7 +324,7 @@ where
             () = cancel.cancelled() => {}
         }
         debug!(controller = %config.name, "primary informer synced");
-        let workers = Arc::new(Workers::new(
+        let mut workers = Workers::new(
             primary,
             queue,
             config,
@@ -332,8 +332,9 @@ where
             reconcile,
             policy,
             metrics,
-            shards,
-        ));
+        );
+        workers.shards = shards;
+        let workers = Arc::new(workers);
         Ok((workers, driver_task))
     }
 }

@@ -43,7 +43,7 @@ pub(super) struct Workers<K, F, P> {
     /// Failures in a row per key (the `retries` the policy sees).
     failures: Mutex<HashMap<ObjectKey, u32>>,
     /// For a sharded controller: which keys may be reconciled here.
-    shards: Option<ShardCheck>,
+    pub(super) shards: Option<ShardCheck>,
 }
 
 impl<K, F, Fut, E, P> Workers<K, F, P>
@@ -62,7 +62,6 @@ where
         reconcile: F,
         policy: P,
         metrics: ControllerMetrics,
-        shards: Option<ShardCheck>,
     ) -> Self {
         Self {
             primary,
@@ -73,7 +72,7 @@ where
             policy,
             metrics,
             failures: Mutex::new(HashMap::new()),
-            shards,
+            shards: None,
         }
     }
 

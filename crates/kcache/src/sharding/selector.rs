@@ -373,7 +373,8 @@ mod tests {
     /// `TestParse` of `k8s.io/apiserver/pkg/sharding` v0.36.5, case by case.
     #[test]
     fn parses_what_kube_apiserver_parses_and_rejects_what_it_rejects() {
-        let ok: &[(&str, Field, &[(u128, u128)])] = &[
+        type Case<'a> = (&'a str, Field, &'a [(u128, u128)]);
+        let ok: &[Case<'_>] = &[
             (
                 "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')",
                 Field::Uid,
