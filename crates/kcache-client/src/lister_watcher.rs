@@ -292,10 +292,14 @@ impl<K, D> HttpListerWatcher<K, D> {
     /// use k8s_openapi::api::core::v1::ConfigMap;
     /// use kcache::sharding::{Field, Layout, Selection};
     /// use kcache_client::{Client, HttpListerWatcher};
-    /// # async fn f(client: Client) {
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> anyhow::Result<()> {
+    /// let client = Client::infer().await?;
     /// let layout = Layout::new(3, Field::Uid);
     /// let selection = Selection::new(Some(layout.selector(&BTreeSet::from([0]))));
-    /// let lw = HttpListerWatcher::<ConfigMap>::all(client).shards(selection);
+    /// let lw = HttpListerWatcher::<ConfigMap>::all(client).shards(selection.clone());
+    /// println!("{lw:?}, {} lists filtered by the server", selection.lists_applied());
+    /// # Ok(())
     /// # }
     /// ```
     #[must_use]

@@ -34,6 +34,7 @@ use crate::{
 /// let client = Client::infer().await?;
 /// let leases = HttpShardLeases::new(client, "default", "my-controller");
 /// let manager = ShardManager::new(Config::new("my-controller", "replica-0"), leases)?;
+/// println!("{:?}", manager.layout());
 /// # Ok(())
 /// # }
 /// ```
