@@ -10,8 +10,9 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcache::{
+    fifo::QueueKind,
     informer::{
-        BufferMode, DeletedObject, EventHandler, HandlerOptions, InformerConfig, QueueKind,
+        BufferMode, DeletedObject, EventHandler, HandlerOptions, InformerConfig,
         SharedIndexInformer,
     },
     reflector,

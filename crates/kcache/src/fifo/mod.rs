@@ -1,5 +1,6 @@
 //! Queues between the reflector and the informer: [`RealFifo`] (the informers' queue) and
-//! [`DeltaFifo`] (kept for parity with client-go), both behind the [`Queue`] trait.
+//! [`DeltaFifo`] (kept for parity with client-go), both behind the [`Queue`] trait, and
+//! [`AnyFifo`], the one an informer's [`QueueKind`] chose.
 //!
 //! The reflector writes into a queue through [`ReflectorStore`]; one consumer (the informer)
 //! takes changes out with [`Queue::pop_batch`], applies them to its
@@ -69,6 +70,7 @@
 //! # Ok(()) }
 //! ```
 
+mod any_fifo;
 mod delta;
 mod delta_fifo;
 mod real_fifo;
@@ -76,6 +78,7 @@ mod synced;
 
 use std::future::Future;
 
+pub use any_fifo::{AnyFifo, QueueKind};
 pub use delta::{Delta, DeltaObject, DeltaType, Deltas};
 pub use delta_fifo::{DeltaFifo, DeltaFifoOptions};
 pub use real_fifo::{RealFifo, RealFifoMode, RealFifoOptions};
@@ -94,7 +97,8 @@ pub enum PopError {
 }
 
 /// A queue the informer can drain: the write side is [`ReflectorStore`], the read side is
-/// [`pop_batch`](Self::pop_batch). Implemented by [`RealFifo`] and [`DeltaFifo`].
+/// [`pop_batch`](Self::pop_batch). Implemented by [`RealFifo`] and [`DeltaFifo`], and by
+/// [`AnyFifo`], either of them chosen at run time.
 ///
 /// There is meant to be **one** consumer. `process` callbacks must not call back into the
 /// queue that invoked them (some queues hold their lock while `process` runs).

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::{
+    fifo::QueueKind,
     reflector,
     store::{ObjectKey, meta_namespace_key},
     testing::FakeSource,
