@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use k8s_openapi::jiff::Timestamp;
 use kcache::{
     EventHandler, SharedIndexInformer,
-    informer::{DeletedObject, InformerConfig},
+    informer::{self, DeletedObject},
 };
 use kcache_client::HttpListerWatcher;
 use kube_client::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
@@ -83,15 +83,15 @@ pub async fn run(args: WatchArgs) -> Result<(), WatchError> {
         None => HttpListerWatcher::<DynamicObject>::all_with(client, &resolved.api),
     };
     if let Some(l) = &args.selector {
-        lw = lw.labels(l);
+        lw = lw.label_selector(l);
     }
     if let Some(f) = &args.field_selector {
-        lw = lw.fields(f);
+        lw = lw.field_selector(f);
     }
     let received = Arc::new(Received::default());
     let informer = SharedIndexInformer::new(
         Counting::new(lw, Arc::clone(&received)),
-        InformerConfig::default(),
+        informer::Config::default(),
     );
 
     // Errors the reflector recovers from become warnings; 401/403/404 end the watch. The

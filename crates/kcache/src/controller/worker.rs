@@ -13,7 +13,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tracing::{Instrument, debug, error, info_span, warn};
 
 use super::{
-    config::ControllerConfig,
+    config::Config,
     metrics::{ControllerMetrics, Counters},
     policy::{Action, ErrorAction, ErrorPolicy, ReconcileError},
 };
@@ -34,7 +34,7 @@ enum Outcome<E> {
 pub(super) struct Workers<K, F, P> {
     pub(super) primary: SharedIndexInformer<K>,
     pub(super) queue: RateLimitingQueue<ObjectKey>,
-    pub(super) config: ControllerConfig,
+    pub(super) config: Config,
     registrations: Vec<HandlerRegistration>,
     reconcile: F,
     policy: P,
@@ -54,7 +54,7 @@ where
     pub(super) fn new(
         primary: SharedIndexInformer<K>,
         queue: RateLimitingQueue<ObjectKey>,
-        config: ControllerConfig,
+        config: Config,
         registrations: Vec<HandlerRegistration>,
         reconcile: F,
         policy: P,

@@ -2,7 +2,7 @@
 
 use std::{fmt, sync::Arc};
 
-use super::{DeltaFifo, DeltaFifoOptions, Deltas, PopError, Queue, RealFifo};
+use super::{DeltaFifo, DeltaFifoConfig, Deltas, Error, Queue, RealFifo};
 use crate::{
     reflector::{ReflectorStore, StoreError},
     store::{KeyFunc, KeyListerGetter},
@@ -63,7 +63,7 @@ impl<K: Send + Sync + 'static> AnyFifo<K> {
             }
             QueueKind::DeltaFifo => Self::Delta(DeltaFifo::new(
                 key_func,
-                DeltaFifoOptions {
+                DeltaFifoConfig {
                     known_objects: Some(known_objects),
                     emit_replaced: true,
                 },
@@ -141,7 +141,7 @@ impl<K: Send + Sync + 'static> ReflectorStore<K> for AnyFifo<K> {
 }
 
 impl<K: Send + Sync + 'static> Queue<K> for AnyFifo<K> {
-    async fn pop_batch<F, R>(&self, process: F) -> Result<R, PopError>
+    async fn pop_batch<F, R>(&self, process: F) -> Result<R, Error>
     where
         F: FnOnce(Deltas<K>, bool) -> R + Send,
         R: Send,

@@ -80,8 +80,8 @@ use std::future::Future;
 
 pub use any_fifo::{AnyFifo, QueueKind};
 pub use delta::{Delta, DeltaObject, DeltaType, Deltas};
-pub use delta_fifo::{DeltaFifo, DeltaFifoOptions};
-pub use real_fifo::{RealFifo, RealFifoMode, RealFifoOptions};
+pub use delta_fifo::{DeltaFifo, DeltaFifoConfig};
+pub use real_fifo::{RealFifo, RealFifoConfig, RealFifoMode};
 
 use crate::reflector::ReflectorStore;
 
@@ -90,7 +90,7 @@ pub const DEFAULT_BATCH_SIZE: usize = 1000;
 
 /// Why a pop returned without deltas.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PopError {
+pub enum Error {
     /// The queue was closed and everything queued before has been popped.
     #[error("the queue is closed and drained")]
     Closed,
@@ -108,13 +108,13 @@ pub trait Queue<K>: ReflectorStore<K> {
     /// [module documentation](self) for what a batch is for each queue.
     ///
     /// # Errors
-    /// [`PopError::Closed`] once the queue is closed **and** empty; until then it keeps
+    /// [`Error::Closed`] once the queue is closed **and** empty; until then it keeps
     /// delivering what was queued before `close`.
     ///
     /// # Cancel safety
     /// Cancel safe: dropping the future while it waits removes nothing. Once deltas are taken,
     /// `process` runs synchronously to completion within the same poll.
-    fn pop_batch<F, R>(&self, process: F) -> impl Future<Output = Result<R, PopError>> + Send
+    fn pop_batch<F, R>(&self, process: F) -> impl Future<Output = Result<R, Error>> + Send
     where
         F: FnOnce(Deltas<K>, bool) -> R + Send,
         R: Send;
@@ -124,7 +124,7 @@ pub trait Queue<K>: ReflectorStore<K> {
     fn has_synced(&self) -> bool;
 
     /// Closes the queue: writes fail with [`StoreError::Closed`](crate::reflector::StoreError),
-    /// pops drain what is left and then fail with [`PopError::Closed`]; waiting pops wake up.
+    /// pops drain what is left and then fail with [`Error::Closed`]; waiting pops wake up.
     fn close(&self);
 
     /// Whether [`close`](Self::close) was called.

@@ -1,4 +1,4 @@
-//! The informer's [`Config`](InformerConfig) and the options of one handler registration.
+//! The informer's [`Config`](Config) and the options of one handler registration.
 
 use std::time::Duration;
 
@@ -10,7 +10,7 @@ pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
 
 /// Informer settings. `Default` is client-go's.
 #[derive(Clone)]
-pub struct InformerConfig {
+pub struct Config {
     /// The default resync period for handlers, and the informer's resync check period
     /// (client-go's `defaultEventHandlerResyncPeriod`); zero disables resyncs.
     pub resync_period: Duration,
@@ -20,7 +20,7 @@ pub struct InformerConfig {
     pub reflector: reflector::Config,
 }
 
-impl Default for InformerConfig {
+impl Default for Config {
     fn default() -> Self {
         Self {
             resync_period: Duration::ZERO,
@@ -30,22 +30,22 @@ impl Default for InformerConfig {
     }
 }
 
-impl InformerConfig {
-    /// Sets [`InformerConfig::resync_period`].
+impl Config {
+    /// Sets [`Config::resync_period`].
     #[must_use]
     pub fn resync_period(mut self, period: Duration) -> Self {
         self.resync_period = period;
         self
     }
 
-    /// Sets [`InformerConfig::queue`].
+    /// Sets [`Config::queue`].
     #[must_use]
     pub fn queue(mut self, queue: QueueKind) -> Self {
         self.queue = queue;
         self
     }
 
-    /// Sets [`InformerConfig::reflector`].
+    /// Sets [`Config::reflector`].
     #[must_use]
     pub fn reflector(mut self, reflector: reflector::Config) -> Self {
         self.reflector = reflector;
@@ -55,7 +55,7 @@ impl InformerConfig {
 
 /// Options of one handler registration.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct HandlerOptions {
+pub struct HandlerConfig {
     /// This handler's resync period; `None` takes the informer's default.
     pub resync_period: Option<Duration>,
     /// How pending notifications are buffered.
@@ -66,22 +66,22 @@ pub struct HandlerOptions {
     pub inline: bool,
 }
 
-impl HandlerOptions {
-    /// Sets [`HandlerOptions::resync_period`].
+impl HandlerConfig {
+    /// Sets [`HandlerConfig::resync_period`].
     #[must_use]
     pub fn resync_period(mut self, period: Duration) -> Self {
         self.resync_period = Some(period);
         self
     }
 
-    /// Sets [`HandlerOptions::inline`].
+    /// Sets [`HandlerConfig::inline`].
     #[must_use]
     pub fn inline(mut self, inline: bool) -> Self {
         self.inline = inline;
         self
     }
 
-    /// Sets [`HandlerOptions::buffer`].
+    /// Sets [`HandlerConfig::buffer`].
     #[must_use]
     pub fn buffer(mut self, mode: BufferMode) -> Self {
         self.buffer = mode;

@@ -4,7 +4,7 @@ use crate::store::IndexError;
 
 /// Errors of informer set-up calls.
 #[derive(Debug, thiserror::Error)]
-pub enum InformerError {
+pub enum Error {
     /// The informer has already started; the call only works before.
     #[error("the informer has already started")]
     AlreadyStarted,

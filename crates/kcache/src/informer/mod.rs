@@ -23,8 +23,8 @@ mod run;
 mod shared_informer;
 mod sink;
 
-pub use config::{HandlerOptions, InformerConfig, MINIMUM_RESYNC_PERIOD};
-pub use error::InformerError;
+pub use config::{Config, HandlerConfig, MINIMUM_RESYNC_PERIOD};
+pub use error::Error;
 pub use handler::{DeletedObject, EventHandler, HandlerFns};
 pub use listener::BufferMode;
 pub use registration::HandlerRegistration;

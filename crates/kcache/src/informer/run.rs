@@ -10,7 +10,7 @@ use tracing::debug;
 
 use super::{SharedIndexInformer, shared_informer::Inner, sink::QueueSink};
 use crate::{
-    fifo::{PopError, Queue},
+    fifo::{self, Queue},
     reflector::{self, ReflectorHandle, ReflectorStore, TransformFunc, WatchErrorHandler},
 };
 
@@ -112,7 +112,7 @@ where
                 .await;
             match popped {
                 Ok(()) => {}
-                Err(PopError::Closed) => return,
+                Err(fifo::Error::Closed) => return,
             }
             self.note_synced();
         }

@@ -15,7 +15,7 @@ use tokio_util::task::TaskTracker;
 use tracing::warn;
 
 use super::{
-    HandlerOptions, InformerConfig, InformerError, MINIMUM_RESYNC_PERIOD,
+    Config, Error, HandlerConfig, MINIMUM_RESYNC_PERIOD,
     handler::EventHandler,
     listener::{Listener, Notification, determine_resync_period},
     processor::Processor,
@@ -47,7 +47,7 @@ pub(crate) struct Inner<K> {
     pub(super) indexer: ThreadSafeStore<K>,
     pub(super) processor: Processor<K>,
     pub(super) queue: AnyFifo<K>,
-    pub(super) config: InformerConfig,
+    pub(super) config: Config,
     /// Held while a popped batch is applied and distributed, and while a late handler gets its
     /// synthetic adds (client-go's `blockDeltas`).
     pub(super) block_deltas: Mutex<()>,
@@ -66,14 +66,14 @@ pub(crate) struct Inner<K> {
 /// ```no_run
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kcache::informer::{HandlerFns, InformerConfig, SharedIndexInformer};
+/// use kcache::informer::{self, HandlerFns, SharedIndexInformer};
 /// use kcache::testing::FakeSource;
 /// use tokio_util::sync::CancellationToken;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let source = FakeSource::<ConfigMap>::new();
-/// let informer = SharedIndexInformer::new(source, InformerConfig::default());
+/// let informer = SharedIndexInformer::new(source, informer::Config::default());
 /// let reg = informer.add_event_handler(HandlerFns::new().on_add(|cm: &Arc<ConfigMap>, _| {
 ///     println!("added {:?}", cm.metadata.name);
 /// }))?;
@@ -101,14 +101,14 @@ where
     K: Resource + Clone + Send + Sync + 'static,
 {
     /// An informer for `K` fed by `lw`, keyed by `namespace/name`, with the namespace index.
-    pub fn new<L: ListerWatcher<K>>(lw: L, config: InformerConfig) -> Self {
+    pub fn new<L: ListerWatcher<K>>(lw: L, config: Config) -> Self {
         Self::with_indexers(lw, config, crate::store::namespace_indexers::<K>())
     }
 
     /// An informer with the given indexes (keyed by `namespace/name`).
     pub fn with_indexers<L: ListerWatcher<K>>(
         lw: L,
-        config: InformerConfig,
+        config: Config,
         indexers: Indexers<K>,
     ) -> Self {
         let key_func = meta_namespace_key_func::<K>();
@@ -160,12 +160,12 @@ where
     /// Registers a handler with the informer's default resync period.
     ///
     /// # Errors
-    /// [`InformerError::Stopped`] after the informer has stopped.
+    /// [`Error::Stopped`] after the informer has stopped.
     pub fn add_event_handler(
         &self,
         handler: impl EventHandler<K>,
-    ) -> Result<HandlerRegistration, InformerError> {
-        self.add_event_handler_with_options(handler, HandlerOptions::default())
+    ) -> Result<HandlerRegistration, Error> {
+        self.add_event_handler_with_options(handler, HandlerConfig::default())
     }
 
     /// Registers a handler. Before start it will see the initial list as adds with
@@ -177,16 +177,16 @@ where
     /// shorter period lowers the informer's check period instead.
     ///
     /// # Errors
-    /// [`InformerError::Stopped`] after the informer has stopped.
+    /// [`Error::Stopped`] after the informer has stopped.
     pub fn add_event_handler_with_options(
         &self,
         handler: impl EventHandler<K>,
-        options: HandlerOptions,
-    ) -> Result<HandlerRegistration, InformerError> {
+        options: HandlerConfig,
+    ) -> Result<HandlerRegistration, Error> {
         let inner = &self.inner;
         let mut start = inner.start.lock();
         if start.stopped {
-            return Err(InformerError::Stopped);
+            return Err(Error::Stopped);
         }
         let mut period = options.resync_period.unwrap_or(inner.config.resync_period);
         if !period.is_zero() {
@@ -241,14 +241,14 @@ where
     /// `managedFields`). It runs exactly once per received object.
     ///
     /// # Errors
-    /// [`InformerError::AlreadyStarted`] once the informer runs.
+    /// [`Error::AlreadyStarted`] once the informer runs.
     pub fn set_transform(
         &self,
         transform: impl Fn(K) -> K + Send + Sync + 'static,
-    ) -> Result<(), InformerError> {
+    ) -> Result<(), Error> {
         let mut start = self.inner.start.lock();
         if start.started {
-            return Err(InformerError::AlreadyStarted);
+            return Err(Error::AlreadyStarted);
         }
         start.transform = Some(Arc::new(transform));
         Ok(())
@@ -257,14 +257,14 @@ where
     /// Sets the handler of every error the reflector recovers from.
     ///
     /// # Errors
-    /// [`InformerError::AlreadyStarted`] once the informer runs.
+    /// [`Error::AlreadyStarted`] once the informer runs.
     pub fn set_watch_error_handler(
         &self,
         handler: impl Fn(&reflector::Error) + Send + Sync + 'static,
-    ) -> Result<(), InformerError> {
+    ) -> Result<(), Error> {
         let mut start = self.inner.start.lock();
         if start.started {
-            return Err(InformerError::AlreadyStarted);
+            return Err(Error::AlreadyStarted);
         }
         start.error_handler = Some(Arc::new(handler));
         Ok(())
@@ -273,8 +273,8 @@ where
     /// Adds indexes; existing objects are indexed at once.
     ///
     /// # Errors
-    /// [`InformerError::Index`] when an index name exists already.
-    pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), InformerError> {
+    /// [`Error::Index`] when an index name exists already.
+    pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), Error> {
         Ok(self.inner.indexer.add_indexers(indexers)?)
     }
 
