@@ -5,6 +5,7 @@
 //! what legitimately differs between two servers (resourceVersions, uids, timestamps,
 //! generated names) so that transcripts of the same scenario can be compared line by line.
 //! The scenario itself is `tests/differential.rs`.
+#![doc(test(attr(deny(warnings))))]
 
 use std::path::Path;
 
