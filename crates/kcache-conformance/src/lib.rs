@@ -21,6 +21,12 @@ pub struct Target {
     client: Client,
 }
 
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target").finish_non_exhaustive()
+    }
+}
+
 /// A raw response.
 #[derive(Debug, Clone)]
 pub struct Response {

@@ -20,7 +20,7 @@ use crate::{
 
 /// Settings shared by every informer of a [`SharedInformerFactory`]: client-go's factory
 /// options (`WithNamespace`, `WithTweakListOptions`, `WithTransform`, the default resync).
-#[derive(Clone, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Config {
     /// Watch only this namespace (`None`: all namespaces). The factory passes it to the
     /// function that builds each [`ListerWatcher`].

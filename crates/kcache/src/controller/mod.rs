@@ -133,6 +133,16 @@ pub struct Controller<K, P = DefaultErrorPolicy> {
     metrics: ControllerMetrics,
 }
 
+impl<K, P> std::fmt::Debug for Controller<K, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller")
+            .field("name", &self.config.name)
+            .field("workers", &self.config.workers)
+            .field("queued", &self.queue.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<K> Controller<K>
 where
     K: Resource + Clone + Send + Sync + 'static,

@@ -26,6 +26,15 @@ pub struct DeltaFifoConfig<K> {
     pub emit_replaced: bool,
 }
 
+impl<K> std::fmt::Debug for DeltaFifoConfig<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeltaFifoConfig")
+            .field("known_objects", &self.known_objects.is_some())
+            .field("emit_replaced", &self.emit_replaced)
+            .finish()
+    }
+}
+
 impl<K> Default for DeltaFifoConfig<K> {
     fn default() -> Self {
         Self {

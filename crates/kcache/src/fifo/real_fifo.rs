@@ -39,6 +39,22 @@ pub enum RealFifoMode<K> {
     },
 }
 
+impl<K> fmt::Debug for RealFifoMode<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NonAtomic { .. } => f.debug_struct("NonAtomic").finish_non_exhaustive(),
+            Self::Atomic {
+                unlock_while_processing,
+                emit_bookmarks,
+            } => f
+                .debug_struct("Atomic")
+                .field("unlock_while_processing", unlock_while_processing)
+                .field("emit_bookmarks", emit_bookmarks)
+                .finish(),
+        }
+    }
+}
+
 /// Options of a [`RealFifo`]. `Default` is client-go 1.36's informer queue: atomic, unlocked
 /// while processing, bookmarks emitted, batches of [`DEFAULT_BATCH_SIZE`].
 pub struct RealFifoConfig<K> {
@@ -46,6 +62,15 @@ pub struct RealFifoConfig<K> {
     pub mode: RealFifoMode<K>,
     /// The largest batch [`RealFifo::pop_batch`] hands out (at least 1).
     pub batch_size: usize,
+}
+
+impl<K> fmt::Debug for RealFifoConfig<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RealFifoConfig")
+            .field("mode", &self.mode)
+            .field("batch_size", &self.batch_size)
+            .finish()
+    }
 }
 
 impl<K> Default for RealFifoConfig<K> {

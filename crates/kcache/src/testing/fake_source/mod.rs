@@ -101,6 +101,17 @@ pub struct FakeSource<K> {
     stall: Arc<watch::Sender<bool>>,
 }
 
+impl<K> std::fmt::Debug for FakeSource<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let st = self.state.lock();
+        f.debug_struct("FakeSource")
+            .field("resource_version", &st.rv)
+            .field("objects", &st.objects.len())
+            .field("watchers", &st.watchers.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<K> Clone for FakeSource<K> {
     fn clone(&self) -> Self {
         Self {
