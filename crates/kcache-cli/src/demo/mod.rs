@@ -51,7 +51,7 @@ use self::{
 
 /// `on` or `off`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OnOff {
+pub(crate) enum OnOff {
     /// Enabled.
     On,
     /// Disabled.
@@ -60,7 +60,7 @@ pub enum OnOff {
 
 /// Arguments of `kcache demo`.
 #[derive(Debug, clap::Args)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// Pods to seed before the informer starts.
     #[arg(long, default_value_t = 10_000)]
     pub objects: usize,
@@ -93,7 +93,7 @@ const SLOW_HANDLER_DELAY: Duration = Duration::from_micros(250);
 ///
 /// # Errors
 /// When the server cannot start, seeding fails or the verification LIST fails.
-pub async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
+pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
     let ui = Ui::new(args.json);
     // Bookmarks every second let the verification see the informer reach the final RV.
     // 2,000 history events (≈ 10 s of default churn) keep the server's memory down (it keeps

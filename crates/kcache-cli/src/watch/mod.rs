@@ -19,13 +19,13 @@ use kube_core::DynamicObject;
 use tokio::{sync::mpsc, time::Instant};
 use tokio_util::sync::CancellationToken;
 
-pub use self::error::{WatchError, exit};
+pub(crate) use self::error::{WatchError, exit};
 use self::print::{Event, Output};
 use crate::counting::{Counting, Received};
 
 /// Arguments of `kcache watch`.
 #[derive(Debug, clap::Args)]
-pub struct WatchArgs {
+pub(crate) struct WatchArgs {
     /// The resource: plural, singular, short name or kind (`pods`, `pod`, `po`), optionally
     /// with its group (`deployments.apps`).
     pub resource: String,
@@ -59,7 +59,7 @@ pub struct WatchArgs {
 ///
 /// # Errors
 /// A [`WatchError`] whose [`exit_code`](WatchError::exit_code) tells its class.
-pub async fn run(args: WatchArgs) -> Result<(), WatchError> {
+pub(crate) async fn run(args: WatchArgs) -> Result<(), WatchError> {
     let config = load_config(&args).await?;
     let server = config
         .cluster_url
