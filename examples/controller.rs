@@ -4,8 +4,8 @@
 use std::{convert::Infallible, sync::Arc};
 
 use k8s_openapi::api::core::v1::Pod;
-use kcache::controller::{Action, Controller, ControllerConfig};
-use kcache::{FactoryOptions, SharedInformerFactory};
+use kcache::controller::{self, Action, Controller};
+use kcache::{SharedInformerFactory, factory};
 use kcache_apiserver::ApiServer;
 use kcache_client::{Client, HttpListerWatcher};
 use tokio::sync::mpsc;
@@ -24,12 +24,12 @@ async fn main() -> anyhow::Result<()> {
             .create("/api/v1/namespaces/default/pods", pod)?;
     }
     let client = Client::from_url(&server.url())?;
-    let factory = SharedInformerFactory::new(FactoryOptions::default().namespace("default"));
+    let factory = SharedInformerFactory::new(factory::Config::default().namespace("default"));
     let pods = factory.informer_for::<Pod, _, _>(|opts| {
         let ns = opts.namespace.as_deref().unwrap_or("default");
         HttpListerWatcher::<Pod>::namespaced(client.clone(), ns)
     });
-    let controller = Controller::new(pods, ControllerConfig::default().name("pods").workers(2));
+    let controller = Controller::new(pods, controller::Config::default().name("pods").workers(2));
     factory.start();
 
     // The reconcile function gets the key and the cached object (None once it is deleted).

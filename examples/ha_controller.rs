@@ -31,8 +31,8 @@ use clap::Parser;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcache::{
     SharedIndexInformer,
-    controller::{Action, Controller, ControllerConfig},
-    informer::InformerConfig,
+    controller::{self, Action, Controller},
+    informer,
     leaderelection::{Config, LeaderElector, LeaderState},
 };
 use kcache_client::{Client, HttpLeaseLock, HttpListerWatcher, LeaseClient};
@@ -137,11 +137,13 @@ async fn main() -> anyhow::Result<()> {
     // The informer runs on every replica, leading or not.
     let informer = SharedIndexInformer::new(
         HttpListerWatcher::<ConfigMap>::namespaced(client.clone(), &ns),
-        InformerConfig::default(),
+        informer::Config::default(),
     );
     let controller = Controller::new(
         informer.clone(),
-        ControllerConfig::default().name("ha-configmaps").workers(2),
+        controller::Config::default()
+            .name("ha-configmaps")
+            .workers(2),
     );
     let stop_metrics = CancellationToken::new();
     if let Some(addr) = args.metrics_addr {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use kcache::store::{IndexFunc, namespace_indexers, parse_label_selector};
-use kcache::{FactoryOptions, HandlerFns, SharedInformerFactory};
+use kcache::{HandlerFns, SharedInformerFactory, factory};
 use kcache_apiserver::ApiServer;
 use kcache_client::{Client, HttpListerWatcher};
 
@@ -28,7 +28,7 @@ async fn main() -> anyhow::Result<()> {
     let client = Client::from_url(&server.url())?;
 
     // One shared informer per type; this one also indexes pods by node.
-    let factory = SharedInformerFactory::new(FactoryOptions::default());
+    let factory = SharedInformerFactory::new(factory::Config::default());
     let mut indexers = namespace_indexers::<Pod>();
     let by_node: IndexFunc<Pod> = Arc::new(|pod: &Pod| {
         pod.spec

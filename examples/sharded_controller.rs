@@ -41,8 +41,8 @@ use clap::Parser;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcache::{
     SharedIndexInformer,
-    controller::{Action, Controller, ControllerConfig},
-    informer::InformerConfig,
+    controller::{self, Action, Controller},
+    informer,
     sharding::{self, ShardManager, fnv1a64},
 };
 use kcache_client::{Client, HttpListerWatcher, HttpShardLeases};
@@ -150,12 +150,12 @@ async fn main() -> anyhow::Result<()> {
     let lw = HttpListerWatcher::<ConfigMap>::namespaced(client.clone(), &ns)
         .shards(manager.selection().clone());
     let wire = lw.wire_stats();
-    let mut informer_config = InformerConfig::default();
+    let mut informer_config = informer::Config::default();
     informer_config.reflector = informer_config.reflector.use_watch_list(!args.list_watch);
     let informer = SharedIndexInformer::new(lw, informer_config);
     let controller = Controller::new(
         informer.clone(),
-        ControllerConfig::default()
+        controller::Config::default()
             .name("sharded-configmaps")
             .workers(2)
             // Below lease duration − renew deadline: a replica cut off from the API server

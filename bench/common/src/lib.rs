@@ -6,6 +6,7 @@
 //! - [`peer`]: the command-line flags every peer shares and the sync / update timers;
 //! - [`dataset`]: the realistic pods the benchmark loads and the updater that changes each
 //!   of them once.
+#![doc(test(attr(deny(warnings))))]
 
 pub mod dataset;
 pub mod line;

@@ -30,10 +30,7 @@ use wire::WireCounts;
 use anyhow::bail;
 use clap::{Parser, ValueEnum};
 use k8s_openapi::api::core::v1::Pod;
-use kcache::{
-    FactoryOptions, HandlerFns, ListerWatcher, SharedInformerFactory, informer::InformerConfig,
-    reflector,
-};
+use kcache::{HandlerFns, ListerWatcher, SharedInformerFactory, factory, informer, reflector};
 use kcache_bench::{
     PeerLine, metrics,
     peer::{Mode, PeerArgs, SyncTimer, UpdateWindow},
@@ -49,7 +46,7 @@ enum Storage {
     /// Full typed k8s-openapi `Pod`s, `managedFields` included.
     Typed,
     /// Typed `Pod`s without `metadata.managedFields` (skipped in the parser, and
-    /// `FactoryOptions::strip_managed_fields`).
+    /// `factory::Config::strip_managed_fields`).
     Stripped,
     /// `PartialObjectMeta<Pod>` (metadata-only requests), without `managedFields`.
     Metadata,
@@ -213,10 +210,10 @@ where
         use_watch_list: args.mode == Mode::Streaming,
         ..reflector::Config::default()
     };
-    let options = FactoryOptions::default()
+    let options = factory::Config::default()
         .namespace(args.namespace.clone())
         .strip_managed_fields(storage != Storage::Typed)
-        .informer_config(InformerConfig::default().reflector(reflector));
+        .informer_config(informer::Config::default().reflector(reflector));
     let factory = SharedInformerFactory::new(options);
     let informer = factory.informer_for::<K, _, _>(|_opts| lw);
 

@@ -27,7 +27,7 @@ const JSON: &str = "application/json";
 
 /// Successful responses, by the base media type of their `Content-Type`.
 #[derive(Debug, Default)]
-pub struct WireCounts {
+pub(crate) struct WireCounts {
     protobuf: AtomicU64,
     json: AtomicU64,
     other: AtomicU64,
@@ -35,7 +35,7 @@ pub struct WireCounts {
 
 /// A snapshot of [`WireCounts`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Counts {
+pub(crate) struct Counts {
     /// Responses in `application/vnd.kubernetes.protobuf`.
     pub protobuf: u64,
     /// Responses in `application/json`.
@@ -46,14 +46,14 @@ pub struct Counts {
 
 impl Counts {
     /// Whether every response was protobuf (and there was at least one).
-    pub fn all_protobuf(self) -> bool {
+    pub(crate) fn all_protobuf(self) -> bool {
         self.protobuf > 0 && self.json == 0 && self.other == 0
     }
 }
 
 impl WireCounts {
     /// Counts one response with this `Content-Type` header value (`None`: absent).
-    pub fn record(&self, content_type: Option<&str>) {
+    pub(crate) fn record(&self, content_type: Option<&str>) {
         let base = content_type
             .and_then(|v| v.split(';').next())
             .map(|b| b.trim().to_ascii_lowercase());
@@ -66,7 +66,7 @@ impl WireCounts {
     }
 
     /// The counts so far.
-    pub fn get(&self) -> Counts {
+    pub(crate) fn get(&self) -> Counts {
         Counts {
             protobuf: self.protobuf.load(Ordering::Relaxed),
             json: self.json.load(Ordering::Relaxed),
@@ -81,7 +81,7 @@ impl WireCounts {
 ///
 /// # Errors
 /// An unreadable or invalid kubeconfig, or TLS settings that cannot be used.
-pub async fn counting_client(
+pub(crate) async fn counting_client(
     path: &Path,
     counts: Arc<WireCounts>,
 ) -> anyhow::Result<kcache_client::Client> {

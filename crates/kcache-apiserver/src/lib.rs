@@ -8,7 +8,8 @@
 //! on its own in a controller's tests.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use kcache_apiserver::ApiServer;
 //!
 //! let server = ApiServer::builder().start().await?;
@@ -41,6 +42,7 @@
 //! - faults ([`FaultHandle`], and `/debug/kcache/` when enabled).
 //!
 //! Deliberate differences from kube-apiserver are listed in `DIFFERENCES.md`.
+#![doc(test(attr(deny(warnings))))]
 
 pub mod fault;
 mod handle;

@@ -151,6 +151,18 @@ pub struct ListQuery<'a> {
     pub count_remaining: bool,
 }
 
+impl std::fmt::Debug for ListQuery<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ListQuery")
+            .field("namespace", &self.namespace)
+            .field("at", &self.at)
+            .field("start_after", &self.start_after)
+            .field("limit", &self.limit)
+            .field("count_remaining", &self.count_remaining)
+            .finish_non_exhaustive()
+    }
+}
+
 /// One page of a list.
 #[derive(Debug, Clone)]
 pub struct ListPage {

@@ -13,7 +13,7 @@ use kcache::{
 
 /// Counters shared between a [`Counting`] source and the progress display.
 #[derive(Debug, Default)]
-pub struct Received {
+pub(crate) struct Received {
     /// Objects received in list pages and as `ADDED` watch events.
     pub objects: AtomicU64,
     /// The total the server announced: items of the first page plus its `remainingItemCount`
@@ -22,14 +22,14 @@ pub struct Received {
 }
 
 /// Forwards to `inner` and counts received objects into [`Received`].
-pub struct Counting<L> {
+pub(crate) struct Counting<L> {
     inner: L,
     received: Arc<Received>,
 }
 
 impl<L> Counting<L> {
     /// Wraps `inner`.
-    pub fn new(inner: L, received: Arc<Received>) -> Self {
+    pub(crate) fn new(inner: L, received: Arc<Received>) -> Self {
         Self { inner, received }
     }
 }

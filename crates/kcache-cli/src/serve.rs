@@ -10,7 +10,7 @@ use serde_json::json;
 
 /// Arguments of `kcache serve`.
 #[derive(Debug, clap::Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// Address to listen on (loopback by default; use 0.0.0.0:PORT to expose it).
     #[arg(long, default_value = "127.0.0.1:6443")]
     pub listen: SocketAddr,
@@ -50,7 +50,7 @@ fn seed_pod(i: usize) -> serde_json::Value {
 ///
 /// # Errors
 /// When the address cannot be bound, seeding fails or the kubeconfig cannot be written.
-pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let mut builder = ApiServer::builder()
         .listen(args.listen)
         .history_events(args.history_events)

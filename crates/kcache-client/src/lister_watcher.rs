@@ -59,7 +59,7 @@ const BLOCKING_DECODE_THRESHOLD: usize = 256 * 1024;
 /// # #[tokio::main]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let client = Client::infer().await?;
-/// let lw = HttpListerWatcher::<Pod>::namespaced(client, "default").labels("app=web");
+/// let lw = HttpListerWatcher::<Pod>::namespaced(client, "default").label_selector("app=web");
 /// let page = lw.list(&ListParams::default().limit(500)).await?;
 /// println!("{} pods at RV {:?}", page.items.len(), page.metadata.resource_version);
 /// # Ok(()) }
@@ -226,15 +226,15 @@ impl<K, D: Default> HttpListerWatcher<K, D> {
 impl<K, D> HttpListerWatcher<K, D> {
     /// Restricts lists and watches to objects matching this label selector.
     #[must_use]
-    pub fn labels(mut self, selector: &str) -> Self {
-        self.label_selector = Some(selector.to_owned());
+    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.label_selector = Some(selector.into());
         self
     }
 
     /// Restricts lists and watches to objects matching this field selector.
     #[must_use]
-    pub fn fields(mut self, selector: &str) -> Self {
-        self.field_selector = Some(selector.to_owned());
+    pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.field_selector = Some(selector.into());
         self
     }
 

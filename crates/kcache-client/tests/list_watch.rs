@@ -245,7 +245,7 @@ async fn selectors_restrict_lists_and_watches() -> Result<()> {
             .await?;
         s.create_cm("red", json!({"color": "red"}), json!({}))
             .await?;
-        let by_label = cms(&s).labels("color=blue");
+        let by_label = cms(&s).label_selector("color=blue");
         let names: Vec<_> = by_label
             .list(&ListParams::default())
             .await?
@@ -254,7 +254,7 @@ async fn selectors_restrict_lists_and_watches() -> Result<()> {
             .map(|c| c.metadata.name.unwrap())
             .collect();
         ensure!(names == ["blue"], "{}: {names:?}", s.name);
-        let by_field = cms(&s).fields("metadata.name=red");
+        let by_field = cms(&s).field_selector("metadata.name=red");
         let list = by_field.list(&ListParams::default()).await?;
         ensure!(list.items.len() == 1 && list.items[0].metadata.name.as_deref() == Some("red"));
         let mut stream = by_label

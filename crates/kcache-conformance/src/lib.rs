@@ -5,6 +5,7 @@
 //! what legitimately differs between two servers (resourceVersions, uids, timestamps,
 //! generated names) so that transcripts of the same scenario can be compared line by line.
 //! The scenario itself is `tests/differential.rs`.
+#![doc(test(attr(deny(warnings))))]
 
 use std::path::Path;
 
@@ -18,6 +19,12 @@ use serde_json::Value;
 /// One server under test.
 pub struct Target {
     client: Client,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target").finish_non_exhaustive()
+    }
 }
 
 /// A raw response.

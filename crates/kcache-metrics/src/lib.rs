@@ -19,7 +19,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use k8s_openapi::api::core::v1::Pod;
-//! use kcache::{SharedIndexInformer, informer::InformerConfig, testing::FakeSource};
+//! use kcache::{SharedIndexInformer, informer, testing::FakeSource};
 //! use kcache::workqueue::{RateLimitingQueue, RateLimitingQueueConfig};
 //! use kcache_metrics::{Checks, InformerMetrics, WorkqueueMetrics};
 //! use prometheus_client::registry::Registry;
@@ -30,7 +30,7 @@
 //! let mut registry = Registry::default();
 //! let queues = Arc::new(WorkqueueMetrics::new(&mut registry));
 //! let informers = InformerMetrics::new(&mut registry);
-//! let pods = SharedIndexInformer::new(FakeSource::<Pod>::new(), InformerConfig::default());
+//! let pods = SharedIndexInformer::new(FakeSource::<Pod>::new(), informer::Config::default());
 //! informers.register(&pods);
 //! let (queue, driver) = RateLimitingQueue::<String>::with_config(
 //!     RateLimitingQueueConfig::default().name("pods").metrics_provider(queues),

@@ -7,8 +7,8 @@ use std::{collections::HashMap, sync::Arc, time::Duration};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcache::{
     SharedIndexInformer,
-    controller::{Action, Controller, ControllerConfig},
-    informer::InformerConfig,
+    controller::{self, Action, Controller},
+    informer,
     testing::FakeSource,
 };
 use kcache_metrics::ControllerMetrics;
@@ -38,10 +38,10 @@ async fn reconcile_results_by_kind_and_leader_status() {
     for n in ["good-1", "good-2", "bad"] {
         src.upsert(cm(n));
     }
-    let informer = SharedIndexInformer::new(src.clone(), InformerConfig::default());
+    let informer = SharedIndexInformer::new(src.clone(), informer::Config::default());
     let controller = Controller::new(
         informer.clone(),
-        ControllerConfig::default()
+        controller::Config::default()
             .name("configmaps")
             .workers(2)
             .max_retries(2),

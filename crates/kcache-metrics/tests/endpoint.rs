@@ -7,8 +7,7 @@ use std::{sync::Arc, time::Duration};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcache::{
-    SharedIndexInformer,
-    informer::InformerConfig,
+    SharedIndexInformer, informer,
     reflector::BackoffConfig,
     testing::{FakeSource, status},
     workqueue::{RateLimitingQueue, RateLimitingQueueConfig},
@@ -76,7 +75,7 @@ async fn workqueue_and_informer_metrics_and_readiness_over_http() {
     }
     // Two failed lists first, then the server behaves.
     src.fail_lists(2, status(500, "InternalError", "etcd is down"));
-    let mut config = InformerConfig::default();
+    let mut config = informer::Config::default();
     // A short backoff keeps this real-time test short.
     config.reflector = config
         .reflector

@@ -26,7 +26,6 @@
 //! # Example
 //!
 //! ```
-//! use bytes::Bytes;
 //! use k8s_openapi::api::core::v1::ConfigMap;
 //! use kcache_proto::{decode_object, envelope::Envelope};
 //!
@@ -44,6 +43,7 @@
 //! assert_eq!(cm.metadata.name.as_deref(), Some("cm"));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![doc(test(attr(deny(warnings))))]
 
 pub mod compact;
 pub mod convert;

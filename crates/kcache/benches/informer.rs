@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::{Container, EnvVar, Pod, PodSpec, ResourceRequir
 use k8s_openapi::apimachinery::pkg::{api::resource::Quantity, apis::meta::v1::ListMeta};
 use kcache::{
     HandlerFns, ListerWatcher,
-    informer::{HandlerOptions, InformerConfig, SharedIndexInformer},
+    informer::{self, SharedIndexInformer},
     lister_watcher::{self, ListParams, ObjectList, WatchEvent, WatchParams, WatchStream},
     reflector,
     store::{IndexFunc, namespace_indexers},
@@ -218,7 +218,7 @@ async fn one_run(n: usize, updates: usize) -> Run {
     });
     indexers.insert("node".to_owned(), node);
     let config =
-        InformerConfig::default().reflector(reflector::Config::default().use_watch_list(false));
+        informer::Config::default().reflector(reflector::Config::default().use_watch_list(false));
     let informer = SharedIndexInformer::with_indexers(src.clone(), config, indexers);
     let counters: Vec<Arc<AtomicU64>> = (0..3).map(|_| Arc::new(AtomicU64::new(0))).collect();
     for c in &counters {
@@ -235,7 +235,7 @@ async fn one_run(n: usize, updates: usize) -> Run {
                     .on_delete(move |_| {
                         d.fetch_add(1, Ordering::Relaxed);
                     }),
-                HandlerOptions::default().inline(true),
+                informer::HandlerConfig::default().inline(true),
             )
             .unwrap();
     }

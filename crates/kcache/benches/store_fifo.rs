@@ -7,7 +7,7 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use futures::executor::block_on;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcache::{
-    fifo::{DeltaFifo, DeltaFifoOptions, DeltaObject, Queue, RealFifo},
+    fifo::{DeltaFifo, DeltaFifoConfig, DeltaObject, Queue, RealFifo},
     reflector::ReflectorStore,
     store::{
         IndexFunc, NAMESPACE_INDEX, ThreadSafeStore, Transaction, meta_namespace_key_func,
@@ -115,7 +115,7 @@ fn delta_fifo(c: &mut Criterion) {
     group.throughput(Throughput::Elements(OBJECTS as u64));
     group.bench_function("100k_add_pop", |b| {
         b.iter_batched(
-            || DeltaFifo::new(meta_namespace_key_func(), DeltaFifoOptions::default()),
+            || DeltaFifo::new(meta_namespace_key_func(), DeltaFifoConfig::default()),
             |fifo| {
                 for obj in &objs {
                     fifo.add(Arc::clone(obj)).expect("add");

@@ -14,8 +14,8 @@ use std::{
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcache::{
     SharedIndexInformer,
-    controller::{Action, Controller, ControllerConfig, QueueKind},
-    informer::InformerConfig,
+    controller::{self, Action, Controller, QueueKind},
+    informer,
     testing::{FakeSource, config_map},
 };
 use parking_lot::Mutex;
@@ -35,10 +35,10 @@ async fn run(kind: QueueKind) -> Measured {
     for i in 0..OBJECTS {
         src.upsert(config_map(&format!("old-{i:05}")));
     }
-    let informer = SharedIndexInformer::new(src.clone(), InformerConfig::default());
+    let informer = SharedIndexInformer::new(src.clone(), informer::Config::default());
     // (reconciles so far, when "new" was reconciled and after how many others)
     let state = Arc::new(Mutex::new((0usize, None::<(Instant, usize)>)));
-    let controller = Controller::new(informer.clone(), ControllerConfig::default().queue(kind));
+    let controller = Controller::new(informer.clone(), controller::Config::default().queue(kind));
     // Started after the handlers are registered, as a factory's start() usually is.
     let cancel = CancellationToken::new();
     tokio::spawn({

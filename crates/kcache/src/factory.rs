@@ -13,28 +13,28 @@ use parking_lot::Mutex;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
 use crate::{
-    informer::{InformerConfig, SharedIndexInformer},
+    informer::{self, SharedIndexInformer},
     lister_watcher::ListerWatcher,
     store::{Indexers, namespace_indexers},
 };
 
 /// Settings shared by every informer of a [`SharedInformerFactory`]: client-go's factory
 /// options (`WithNamespace`, `WithTweakListOptions`, `WithTransform`, the default resync).
-#[derive(Clone, Default)]
-pub struct FactoryOptions {
+#[derive(Debug, Clone, Default)]
+pub struct Config {
     /// Watch only this namespace (`None`: all namespaces). The factory passes it to the
     /// function that builds each [`ListerWatcher`].
     pub namespace: Option<String>,
     /// The informers' configuration template (default resync period, queue, reflector settings
     /// including label and field selectors).
-    pub informer: InformerConfig,
+    pub informer: informer::Config,
     /// Drop `metadata.managedFields` from every object before it is stored (a common
     /// transform: it is often a third of an object's size and rarely read by controllers).
     pub strip_managed_fields: bool,
 }
 
-impl FactoryOptions {
-    /// Sets [`FactoryOptions::namespace`].
+impl Config {
+    /// Sets [`Config::namespace`].
     #[must_use]
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         self.namespace = Some(namespace.into());
@@ -62,7 +62,7 @@ impl FactoryOptions {
         self
     }
 
-    /// Sets [`FactoryOptions::strip_managed_fields`].
+    /// Sets [`Config::strip_managed_fields`].
     #[must_use]
     pub fn strip_managed_fields(mut self, on: bool) -> Self {
         self.strip_managed_fields = on;
@@ -71,7 +71,7 @@ impl FactoryOptions {
 
     /// Sets the informer configuration template.
     #[must_use]
-    pub fn informer_config(mut self, config: InformerConfig) -> Self {
+    pub fn informer_config(mut self, config: informer::Config) -> Self {
         self.informer = config;
         self
     }
@@ -130,11 +130,11 @@ struct State {
 ///
 /// ```
 /// use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-/// use kcache::{FactoryOptions, SharedInformerFactory, testing::FakeSource};
+/// use kcache::{SharedInformerFactory, factory, testing::FakeSource};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// let factory = SharedInformerFactory::new(FactoryOptions::default().namespace("default"));
+/// let factory = SharedInformerFactory::new(factory::Config::default().namespace("default"));
 /// let pods = factory.informer_for::<Pod, _, _>(|_opts| FakeSource::<Pod>::new());
 /// // A second request returns the same informer; this closure is not called.
 /// let _same = factory.informer_for::<Pod, _, _>(|_opts| -> FakeSource<Pod> { unreachable!() });
@@ -147,7 +147,7 @@ struct State {
 /// # }
 /// ```
 pub struct SharedInformerFactory {
-    options: FactoryOptions,
+    options: Config,
     state: Mutex<State>,
     cancel: CancellationToken,
     tasks: TaskTracker,
@@ -155,7 +155,7 @@ pub struct SharedInformerFactory {
 
 impl SharedInformerFactory {
     /// A factory with these options.
-    pub fn new(options: FactoryOptions) -> Self {
+    pub fn new(options: Config) -> Self {
         Self {
             options,
             state: Mutex::new(State {
@@ -169,7 +169,7 @@ impl SharedInformerFactory {
     }
 
     /// The factory's options.
-    pub fn options(&self) -> &FactoryOptions {
+    pub fn options(&self) -> &Config {
         &self.options
     }
 
@@ -179,7 +179,7 @@ impl SharedInformerFactory {
     pub fn informer_for<K, F, L>(&self, make: F) -> SharedIndexInformer<K>
     where
         K: Resource + Clone + Send + Sync + 'static,
-        F: FnOnce(&FactoryOptions) -> L,
+        F: FnOnce(&Config) -> L,
         L: ListerWatcher<K>,
     {
         self.informer_with_indexers(make, namespace_indexers::<K>())
@@ -195,7 +195,7 @@ impl SharedInformerFactory {
     ) -> SharedIndexInformer<K>
     where
         K: Resource + Clone + Send + Sync + 'static,
-        F: FnOnce(&FactoryOptions) -> L,
+        F: FnOnce(&Config) -> L,
         L: ListerWatcher<K>,
     {
         let mut state = self.state.lock();
@@ -318,7 +318,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn factory_returns_one_informer_per_type_and_starts_each_once() {
-        let factory = SharedInformerFactory::new(FactoryOptions::default());
+        let factory = SharedInformerFactory::new(Config::default());
         let src = FakeSource::new();
         src.upsert(cm("a"));
         let mut made = 0;
@@ -344,7 +344,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn informer_requested_after_start_starts_on_the_next_start() {
-        let factory = SharedInformerFactory::new(FactoryOptions::default());
+        let factory = SharedInformerFactory::new(Config::default());
         factory.informer_for::<ConfigMap, _, _>(|_| FakeSource::<ConfigMap>::new());
         assert_eq!(factory.start(), 1);
         let secrets = factory.informer_for::<Secret, _, _>(|_| FakeSource::<Secret>::new());
@@ -360,7 +360,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn wait_for_cache_sync_reports_unsynced_types_after_shutdown() {
-        let factory = Arc::new(SharedInformerFactory::new(FactoryOptions::default()));
+        let factory = Arc::new(SharedInformerFactory::new(Config::default()));
         let src = FakeSource::<ConfigMap>::new();
         src.stall_lists(true);
         src.set_supports_watch_list(false);
@@ -376,8 +376,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn strip_managed_fields_applies_to_every_informer() {
-        let factory =
-            SharedInformerFactory::new(FactoryOptions::default().strip_managed_fields(true));
+        let factory = SharedInformerFactory::new(Config::default().strip_managed_fields(true));
         let src = FakeSource::new();
         src.upsert(cm("a"));
         let informer = factory.informer_for::<ConfigMap, _, _>(|_| src.clone());

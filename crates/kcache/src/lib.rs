@@ -27,6 +27,6 @@ pub mod store;
 pub mod testing;
 pub mod workqueue;
 
-pub use factory::{FactoryOptions, SharedInformerFactory};
+pub use factory::SharedInformerFactory;
 pub use informer::{EventHandler, HandlerFns, HandlerRegistration, SharedIndexInformer};
 pub use lister_watcher::ListerWatcher;

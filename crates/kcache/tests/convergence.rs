@@ -10,10 +10,8 @@ use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcache::{
-    informer::{
-        BufferMode, DeletedObject, EventHandler, HandlerOptions, InformerConfig, QueueKind,
-        SharedIndexInformer,
-    },
+    fifo::QueueKind,
+    informer::{self, BufferMode, DeletedObject, EventHandler, SharedIndexInformer},
     reflector,
     store::{ObjectKey, meta_namespace_key},
     testing::{FakeSource, status},
@@ -116,7 +114,7 @@ async fn run_seed(seed: u64) {
     if rng.random_bool(0.5) {
         src.set_paginate_at_rv0(true);
     }
-    let config = InformerConfig::default()
+    let config = informer::Config::default()
         .queue(queue)
         .reflector(rconfig)
         .resync_period(Duration::from_secs(rng.random_range(0..3) * 7));
@@ -128,13 +126,13 @@ async fn run_seed(seed: u64) {
         informer
             .add_event_handler_with_options(
                 Arc::clone(&fast),
-                HandlerOptions::default().inline(true),
+                informer::HandlerConfig::default().inline(true),
             )
             .unwrap(),
         informer
             .add_event_handler_with_options(
                 Arc::clone(&coalescing),
-                HandlerOptions::default().buffer(BufferMode::Coalescing),
+                informer::HandlerConfig::default().buffer(BufferMode::Coalescing),
             )
             .unwrap(),
         informer.add_event_handler(Arc::clone(&slow)).unwrap(),

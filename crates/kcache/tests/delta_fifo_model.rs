@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use futures::executor::block_on;
 use kcache::{
-    fifo::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, Queue},
+    fifo::{DeltaFifo, DeltaFifoConfig, DeltaType, Deltas, Queue},
     reflector::ReflectorStore,
     store::{KeyError, KeyFunc, ObjectKey, ThreadSafeStore},
 };
@@ -205,7 +205,7 @@ fn run(ops: &[Op], emit_replaced: bool) -> Result<(), TestCaseError> {
     let store = ThreadSafeStore::new(key_func());
     let fifo = DeltaFifo::new(
         key_func(),
-        DeltaFifoOptions {
+        DeltaFifoConfig {
             known_objects: Some(Arc::new(store.clone())),
             emit_replaced,
         },

@@ -6,7 +6,7 @@ use std::{collections::HashMap, sync::Arc, thread};
 
 use futures::{FutureExt, executor::block_on};
 use kcache::{
-    fifo::{DeltaFifo, DeltaFifoOptions, PopError, Queue, RealFifo, RealFifoOptions},
+    fifo::{self, DeltaFifo, DeltaFifoConfig, Queue, RealFifo, RealFifoConfig},
     reflector::ReflectorStore,
     store::{KeyFunc, ObjectKey},
 };
@@ -50,14 +50,14 @@ fn consume<Q: Queue<Obj>>(queue: &Q) -> Vec<Obj> {
         }));
         match result {
             Ok(batch) => seen.extend(batch),
-            Err(PopError::Closed) => return seen,
+            Err(fifo::Error::Closed) => return seen,
         }
     }
 }
 
 #[test]
 fn real_fifo_loses_nothing_and_keeps_per_key_order_under_concurrent_writers() {
-    let fifo = RealFifo::new(key_func(), RealFifoOptions::default().batch_size(64));
+    let fifo = RealFifo::new(key_func(), RealFifoConfig::default().batch_size(64));
     let producers = produce(&fifo);
     let consumer = {
         let fifo = fifo.clone();
@@ -79,7 +79,7 @@ fn real_fifo_loses_nothing_and_keeps_per_key_order_under_concurrent_writers() {
 
 #[test]
 fn delta_fifo_delivers_every_write_once_under_concurrent_writers() {
-    let fifo = DeltaFifo::new(key_func(), DeltaFifoOptions::default());
+    let fifo = DeltaFifo::new(key_func(), DeltaFifoConfig::default());
     let producers = produce(&fifo);
     let consumer = {
         let fifo = fifo.clone();

@@ -10,7 +10,7 @@ use std::{
 
 use futures::executor::block_on;
 use kcache::{
-    fifo::{DeltaObject, DeltaType, Deltas, Queue, RealFifo, RealFifoOptions},
+    fifo::{DeltaObject, DeltaType, Deltas, Queue, RealFifo, RealFifoConfig},
     reflector::ReflectorStore,
     store::{KeyError, KeyFunc, ObjectKey, ThreadSafeStore, Transaction},
 };
@@ -209,17 +209,14 @@ fn run_ops(ops: &[Op], batch_size: usize) -> Result<(), TestCaseError> {
     let known = Arc::new(legacy_consumer.store.clone());
     let mut runs = [
         Run {
-            fifo: RealFifo::new(
-                key_func(),
-                RealFifoOptions::default().batch_size(batch_size),
-            ),
+            fifo: RealFifo::new(key_func(), RealFifoConfig::default().batch_size(batch_size)),
             consumer: atomic_consumer,
             populated: None,
         },
         Run {
             fifo: RealFifo::new(
                 key_func(),
-                RealFifoOptions::non_atomic(known).batch_size(batch_size),
+                RealFifoConfig::non_atomic(known).batch_size(batch_size),
             ),
             consumer: legacy_consumer,
             populated: None,

@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use kcache::{
-    FactoryOptions, SharedInformerFactory,
+    SharedInformerFactory, factory,
     fifo::{DeltaFifo, RealFifo},
     informer::{HandlerRegistration, SharedIndexInformer},
     lister_watcher,
@@ -24,7 +24,7 @@ fn public_types_are_send_and_sync() {
     send_sync::<SharedIndexInformer<Pod>>();
     send_sync::<HandlerRegistration>();
     send_sync::<SharedInformerFactory>();
-    send_sync::<FactoryOptions>();
+    send_sync::<factory::Config>();
     send_sync::<ReflectorHandle>();
     send_sync::<lister_watcher::Error>();
     send_sync::<kcache::reflector::Error>();
@@ -38,7 +38,7 @@ fn informer_and_factory_futures_are_send() {
     let informer = SharedIndexInformer::new(FakeSource::<Pod>::new(), Default::default());
     assert_send(informer.run(tokio_util::sync::CancellationToken::new()));
     assert_send(informer.wait_for_sync());
-    let factory = SharedInformerFactory::new(FactoryOptions::default());
+    let factory = SharedInformerFactory::new(factory::Config::default());
     assert_send(factory.wait_for_cache_sync());
     assert_send(factory.shutdown());
 }

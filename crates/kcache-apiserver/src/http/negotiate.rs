@@ -7,7 +7,7 @@ use crate::status::ApiError;
 
 /// The representation a response is rendered in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Output {
+pub(crate) enum Output {
     /// Plain JSON objects.
     Json,
     /// `meta.k8s.io` Table (kubectl); the payload is the API version of the table.
@@ -29,7 +29,7 @@ fn param<'a>(media: &'a str, key: &str) -> Option<&'a str> {
 ///
 /// # Errors
 /// 406 NotAcceptable when nothing listed can be produced (e.g. only protobuf or XML).
-pub fn output(headers: &HeaderMap) -> Result<Output, ApiError> {
+pub(crate) fn output(headers: &HeaderMap) -> Result<Output, ApiError> {
     let accept = headers
         .get(ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -80,7 +80,7 @@ pub fn output(headers: &HeaderMap) -> Result<Output, ApiError> {
 
 /// The body formats a write request may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BodyType {
+pub(crate) enum BodyType {
     /// `application/json` (or no Content-Type).
     Json,
     /// `application/yaml`.
@@ -101,7 +101,7 @@ pub enum BodyType {
 
 /// Classifies the request's `Content-Type`.
 #[must_use]
-pub fn body_type(headers: &HeaderMap) -> BodyType {
+pub(crate) fn body_type(headers: &HeaderMap) -> BodyType {
     let ct = headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())

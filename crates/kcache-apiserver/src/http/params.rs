@@ -9,7 +9,7 @@ use crate::status::{ApiError, Cause};
 
 /// `resourceVersionMatch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RvMatch {
+pub(crate) enum RvMatch {
     /// `Exact`.
     Exact,
     /// `NotOlderThan`.
@@ -18,7 +18,7 @@ pub enum RvMatch {
 
 /// Parsed list/watch options.
 #[derive(Debug, Clone, Default)]
-pub struct ListParams {
+pub(crate) struct ListParams {
     /// `watch=1|true`.
     pub watch: bool,
     /// The raw `resourceVersion` (None when absent or empty).
@@ -61,7 +61,7 @@ fn parse_bool(name: &str, v: &str) -> Result<bool, ApiError> {
 ///
 /// # Errors
 /// 400 BadRequest for a non-numeric value.
-pub fn parse_rv(raw: &str) -> Result<u64, ApiError> {
+pub(crate) fn parse_rv(raw: &str) -> Result<u64, ApiError> {
     raw.parse::<u64>().map_err(|e| {
         let why = if raw.chars().all(|c| c.is_ascii_digit()) && !raw.is_empty() {
             "value out of range"
@@ -82,7 +82,7 @@ impl ListParams {
     ///
     /// # Errors
     /// 400 for unparsable values and selectors, 422 for invalid combinations.
-    pub fn parse(
+    pub(crate) fn parse(
         q: &HashMap<String, String>,
         force_watch: bool,
         extra_fields: &[&str],

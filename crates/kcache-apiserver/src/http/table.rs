@@ -32,7 +32,7 @@ fn count_keys(v: &Value, field: &str) -> Value {
 
 /// A kubectl-style age: `42s`, `5m`, `3h`, `2d`.
 #[must_use]
-pub fn human_age(obj: &Value) -> String {
+pub(crate) fn human_age(obj: &Value) -> String {
     let created = obj
         .pointer("/metadata/creationTimestamp")
         .and_then(Value::as_str)
@@ -141,7 +141,7 @@ fn columns_and_cells(info: &ResourceInfo) -> (Vec<Value>, CellsFn) {
 
 /// How much of each object a Table row or metadata list carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IncludeObject {
+pub(crate) enum IncludeObject {
     /// `includeObject=None`: `object: null`.
     None,
     /// The default: a PartialObjectMetadata.
@@ -153,7 +153,7 @@ pub enum IncludeObject {
 impl IncludeObject {
     /// Parses the `includeObject` query parameter.
     #[must_use]
-    pub fn parse(v: Option<&str>) -> Self {
+    pub(crate) fn parse(v: Option<&str>) -> Self {
         match v {
             Some("None") => Self::None,
             Some("Object") => Self::Object,
@@ -164,7 +164,7 @@ impl IncludeObject {
 
 /// A PartialObjectMetadata for `obj`.
 #[must_use]
-pub fn partial_metadata(obj: &Value, api_version: &str) -> Value {
+pub(crate) fn partial_metadata(obj: &Value, api_version: &str) -> Value {
     json!({
         "kind": "PartialObjectMetadata",
         "apiVersion": api_version,
@@ -174,7 +174,7 @@ pub fn partial_metadata(obj: &Value, api_version: &str) -> Value {
 
 /// A Table with one row per object.
 #[must_use]
-pub fn table<'a>(
+pub(crate) fn table<'a>(
     info: &ResourceInfo,
     objects: impl IntoIterator<Item = &'a Arc<StoredObject>>,
     api_version: &str,

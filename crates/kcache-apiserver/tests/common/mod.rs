@@ -16,7 +16,7 @@ use tokio::net::TcpStream;
 
 /// The fixtures recorded from kube-apiserver v1.36, in the repository's
 /// `testdata/kube-apiserver-v1.36/`. Missing, they fail the test (never a skip).
-pub fn fixtures_dir() -> PathBuf {
+pub(crate) fn fixtures_dir() -> PathBuf {
     let dir = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../testdata/kube-apiserver-v1.36"
@@ -32,7 +32,7 @@ pub fn fixtures_dir() -> PathBuf {
 
 /// A complete response.
 #[derive(Debug)]
-pub struct Resp {
+pub(crate) struct Resp {
     pub status: u16,
     pub headers: HeaderMap,
     pub body: Bytes,
@@ -40,10 +40,10 @@ pub struct Resp {
 
 impl Resp {
     /// The body as JSON (Null when it is not JSON).
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or(Value::Null)
     }
-    pub fn header(&self, name: &str) -> Option<String> {
+    pub(crate) fn header(&self, name: &str) -> Option<String> {
         self.headers
             .get(name)
             .and_then(|v| v.to_str().ok())
@@ -82,7 +82,7 @@ async fn send(
 }
 
 /// Sends a request and reads the whole response.
-pub async fn request(
+pub(crate) async fn request(
     addr: SocketAddr,
     method: Method,
     path: &str,
@@ -100,13 +100,13 @@ pub async fn request(
     })
 }
 
-pub async fn get(addr: SocketAddr, path: &str) -> Resp {
+pub(crate) async fn get(addr: SocketAddr, path: &str) -> Resp {
     request(addr, Method::GET, path, &[], None)
         .await
         .expect("GET")
 }
 
-pub async fn post(addr: SocketAddr, path: &str, body: &Value) -> Resp {
+pub(crate) async fn post(addr: SocketAddr, path: &str, body: &Value) -> Resp {
     request(
         addr,
         Method::POST,
@@ -118,7 +118,7 @@ pub async fn post(addr: SocketAddr, path: &str, body: &Value) -> Resp {
     .expect("POST")
 }
 
-pub async fn put(addr: SocketAddr, path: &str, body: &Value) -> Resp {
+pub(crate) async fn put(addr: SocketAddr, path: &str, body: &Value) -> Resp {
     request(
         addr,
         Method::PUT,
@@ -130,7 +130,7 @@ pub async fn put(addr: SocketAddr, path: &str, body: &Value) -> Resp {
     .expect("PUT")
 }
 
-pub async fn patch(addr: SocketAddr, path: &str, content_type: &str, body: &Value) -> Resp {
+pub(crate) async fn patch(addr: SocketAddr, path: &str, content_type: &str, body: &Value) -> Resp {
     request(
         addr,
         Method::PATCH,
@@ -142,14 +142,14 @@ pub async fn patch(addr: SocketAddr, path: &str, content_type: &str, body: &Valu
     .expect("PATCH")
 }
 
-pub async fn delete(addr: SocketAddr, path: &str) -> Resp {
+pub(crate) async fn delete(addr: SocketAddr, path: &str) -> Resp {
     request(addr, Method::DELETE, path, &[], None)
         .await
         .expect("DELETE")
 }
 
 /// An open watch: status, headers and a line reader over the chunked body.
-pub struct Watch {
+pub(crate) struct Watch {
     pub status: u16,
     pub headers: HeaderMap,
     body: Incoming,
@@ -162,7 +162,7 @@ pub struct Watch {
 
 impl Watch {
     /// Opens a watch (or any streaming GET).
-    pub async fn open(
+    pub(crate) async fn open(
         addr: SocketAddr,
         path: &str,
         headers: &[(&str, &str)],
@@ -181,7 +181,7 @@ impl Watch {
     }
 
     /// The next event, or None at the end of the stream.
-    pub async fn next(&mut self) -> Option<Value> {
+    pub(crate) async fn next(&mut self) -> Option<Value> {
         loop {
             if let Some(pos) = self.buf.iter().position(|b| *b == b'\n') {
                 let line: Vec<u8> = self.buf.drain(..=pos).collect();
@@ -207,7 +207,7 @@ impl Watch {
     }
 
     /// Every remaining event until the stream ends.
-    pub async fn collect(&mut self) -> Vec<Value> {
+    pub(crate) async fn collect(&mut self) -> Vec<Value> {
         let mut out = Vec::new();
         while let Some(e) = self.next().await {
             out.push(e);
@@ -217,7 +217,7 @@ impl Watch {
 }
 
 /// `type` and `metadata.name` of each event (bookmarks as `BOOKMARK`).
-pub fn outline(events: &[Value]) -> Vec<String> {
+pub(crate) fn outline(events: &[Value]) -> Vec<String> {
     events
         .iter()
         .map(|e| {

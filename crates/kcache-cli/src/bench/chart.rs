@@ -50,7 +50,7 @@ const GAP: i32 = 120;
 ///
 /// # Errors
 /// When the PNG cannot be written or drawing fails.
-pub fn draw(path: &Path, n: usize, rows: &[&Row]) -> anyhow::Result<()> {
+pub(super) fn draw(path: &Path, n: usize, rows: &[&Row]) -> anyhow::Result<()> {
     let text = font_available();
     let height = (TOP + ROW_H * rows.len() as i32 + 50).max(200);
     let width = LABEL_W + 2 * PANEL_W + GAP + 40;

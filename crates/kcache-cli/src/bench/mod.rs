@@ -21,11 +21,11 @@ use anyhow::{Context, bail};
 use kcache_apiserver::ApiServer;
 use kcache_bench::{dataset, peer::parse_duration};
 
-pub use runner::PeerKind;
+pub(crate) use runner::PeerKind;
 
 /// Arguments of `kcache bench`.
 #[derive(Debug, clap::Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// The server: `embedded` (kcache's own, started here) or `kubeconfig PATH` (any cluster,
     /// e.g. the upstream kube-apiserver of `scripts/kube-up.sh`).
     #[arg(long, num_args = 1..=2, value_names = ["embedded|kubeconfig", "PATH"], default_value = "embedded")]
@@ -84,7 +84,7 @@ enum Server {
 ///
 /// # Errors
 /// Bad arguments, a server or loader failure, or a failed peer run.
-pub async fn run(args: BenchArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.runs == 0 || args.objects.is_empty() || args.objects.contains(&0) {
         bail!("--runs and every --objects count must be at least 1");
     }

@@ -10,7 +10,7 @@ use super::{chart, runner::Record};
 
 /// One figure over the runs of one configuration.
 #[derive(Debug, Clone, Copy, Serialize)]
-pub struct Stat {
+pub(super) struct Stat {
     pub median: f64,
     pub min: f64,
     pub max: f64,
@@ -18,7 +18,7 @@ pub struct Stat {
 
 impl Stat {
     /// `None` for no values.
-    pub fn of(mut values: Vec<f64>) -> Option<Self> {
+    pub(super) fn of(mut values: Vec<f64>) -> Option<Self> {
         values.retain(|v| v.is_finite());
         if values.is_empty() {
             return None;
@@ -40,7 +40,7 @@ impl Stat {
 
 /// The figures of one configuration at one N.
 #[derive(Debug, Clone, Serialize)]
-pub struct Row {
+pub(super) struct Row {
     pub n: usize,
     pub label: String,
     pub peer: String,
@@ -53,7 +53,7 @@ pub struct Row {
 }
 
 /// The figures, in table order: key, column title, decimals.
-pub const FIGURES: [(&str, &str, usize); 7] = [
+pub(super) const FIGURES: [(&str, &str, usize); 7] = [
     ("sync_ms", "sync wall (ms)", 0),
     ("sync_cpu_s", "sync CPU (s)", 2),
     ("sync_cpu_us_per_obj", "sync CPU/pod (µs)", 0),
@@ -64,7 +64,7 @@ pub const FIGURES: [(&str, &str, usize); 7] = [
 ];
 
 /// Groups the records by (N, configuration), in first-run order.
-pub fn rows(records: &[Record]) -> Vec<Row> {
+pub(super) fn rows(records: &[Record]) -> Vec<Row> {
     let mut rows: Vec<Row> = Vec::new();
     for r in records {
         if rows.iter().any(|row| row.n == r.n && row.label == r.label) {
@@ -176,7 +176,7 @@ const RATIO_FIGURES: [&str; 5] = [
 ];
 
 /// The Markdown report: per N, a table of medians (min–max) and the ratios kcache/peer.
-pub fn markdown(
+pub(super) fn markdown(
     server: &str,
     pod_sizes: &[(usize, usize, usize)],
     rows: &[Row],
@@ -297,7 +297,7 @@ fn machine() -> serde_json::Value {
 ///
 /// # Errors
 /// When a file cannot be written.
-pub fn write_all(
+pub(super) fn write_all(
     out: &Path,
     server: &str,
     pod_sizes: &[(usize, usize, usize)],

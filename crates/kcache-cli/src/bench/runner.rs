@@ -22,7 +22,7 @@ use super::BenchArgs;
 /// A peer program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
-pub enum PeerKind {
+pub(crate) enum PeerKind {
     /// kcache's informer (`kcache-peer`).
     Kcache,
     /// kube-runtime's reflector (`kube-rs-peer`).
@@ -33,7 +33,7 @@ pub enum PeerKind {
 
 impl PeerKind {
     /// The name the peer prints in its line.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             PeerKind::Kcache => "kcache",
             PeerKind::KubeRs => "kube-rs",
@@ -44,7 +44,7 @@ impl PeerKind {
 
 /// One peer configuration: program, initial-list mode, storage, wire format.
 #[derive(Debug, Clone)]
-pub struct Config {
+pub(super) struct Config {
     pub kind: PeerKind,
     pub mode: Mode,
     pub storage: Option<String>,
@@ -54,7 +54,7 @@ pub struct Config {
 
 impl Config {
     /// `peer mode[ storage][ protobuf]`, as [`PeerLine::label`] names the line it prints.
-    pub fn label(&self) -> String {
+    pub(super) fn label(&self) -> String {
         let mut s = format!("{} {}", self.kind.name(), self.mode.as_str());
         if let Some(storage) = &self.storage {
             s.push(' ');
@@ -69,7 +69,7 @@ impl Config {
 
 /// One run's outcome.
 #[derive(Debug, Serialize)]
-pub struct Record {
+pub(super) struct Record {
     pub n: usize,
     pub run: usize,
     pub label: String,
@@ -92,7 +92,7 @@ fn ser_line<S: serde::Serializer>(
 }
 
 /// What every run of one dataset shares.
-pub struct Context<'a> {
+pub(super) struct Context<'a> {
     pub args: &'a BenchArgs,
     pub kubeconfig: &'a Path,
     pub client: &'a Client,
@@ -193,7 +193,7 @@ fn parse_formats(text: &str) -> anyhow::Result<Formats> {
 /// Every configuration to run, in the order they alternate: per peer, per mode, per storage,
 /// JSON then protobuf (where the peer offers it, unless `--no-protobuf`), kept to `--only`
 /// when given.
-pub fn configs(args: &BenchArgs) -> anyhow::Result<Vec<Config>> {
+pub(super) fn configs(args: &BenchArgs) -> anyhow::Result<Vec<Config>> {
     let mut configs = Vec::new();
     for &kind in &args.peers {
         let (program, storages): (PathBuf, Formats) = match kind {
@@ -250,7 +250,7 @@ fn select(configs: Vec<Config>, only: &[String]) -> anyhow::Result<Vec<Config>> 
 }
 
 /// Runs `config` once on the context's dataset.
-pub async fn run_one(ctx: &Context<'_>, config: &Config, run: usize) -> Record {
+pub(super) async fn run_one(ctx: &Context<'_>, config: &Config, run: usize) -> Record {
     let line = run_peer(ctx, config, run)
         .await
         .map_err(|e| format!("{e:#}"));
@@ -368,7 +368,7 @@ async fn run_peer(ctx: &Context<'_>, config: &Config, run: usize) -> anyhow::Res
 ///
 /// # Errors
 /// The first failed request.
-pub async fn delete_pods(client: &Client, namespace: &str) -> anyhow::Result<()> {
+pub(super) async fn delete_pods(client: &Client, namespace: &str) -> anyhow::Result<()> {
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
     pods.delete_collection(&DeleteParams::default(), &ListParams::default())
         .await

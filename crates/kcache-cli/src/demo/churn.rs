@@ -15,7 +15,7 @@ use super::pods;
 
 /// The faults the demo injects, in rotation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fault {
+pub(super) enum Fault {
     /// Every open watch ends (a server restart): the reflector re-watches from its RV.
     DropWatches,
     /// History compacted, then watches dropped: the re-watch gets 410 Expired → relist.
@@ -38,7 +38,7 @@ impl Fault {
     ];
 
     /// A short name for reports.
-    pub fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Fault::DropWatches => "watch_dropped",
             Fault::CompactAndDrop => "compaction_410",
@@ -70,7 +70,7 @@ impl Fault {
 
 /// What the churn phase did.
 #[derive(Debug, Default, Clone, Serialize)]
-pub struct ChurnReport {
+pub(super) struct ChurnReport {
     /// Pods created.
     pub creates: u64,
     /// Pods updated.
@@ -85,12 +85,12 @@ pub struct ChurnReport {
 
 impl ChurnReport {
     /// Total writes.
-    pub fn writes(&self) -> u64 {
+    pub(super) fn writes(&self) -> u64 {
         self.creates + self.updates + self.deletes
     }
 
     /// Total faults injected.
-    pub fn faults_injected(&self) -> u64 {
+    pub(super) fn faults_injected(&self) -> u64 {
         self.faults.iter().map(|(_, n)| n).sum()
     }
 
@@ -104,7 +104,7 @@ impl ChurnReport {
 
 /// Churn settings.
 #[derive(Debug, Clone)]
-pub struct ChurnConfig {
+pub(super) struct ChurnConfig {
     /// Writes per second.
     pub ops_per_sec: u32,
     /// How long to churn.
@@ -125,7 +125,7 @@ impl ChurnConfig {
 
 /// Runs churn (60 % updates, 20 % creates, 20 % deletes) and, when asked, rotates through the
 /// faults; returns when `duration` has passed or `cancel` fires. Leaves no fault pending.
-pub async fn run(
+pub(super) async fn run(
     server: ServerHandle,
     faults: FaultHandle,
     config: ChurnConfig,
@@ -171,7 +171,7 @@ pub async fn run(
 }
 
 /// Removes any fault still pending (a failure no request consumed yet, a pending truncation).
-pub fn clear_faults(faults: &FaultHandle) {
+pub(super) fn clear_faults(faults: &FaultHandle) {
     faults.fail_next(0, InjectedFailure::Internal);
     faults.truncate_next_watch_events(0);
     faults.stall_watches(false);

@@ -20,12 +20,12 @@ use kcache::{
 use parking_lot::Mutex;
 
 /// Key → resourceVersion.
-pub type Snapshot = HashMap<ObjectKey, String>;
+pub(super) type Snapshot = HashMap<ObjectKey, String>;
 
 /// State rebuilt from notifications. Strict: an add for a key it already holds, or an
 /// update/delete for a key it does not hold, is an anomaly — a lost or duplicated event.
 #[derive(Debug, Default)]
-pub struct Rebuilt {
+pub(super) struct Rebuilt {
     state: Mutex<Snapshot>,
     anomalies: Mutex<Vec<String>>,
     /// Notifications handled (adds, updates, deletes).
@@ -41,7 +41,7 @@ const MAX_ANOMALIES: usize = 20;
 
 impl Rebuilt {
     /// An empty state; with `drop_one_event`, the first initial-list add is dropped on purpose.
-    pub fn new(drop_one_event: bool) -> Self {
+    pub(super) fn new(drop_one_event: bool) -> Self {
         Self {
             drop_one: AtomicBool::new(drop_one_event),
             ..Self::default()
@@ -60,7 +60,7 @@ impl Rebuilt {
     }
 
     /// Applies an add.
-    pub fn add(&self, pod: &Pod, initial: bool) {
+    pub(super) fn add(&self, pod: &Pod, initial: bool) {
         self.handled.fetch_add(1, Ordering::Relaxed);
         if !initial {
             self.live.fetch_add(1, Ordering::Relaxed);
@@ -82,7 +82,7 @@ impl Rebuilt {
     }
 
     /// Applies an update.
-    pub fn update(&self, new: &Pod) {
+    pub(super) fn update(&self, new: &Pod) {
         self.handled.fetch_add(1, Ordering::Relaxed);
         self.live.fetch_add(1, Ordering::Relaxed);
         let Ok(key) = meta_namespace_key(new) else {
@@ -99,7 +99,7 @@ impl Rebuilt {
     }
 
     /// Applies a delete.
-    pub fn delete(&self, pod: &Pod) {
+    pub(super) fn delete(&self, pod: &Pod) {
         self.handled.fetch_add(1, Ordering::Relaxed);
         self.live.fetch_add(1, Ordering::Relaxed);
         let Ok(key) = meta_namespace_key(pod) else {
@@ -111,7 +111,7 @@ impl Rebuilt {
     }
 
     /// Sets the state of `key` from a level-triggered reconcile (`None`: gone).
-    pub fn set(&self, key: ObjectKey, rv: Option<String>) {
+    pub(super) fn set(&self, key: ObjectKey, rv: Option<String>) {
         self.handled.fetch_add(1, Ordering::Relaxed);
         let mut state = self.state.lock();
         match rv {
@@ -121,18 +121,18 @@ impl Rebuilt {
     }
 
     /// A copy of the rebuilt state.
-    pub fn snapshot(&self) -> Snapshot {
+    pub(super) fn snapshot(&self) -> Snapshot {
         self.state.lock().clone()
     }
 
     /// The anomalies seen so far.
-    pub fn anomalies(&self) -> Vec<String> {
+    pub(super) fn anomalies(&self) -> Vec<String> {
         self.anomalies.lock().clone()
     }
 }
 
 /// Counts and records every notification; returns at once.
-pub struct Recording {
+pub(super) struct Recording {
     /// The state it rebuilds.
     pub state: Arc<Rebuilt>,
     /// Sleep this long per notification (the slow handler).

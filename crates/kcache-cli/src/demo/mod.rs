@@ -27,9 +27,10 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use k8s_openapi::api::core::v1::Pod;
 use kcache::{
-    FactoryOptions, SharedInformerFactory,
-    controller::{Action, Controller, ControllerConfig},
-    informer::{BufferMode, HandlerOptions},
+    SharedInformerFactory,
+    controller::{self, Action, Controller},
+    factory,
+    informer::{self, BufferMode},
     reflector::BackoffConfig,
     store::{IndexFunc, namespace_indexers},
 };
@@ -50,7 +51,7 @@ use self::{
 
 /// `on` or `off`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OnOff {
+pub(crate) enum OnOff {
     /// Enabled.
     On,
     /// Disabled.
@@ -59,7 +60,7 @@ pub enum OnOff {
 
 /// Arguments of `kcache demo`.
 #[derive(Debug, clap::Args)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// Pods to seed before the informer starts.
     #[arg(long, default_value_t = 10_000)]
     pub objects: usize,
@@ -92,7 +93,7 @@ const SLOW_HANDLER_DELAY: Duration = Duration::from_micros(250);
 ///
 /// # Errors
 /// When the server cannot start, seeding fails or the verification LIST fails.
-pub async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
+pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
     let ui = Ui::new(args.json);
     // Bookmarks every second let the verification see the informer reach the final RV.
     // 2,000 history events (≈ 10 s of default churn) keep the server's memory down (it keeps
@@ -154,12 +155,12 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
             state: Arc::clone(&slow),
             delay: SLOW_HANDLER_DELAY,
         },
-        HandlerOptions::default().buffer(BufferMode::Coalescing),
+        informer::HandlerConfig::default().buffer(BufferMode::Coalescing),
     )?;
     let reconciled = Arc::new(Rebuilt::new(false));
     let controller = Controller::new(
         informer.clone(),
-        ControllerConfig::default().name("demo").workers(2),
+        controller::Config::default().name("demo").workers(2),
     );
     let workqueue = controller.queue().clone();
     let stop_controller = CancellationToken::new();
@@ -356,8 +357,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
 /// after 2 min healthy), because the demo injects a fault every 1–3 s: with client-go's cap,
 /// the backoff would keep growing through the run and the last fault could keep the informer
 /// away for up to a minute.
-fn demo_factory_options() -> FactoryOptions {
-    let mut options = FactoryOptions::default().strip_managed_fields(true);
+fn demo_factory_options() -> factory::Config {
+    let mut options = factory::Config::default().strip_managed_fields(true);
     options.informer.reflector.backoff = BackoffConfig {
         max: Duration::from_secs(2),
         reset_after: Duration::from_secs(10),

@@ -5,27 +5,27 @@
 use serde_json::{Value, json};
 
 /// Namespaces the demo spreads its pods over.
-pub const NAMESPACES: usize = 10;
+pub(super) const NAMESPACES: usize = 10;
 /// Nodes the demo's pods are scheduled on (`spec.nodeName`).
-pub const NODES: usize = 50;
+pub(super) const NODES: usize = 50;
 
 /// The name of demo namespace `i`.
-pub fn namespace(i: usize) -> String {
+pub(super) fn namespace(i: usize) -> String {
     format!("demo-{:02}", i % NAMESPACES)
 }
 
 /// The name of demo node `i`.
-pub fn node(i: usize) -> String {
+pub(super) fn node(i: usize) -> String {
     format!("node-{:03}", i % NODES)
 }
 
 /// The collection path of pods in `ns`.
-pub fn collection(ns: &str) -> String {
+pub(super) fn collection(ns: &str) -> String {
     format!("/api/v1/namespaces/{ns}/pods")
 }
 
 /// Pod number `i`, named `{prefix}-{i}`, in namespace `namespace(i)` on node `node(i * 7)`.
-pub fn pod(prefix: &str, i: usize) -> Value {
+pub(super) fn pod(prefix: &str, i: usize) -> Value {
     let app = format!("app-{:02}", i % 25);
     let hash = format!(
         "{:010x}",

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 /// Everything the demo measured.
 #[derive(Debug, Clone, Serialize)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Pods on the server at the end (equal to the cache's size when consistent).
     pub objects: usize,
     /// Pods seeded before the informer started.
@@ -51,12 +51,12 @@ pub struct Summary {
 }
 
 /// Peak RSS of this process from `/proc/self/status` (`VmHWM`); 0 where unavailable.
-pub fn peak_rss_bytes() -> u64 {
+pub(super) fn peak_rss_bytes() -> u64 {
     proc_status_bytes("VmHWM:")
 }
 
 /// Current RSS of this process (`VmRSS`); 0 where unavailable.
-pub fn rss_bytes() -> u64 {
+pub(super) fn rss_bytes() -> u64 {
     proc_status_bytes("VmRSS:")
 }
 
@@ -79,7 +79,7 @@ fn mib(bytes: u64) -> String {
 
 impl Summary {
     /// The human summary table.
-    pub fn table(&self) -> String {
+    pub(crate) fn table(&self) -> String {
         let faults = if self.faults.is_empty() {
             "0 (faults off)".to_owned()
         } else {

@@ -19,11 +19,11 @@ use tokio::time::Instant;
 use super::handlers::{Rebuilt, Snapshot};
 
 /// The index of pods by `spec.nodeName`.
-pub const NODE_INDEX: &str = "nodeName";
+pub(super) const NODE_INDEX: &str = "nodeName";
 
 /// The server's state from a fresh LIST.
 #[derive(Debug)]
-pub struct Truth {
+pub(super) struct Truth {
     /// Key → resourceVersion.
     pub pods: Snapshot,
     /// Node → number of pods.
@@ -36,7 +36,7 @@ pub struct Truth {
 ///
 /// # Errors
 /// The list error, after 5 attempts.
-pub async fn list_truth<L: ListerWatcher<Pod>>(
+pub(super) async fn list_truth<L: ListerWatcher<Pod>>(
     lw: &L,
 ) -> Result<Truth, kcache::lister_watcher::Error> {
     let mut attempt = 0;
@@ -92,7 +92,7 @@ async fn list_once<L: ListerWatcher<Pod>>(lw: &L) -> Result<Truth, kcache::liste
 }
 
 /// Differences between an observed state and the truth, worded for the report.
-pub fn diff(name: &str, seen: &Snapshot, truth: &Snapshot, out: &mut Vec<String>) -> usize {
+pub(super) fn diff(name: &str, seen: &Snapshot, truth: &Snapshot, out: &mut Vec<String>) -> usize {
     let mut n = 0;
     let mut keys: Vec<&ObjectKey> = truth.keys().chain(seen.keys()).collect();
     keys.sort();
@@ -114,7 +114,7 @@ pub fn diff(name: &str, seen: &Snapshot, truth: &Snapshot, out: &mut Vec<String>
 }
 
 /// The informer's cache as key → resourceVersion.
-pub fn cache_snapshot(informer: &SharedIndexInformer<Pod>) -> Snapshot {
+pub(super) fn cache_snapshot(informer: &SharedIndexInformer<Pod>) -> Snapshot {
     informer
         .indexer()
         .list()
@@ -127,7 +127,7 @@ pub fn cache_snapshot(informer: &SharedIndexInformer<Pod>) -> Snapshot {
 }
 
 /// Differences between the node index and the listed nodes.
-pub fn index_diff(
+pub(super) fn index_diff(
     informer: &SharedIndexInformer<Pod>,
     truth: &Truth,
     out: &mut Vec<String>,
@@ -157,7 +157,7 @@ pub fn index_diff(
 }
 
 /// One observer of the pods whose view must converge to the truth.
-pub struct Observer {
+pub(super) struct Observer {
     /// Its name in reports.
     pub name: &'static str,
     /// Its rebuilt state.
@@ -168,7 +168,7 @@ pub struct Observer {
 
 /// The verdict.
 #[derive(Debug, Default)]
-pub struct Verdict {
+pub(super) struct Verdict {
     /// Whether everything matched.
     pub consistent: bool,
     /// Up to 20 differences.
@@ -188,7 +188,7 @@ const CATCH_UP: Duration = Duration::from_secs(60);
 
 /// Waits until the informer has seen the truth's resourceVersion and every view stops moving,
 /// then compares. Returns as soon as everything matches.
-pub async fn settle_and_compare(
+pub(super) async fn settle_and_compare(
     informer: &SharedIndexInformer<Pod>,
     observers: &[Observer],
     truth: &Truth,

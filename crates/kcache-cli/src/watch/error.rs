@@ -3,28 +3,28 @@
 use kcache::lister_watcher::Error as LwError;
 
 /// Exit codes of `kcache` (documented in `--help` and the README).
-pub mod exit {
+pub(crate) mod exit {
     /// Any other failure.
-    pub const FAILURE: u8 = 1;
+    pub(crate) const FAILURE: u8 = 1;
     /// Bad command line (clap's own code).
-    pub const USAGE: u8 = 2;
+    pub(crate) const USAGE: u8 = 2;
     /// No usable kubeconfig (missing file, no current context, unknown `--context`).
-    pub const CONFIG: u8 = 3;
+    pub(crate) const CONFIG: u8 = 3;
     /// The API server cannot be reached.
-    pub const UNREACHABLE: u8 = 4;
+    pub(crate) const UNREACHABLE: u8 = 4;
     /// The API server rejected the credentials (401).
-    pub const UNAUTHORIZED: u8 = 5;
+    pub(crate) const UNAUTHORIZED: u8 = 5;
     /// The user may not list or watch the resource (403).
-    pub const FORBIDDEN: u8 = 6;
+    pub(crate) const FORBIDDEN: u8 = 6;
     /// The API server does not serve the resource.
-    pub const UNKNOWN_RESOURCE: u8 = 7;
+    pub(crate) const UNKNOWN_RESOURCE: u8 = 7;
     /// `kcache demo` found the cache or a handler out of sync with the server.
-    pub const DIVERGED: u8 = 8;
+    pub(crate) const DIVERGED: u8 = 8;
 }
 
 /// Why `kcache watch` stopped.
 #[derive(Debug, thiserror::Error)]
-pub enum WatchError {
+pub(crate) enum WatchError {
     /// No usable kubeconfig.
     #[error("{0}")]
     Config(String),
@@ -47,7 +47,7 @@ pub enum WatchError {
 
 impl WatchError {
     /// The process exit code for this error.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             WatchError::Config(_) => exit::CONFIG,
             WatchError::Unreachable(_) => exit::UNREACHABLE,
@@ -59,7 +59,7 @@ impl WatchError {
     }
 
     /// Classifies an HTTP status answered by `server`.
-    pub fn from_status(code: u16, message: &str, server: &str) -> Self {
+    pub(crate) fn from_status(code: u16, message: &str, server: &str) -> Self {
         let message = message.trim().trim_end_matches('.');
         match code {
             401 => WatchError::Unauthorized(format!(
@@ -75,7 +75,7 @@ impl WatchError {
     }
 
     /// Classifies a kube-client error (discovery requests).
-    pub fn from_kube(e: &kube_client::Error, server: &str) -> Self {
+    pub(crate) fn from_kube(e: &kube_client::Error, server: &str) -> Self {
         match e {
             kube_client::Error::Api(status) => {
                 Self::from_status(status.code, &status.message, server)
@@ -89,7 +89,11 @@ impl WatchError {
 
     /// Classifies a list/watch error the informer reported, if it is one that retrying cannot
     /// fix: `None` for errors the reflector recovers from by itself.
-    pub fn fatal_from_lister_watcher(e: &LwError, server: &str, resource: &str) -> Option<Self> {
+    pub(crate) fn fatal_from_lister_watcher(
+        e: &LwError,
+        server: &str,
+        resource: &str,
+    ) -> Option<Self> {
         match e.code() {
             Some(401 | 403) => {
                 let status = e.status().map(|s| s.message.clone()).unwrap_or_default();
@@ -102,7 +106,7 @@ impl WatchError {
 }
 
 /// "cannot connect to the API server at URL: CAUSE".
-pub fn unreachable_message(server: &str, cause: &str) -> String {
+pub(super) fn unreachable_message(server: &str, cause: &str) -> String {
     format!("cannot connect to the API server at {server}: {cause}")
 }
 

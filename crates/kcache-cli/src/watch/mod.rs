@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use k8s_openapi::jiff::Timestamp;
 use kcache::{
     EventHandler, SharedIndexInformer,
-    informer::{DeletedObject, InformerConfig},
+    informer::{self, DeletedObject},
 };
 use kcache_client::HttpListerWatcher;
 use kube_client::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
@@ -19,13 +19,13 @@ use kube_core::DynamicObject;
 use tokio::{sync::mpsc, time::Instant};
 use tokio_util::sync::CancellationToken;
 
-pub use self::error::{WatchError, exit};
+pub(crate) use self::error::{WatchError, exit};
 use self::print::{Event, Output};
 use crate::counting::{Counting, Received};
 
 /// Arguments of `kcache watch`.
 #[derive(Debug, clap::Args)]
-pub struct WatchArgs {
+pub(crate) struct WatchArgs {
     /// The resource: plural, singular, short name or kind (`pods`, `pod`, `po`), optionally
     /// with its group (`deployments.apps`).
     pub resource: String,
@@ -59,7 +59,7 @@ pub struct WatchArgs {
 ///
 /// # Errors
 /// A [`WatchError`] whose [`exit_code`](WatchError::exit_code) tells its class.
-pub async fn run(args: WatchArgs) -> Result<(), WatchError> {
+pub(crate) async fn run(args: WatchArgs) -> Result<(), WatchError> {
     let config = load_config(&args).await?;
     let server = config
         .cluster_url
@@ -83,15 +83,15 @@ pub async fn run(args: WatchArgs) -> Result<(), WatchError> {
         None => HttpListerWatcher::<DynamicObject>::all_with(client, &resolved.api),
     };
     if let Some(l) = &args.selector {
-        lw = lw.labels(l);
+        lw = lw.label_selector(l);
     }
     if let Some(f) = &args.field_selector {
-        lw = lw.fields(f);
+        lw = lw.field_selector(f);
     }
     let received = Arc::new(Received::default());
     let informer = SharedIndexInformer::new(
         Counting::new(lw, Arc::clone(&received)),
-        InformerConfig::default(),
+        informer::Config::default(),
     );
 
     // Errors the reflector recovers from become warnings; 401/403/404 end the watch. The

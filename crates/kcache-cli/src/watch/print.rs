@@ -6,7 +6,7 @@ use serde_json::json;
 
 /// Output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Output {
+pub(crate) enum Output {
     /// EVENT, NAMESPACE, NAME, RV, AGE.
     #[default]
     Table,
@@ -18,7 +18,7 @@ pub enum Output {
 
 /// The kind of change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Event {
+pub(super) enum Event {
     /// Added (or in the initial list).
     Added,
     /// Modified.
@@ -40,7 +40,7 @@ impl Event {
 const WIDTHS: [usize; 4] = [8, 20, 40, 10];
 
 /// The header line, if the format has one.
-pub fn header(output: Output) -> Option<String> {
+pub(super) fn header(output: Output) -> Option<String> {
     let base = ["EVENT", "NAMESPACE", "NAME", "RV"];
     match output {
         Output::Json => None,
@@ -62,7 +62,7 @@ fn row(cols: &[&str; 4], age: &str, wide: Option<(&str, &str)>) -> String {
 }
 
 /// `5s`, `3m`, `2h`, `4d`, like kubectl's AGE column; `<unknown>` without a timestamp.
-pub fn age(created: Option<Timestamp>, now: Timestamp) -> String {
+pub(super) fn age(created: Option<Timestamp>, now: Timestamp) -> String {
     let Some(created) = created else {
         return "<unknown>".to_owned();
     };
@@ -76,7 +76,7 @@ pub fn age(created: Option<Timestamp>, now: Timestamp) -> String {
 }
 
 /// One line for `event` on `obj`.
-pub fn line(output: Output, event: Event, obj: &DynamicObject, now: Timestamp) -> String {
+pub(super) fn line(output: Output, event: Event, obj: &DynamicObject, now: Timestamp) -> String {
     let meta = &obj.metadata;
     if output == Output::Json {
         return json!({"type": event.as_str(), "object": obj}).to_string();

@@ -9,7 +9,7 @@ use super::error::WatchError;
 
 /// The resources one group version serves.
 #[derive(Debug, Clone)]
-pub struct GroupVersion {
+pub(super) struct GroupVersion {
     /// Group; empty for the core group.
     pub group: String,
     /// Version.
@@ -20,7 +20,7 @@ pub struct GroupVersion {
 
 /// A resolved resource.
 #[derive(Debug, Clone)]
-pub struct Resolved {
+pub(super) struct Resolved {
     /// Coordinates for the dynamic lister-watcher.
     pub api: ApiResource,
     /// Whether its objects live in namespaces.
@@ -29,7 +29,7 @@ pub struct Resolved {
 
 impl Resolved {
     /// `pods` or `deployments.apps`, for messages.
-    pub fn display_name(&self) -> String {
+    pub(super) fn display_name(&self) -> String {
         if self.api.group.is_empty() {
             self.api.plural.clone()
         } else {
@@ -44,7 +44,7 @@ impl Resolved {
 ///
 /// # Errors
 /// The first kube-client error of the core discovery requests.
-pub async fn discover(
+pub(super) async fn discover(
     client: &kube_client::Client,
 ) -> Result<Vec<GroupVersion>, kube_client::Error> {
     let mut out = Vec::new();
@@ -84,7 +84,7 @@ pub async fn discover(
 ///
 /// # Errors
 /// [`WatchError::UnknownResource`] when nothing matches.
-pub fn resolve(query: &str, discovered: &[GroupVersion]) -> Result<Resolved, WatchError> {
+pub(super) fn resolve(query: &str, discovered: &[GroupVersion]) -> Result<Resolved, WatchError> {
     let lowered = query.to_ascii_lowercase();
     let (name, qualifier) = match lowered.split_once('.') {
         Some((n, q)) => (n.to_owned(), Some(q.to_owned())),

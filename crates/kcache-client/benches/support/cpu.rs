@@ -4,7 +4,7 @@
 #![allow(dead_code, reason = "each benchmark uses part of it")]
 
 /// A `usize` from the environment, `default` when unset or invalid.
-pub fn env_usize(name: &str, default: usize) -> usize {
+pub(crate) fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
@@ -12,7 +12,7 @@ pub fn env_usize(name: &str, default: usize) -> usize {
 }
 
 /// This process's CPU time (user + system) in seconds, from `/proc/self/stat`.
-pub fn cpu_secs() -> f64 {
+pub(crate) fn cpu_secs() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
@@ -22,7 +22,7 @@ pub fn cpu_secs() -> f64 {
 }
 
 /// Runs `f` `runs` times and returns the median CPU seconds of one run.
-pub fn median_secs(runs: usize, mut f: impl FnMut() -> usize, expect: usize) -> f64 {
+pub(crate) fn median_secs(runs: usize, mut f: impl FnMut() -> usize, expect: usize) -> f64 {
     let mut times: Vec<f64> = (0..runs)
         .map(|_| {
             let t = cpu_secs();
@@ -38,7 +38,7 @@ pub fn median_secs(runs: usize, mut f: impl FnMut() -> usize, expect: usize) -> 
 
 /// Prints one line: throughput in MB/s and objects/s, and the speed-up against `baseline`
 /// (CPU seconds of the reference, named `baseline_name`).
-pub fn report(
+pub(crate) fn report(
     what: &str,
     secs: f64,
     bytes: usize,

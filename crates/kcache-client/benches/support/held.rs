@@ -6,7 +6,7 @@
 static ALLOC: peak_alloc::PeakAlloc = peak_alloc::PeakAlloc;
 
 /// Live heap bytes held by the values `make` returns (measured around building them).
-pub fn held_by<T>(make: impl FnOnce() -> Vec<T>) -> (Vec<T>, usize) {
+pub(crate) fn held_by<T>(make: impl FnOnce() -> Vec<T>) -> (Vec<T>, usize) {
     let before = ALLOC.current_usage();
     let mut v = make();
     v.shrink_to_fit();

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 
 /// The `i`th Pod's JSON value.
-pub fn pod(i: usize) -> Value {
+pub(crate) fn pod(i: usize) -> Value {
     let name = format!("web-{i:05}-7d9f8c6b5-x{:04}", i % 9973);
     let env: Vec<Value> = (0..10)
         .map(|k| json!({"name": format!("ENV_VAR_NUMBER_{k}"), "value": format!("value-{k}-{i}-abcdefghij")}))

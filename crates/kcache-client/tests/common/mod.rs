@@ -15,7 +15,7 @@
 
 /// `protobuf.json` of the recorded fixtures (shared with kcache-proto's tests).
 #[path = "../../../kcache-proto/tests/support/protobuf_fixture.rs"]
-pub mod protobuf_fixture;
+pub(crate) mod protobuf_fixture;
 
 use std::{
     path::{Path, PathBuf},
@@ -30,7 +30,7 @@ use kcache_client::Client;
 use serde_json::{Value, json};
 
 /// One API server under test.
-pub struct TestServer {
+pub(crate) struct TestServer {
     /// `embedded` or `upstream`.
     pub name: &'static str,
     /// A client with full rights.
@@ -43,7 +43,7 @@ pub struct TestServer {
 
 /// What the env file says about the upstream server.
 #[derive(Clone, Debug)]
-pub struct Upstream {
+pub(crate) struct Upstream {
     /// The admin kubeconfig.
     pub kubeconfig: PathBuf,
     /// The unprivileged user's kubeconfig (authenticated, no RBAC bindings).
@@ -54,7 +54,7 @@ pub struct Upstream {
 
 /// The fixtures recorded from kube-apiserver v1.36, in the repository's
 /// `testdata/kube-apiserver-v1.36/`. Missing, they fail the test (never a skip).
-pub fn fixtures_dir() -> PathBuf {
+pub(crate) fn fixtures_dir() -> PathBuf {
     let dir = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../testdata/kube-apiserver-v1.36"
@@ -69,7 +69,7 @@ pub fn fixtures_dir() -> PathBuf {
 }
 
 /// A file of those fixtures; missing, it fails the test.
-pub fn fixture_file(name: &str) -> PathBuf {
+pub(crate) fn fixture_file(name: &str) -> PathBuf {
     let path = fixtures_dir().join(name);
     assert!(
         path.is_file(),
@@ -82,7 +82,7 @@ pub fn fixture_file(name: &str) -> PathBuf {
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether `KCACHE_UPSTREAM=skip` is set (any other value is refused).
-pub fn upstream_skip_requested() -> bool {
+pub(crate) fn upstream_skip_requested() -> bool {
     match std::env::var("KCACHE_UPSTREAM") {
         Ok(v) if v == "skip" => true,
         Ok(v) if !v.is_empty() => panic!("KCACHE_UPSTREAM={v:?}: the only value is `skip`"),
@@ -104,7 +104,7 @@ fn say_upstream_skipped() {
 
 /// For an upstream-only test that found no upstream server: `Ok` (skipped, said on stderr by
 /// [`upstream_env`]) under `KCACHE_UPSTREAM=skip`, otherwise the failure.
-pub fn upstream_missing() -> Result<()> {
+pub(crate) fn upstream_missing() -> Result<()> {
     if upstream_skip_requested() {
         return Ok(());
     }
@@ -123,7 +123,7 @@ fn upstream_requested() -> bool {
 
 /// The upstream server's description, or an error when it is requested but missing.
 /// `None` when it is not requested, or skipped by `KCACHE_UPSTREAM=skip` (said on stderr).
-pub fn upstream_env() -> Result<Option<Upstream>> {
+pub(crate) fn upstream_env() -> Result<Option<Upstream>> {
     if upstream_skip_requested() {
         say_upstream_skipped();
         return Ok(None);
@@ -144,12 +144,12 @@ pub fn upstream_env() -> Result<Option<Upstream>> {
 
 impl TestServer {
     /// The embedded server, fresh for this test.
-    pub async fn embedded() -> Result<Self> {
+    pub(crate) async fn embedded() -> Result<Self> {
         Self::embedded_with(ApiServer::builder()).await
     }
 
     /// The embedded server built by `builder`.
-    pub async fn embedded_with(builder: kcache_apiserver::ApiServerBuilder) -> Result<Self> {
+    pub(crate) async fn embedded_with(builder: kcache_apiserver::ApiServerBuilder) -> Result<Self> {
         let server = builder.start().await?;
         let client = Client::from_url(&server.url())?;
         let mut s = Self {
@@ -164,7 +164,7 @@ impl TestServer {
     }
 
     /// The upstream server, if requested (an error if requested but unusable).
-    pub async fn upstream() -> Result<Option<Self>> {
+    pub(crate) async fn upstream() -> Result<Option<Self>> {
         let Some(up) = upstream_env()? else {
             return Ok(None);
         };
@@ -185,31 +185,31 @@ impl TestServer {
 
     /// Every server the tests must run against: the embedded one, plus the upstream when
     /// requested.
-    pub async fn all() -> Result<Vec<Self>> {
+    pub(crate) async fn all() -> Result<Vec<Self>> {
         let mut out = vec![Self::embedded().await?];
         out.extend(Self::upstream().await?);
         Ok(out)
     }
 
     /// Fault injection (embedded only).
-    pub fn faults(&self) -> Option<&FaultHandle> {
+    pub(crate) fn faults(&self) -> Option<&FaultHandle> {
         self.embedded.as_ref().map(RunningServer::faults)
     }
 
     /// The upstream description (upstream only).
-    pub fn upstream_info(&self) -> Option<&Upstream> {
+    pub(crate) fn upstream_info(&self) -> Option<&Upstream> {
         self.upstream.as_ref()
     }
 
     /// The embedded server (embedded only).
-    pub fn embedded_server(&self) -> Option<&RunningServer> {
+    pub(crate) fn embedded_server(&self) -> Option<&RunningServer> {
         self.embedded.as_ref()
     }
 
     /// Checks the wire format a built-in kind's lists and watches came in: protobuf only from
     /// the upstream kube-apiserver (feature `protobuf`), JSON only from the embedded server
     /// (which serves no protobuf) or without the feature.
-    pub fn ensure_wire(&self, stats: &kcache_client::WireStats) -> Result<()> {
+    pub(crate) fn ensure_wire(&self, stats: &kcache_client::WireStats) -> Result<()> {
         let want_protobuf = cfg!(feature = "protobuf") && self.upstream.is_some();
         let (pb, json) = (stats.protobuf(), stats.json());
         let ok = if want_protobuf {
@@ -243,19 +243,19 @@ impl TestServer {
     }
 
     /// The configmaps collection path of the test namespace.
-    pub fn configmaps(&self) -> String {
+    pub(crate) fn configmaps(&self) -> String {
         format!("/api/v1/namespaces/{}/configmaps", self.ns)
     }
 
     /// Creates a ConfigMap in the test namespace.
-    pub async fn create_cm(&self, name: &str, labels: Value, data: Value) -> Result<Value> {
+    pub(crate) async fn create_cm(&self, name: &str, labels: Value, data: Value) -> Result<Value> {
         let body = json!({"apiVersion":"v1","kind":"ConfigMap",
             "metadata":{"name": name, "labels": labels}, "data": data});
         self.request("POST", &self.configmaps(), Some(body)).await
     }
 
     /// Replaces a ConfigMap's data (read-modify-write).
-    pub async fn update_cm(&self, name: &str, data: Value) -> Result<Value> {
+    pub(crate) async fn update_cm(&self, name: &str, data: Value) -> Result<Value> {
         let path = format!("{}/{name}", self.configmaps());
         let mut cm = self.request("GET", &path, None).await?;
         cm["data"] = data;
@@ -263,13 +263,18 @@ impl TestServer {
     }
 
     /// Deletes a ConfigMap.
-    pub async fn delete_cm(&self, name: &str) -> Result<Value> {
+    pub(crate) async fn delete_cm(&self, name: &str) -> Result<Value> {
         let path = format!("{}/{name}", self.configmaps());
         self.request("DELETE", &path, None).await
     }
 
     /// A raw JSON request through the same transport; non-2xx is an error.
-    pub async fn request(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value> {
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value> {
         let body = body
             .map(|b| serde_json::to_vec(&b))
             .transpose()?
@@ -298,7 +303,7 @@ impl TestServer {
 
 /// Builds the example `name` of kcache-examples (a no-op when up to date) with the `cargo`
 /// that runs the tests, into the test executable's target directory, and returns its path.
-pub fn example_binary(name: &str) -> Result<PathBuf> {
+pub(crate) fn example_binary(name: &str) -> Result<PathBuf> {
     let exe = std::env::current_exe()?;
     let profile_dir = exe
         .parent()
@@ -337,7 +342,7 @@ pub fn example_binary(name: &str) -> Result<PathBuf> {
 /// A kube-apiserver + etcd of this test's own, started by `scripts/kube-up.sh` with extra
 /// feature gates (`KCACHE_FEATURE_GATES`) in a fresh state dir; stopped (and the dir
 /// removed) on drop.
-pub struct OwnUpstream {
+pub(crate) struct OwnUpstream {
     state: PathBuf,
 }
 
@@ -356,7 +361,7 @@ impl TestServer {
     /// A fresh upstream kube-apiserver with `feature_gates` (e.g.
     /// `ShardedListAndWatch=true`), when the upstream is requested (as for
     /// [`TestServer::upstream`]); the harness binaries must be built (`scripts/test.sh` does).
-    pub async fn own_upstream(feature_gates: &str) -> Result<Option<(Self, OwnUpstream)>> {
+    pub(crate) async fn own_upstream(feature_gates: &str) -> Result<Option<(Self, OwnUpstream)>> {
         if upstream_env()?.is_none() {
             return Ok(None);
         }

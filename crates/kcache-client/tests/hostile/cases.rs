@@ -12,9 +12,9 @@ use crate::server::{End, ErrBody, Misbehaviour as M, PATH, SECRET, Scope};
 /// reflector's backoff is 800 ms doubling (server faults) and 250 ms doubling to 1 s
 /// (unreachable server, deadlines), so a fault should cost at most a couple of requests a
 /// second; 5/s leaves room for the kick and the first retries, and a storm is hundreds.
-pub const MAX_RATE: f64 = 5.0;
+pub(crate) const MAX_RATE: f64 = 5.0;
 
-pub struct Case {
+pub(crate) struct Case {
     pub name: String,
     pub what: M,
     pub scope: Scope,
@@ -117,7 +117,7 @@ fn deep(depth: usize) -> String {
     format!("{}{}", "[".repeat(depth), "]".repeat(depth))
 }
 
-pub fn all() -> Vec<Case> {
+pub(crate) fn all() -> Vec<Case> {
     use Scope::{Any, Continue, List, Streaming, Watch};
     let secret_text = format!(
         "Authorization: Bearer {SECRET} \u{1b}[31m\u{0} {}",

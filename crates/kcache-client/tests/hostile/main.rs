@@ -19,7 +19,7 @@ use std::{
 use cases::Case;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcache::{
-    informer::{HandlerFns, InformerConfig, SharedIndexInformer},
+    informer::{self, HandlerFns, SharedIndexInformer},
     reflector::Config,
 };
 use kcache_client::{Client, HttpListerWatcher};
@@ -89,7 +89,7 @@ async fn run_case(case: Case) -> Outcome {
         config.backoff.max = max;
     }
     let informer =
-        SharedIndexInformer::<ConfigMap>::new(lw, InformerConfig::default().reflector(config));
+        SharedIndexInformer::<ConfigMap>::new(lw, informer::Config::default().reflector(config));
     let errors: Arc<Mutex<Vec<(Instant, String, String)>>> = Arc::default();
     {
         let errors = Arc::clone(&errors);

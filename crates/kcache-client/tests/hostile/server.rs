@@ -20,14 +20,14 @@ use tokio::{
     sync::watch,
 };
 
-pub const PATH: &str = "/api/v1/namespaces/ns/configmaps";
+pub(crate) const PATH: &str = "/api/v1/namespaces/ns/configmaps";
 /// What the hostile bodies "echo" from the request; it must never reach an error message.
-pub const SECRET: &str = "secret-token";
+pub(crate) const SECRET: &str = "secret-token";
 const MB: usize = 1024 * 1024;
 
 /// Which requests a misbehaviour applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
+pub(crate) enum Scope {
     /// LIST requests.
     List,
     /// LIST requests that carry a `continue` token.
@@ -42,7 +42,7 @@ pub enum Scope {
 
 /// A canned error body.
 #[derive(Clone, Copy, Debug)]
-pub enum ErrBody {
+pub(crate) enum ErrBody {
     Empty,
     Html,
     Binary,
@@ -66,7 +66,7 @@ pub enum ErrBody {
 
 /// How a server misbehaves on a matching request.
 #[derive(Clone, Debug)]
-pub enum Misbehaviour {
+pub(crate) enum Misbehaviour {
     /// Answers `code` with `body` (and a `Retry-After` header if given).
     Status {
         code: u16,
@@ -128,7 +128,7 @@ pub enum Misbehaviour {
 
 /// How a watch-line misbehaviour ends.
 #[derive(Clone, Copy, Debug)]
-pub enum End {
+pub(crate) enum End {
     /// Close the response cleanly.
     Close,
     /// Carry on as a healthy watch.
@@ -144,7 +144,7 @@ struct Fault {
 
 /// What the healthy watches are told to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kick {
+pub(crate) enum Kick {
     None,
     /// End cleanly (the reflector re-watches).
     Close(u64),
@@ -153,7 +153,7 @@ pub enum Kick {
 }
 
 /// The message of the `ERROR` 410 a kick sends, to tell it from the faults' own errors.
-pub const KICK_MESSAGE: &str = "hostile-test kick: too old resource version";
+pub(crate) const KICK_MESSAGE: &str = "hostile-test kick: too old resource version";
 
 #[derive(Default)]
 struct Model {
@@ -174,7 +174,7 @@ struct State {
 
 /// A running hostile server; dropping it does not stop the accept loop (the test process ends).
 #[derive(Clone)]
-pub struct Server {
+pub(crate) struct Server {
     pub url: String,
     state: Arc<State>,
     accept: Arc<tokio::task::JoinHandle<()>>,
@@ -189,7 +189,7 @@ impl Drop for Server {
 }
 
 impl Server {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let state = Arc::new(State {
@@ -215,17 +215,17 @@ impl Server {
     }
 
     /// Requests received so far.
-    pub fn requests(&self) -> u64 {
+    pub(crate) fn requests(&self) -> u64 {
         self.state.requests.load(Ordering::Relaxed)
     }
 
     /// Responses that misbehaved so far.
-    pub fn faulty_responses(&self) -> u64 {
+    pub(crate) fn faulty_responses(&self) -> u64 {
         self.state.faulty_responses.load(Ordering::Relaxed)
     }
 
     /// Misbehave on the next `times` requests in `scope` (`None`: until healed).
-    pub fn misbehave(&self, what: Misbehaviour, scope: Scope, times: Option<u32>) {
+    pub(crate) fn misbehave(&self, what: Misbehaviour, scope: Scope, times: Option<u32>) {
         *self.state.fault.lock().unwrap() = Some(Fault {
             what,
             scope,
@@ -233,26 +233,26 @@ impl Server {
         });
     }
 
-    pub fn heal(&self) {
+    pub(crate) fn heal(&self) {
         *self.state.fault.lock().unwrap() = None;
     }
 
     /// Ends every open healthy watch cleanly.
-    pub fn kick_close(&self) {
+    pub(crate) fn kick_close(&self) {
         self.state
             .kick
             .send_modify(|k| *k = Kick::Close(next_gen(*k)));
     }
 
     /// Sends an `ERROR` 410 on every open healthy watch.
-    pub fn kick_expire(&self) {
+    pub(crate) fn kick_expire(&self) {
         self.state
             .kick
             .send_modify(|k| *k = Kick::Expire(next_gen(*k)));
     }
 
     /// Creates or replaces `name` with `data`.
-    pub fn put(&self, name: &str, data: Value) {
+    pub(crate) fn put(&self, name: &str, data: Value) {
         let mut m = self.state.model.lock().unwrap();
         m.rv += 1;
         let rv = m.rv;
@@ -269,7 +269,7 @@ impl Server {
         self.state.log_len.send_replace(len);
     }
 
-    pub fn delete(&self, name: &str) {
+    pub(crate) fn delete(&self, name: &str) {
         let mut m = self.state.model.lock().unwrap();
         let Some(mut obj) = m.objects.remove(name) else {
             return;
@@ -284,7 +284,7 @@ impl Server {
     }
 
     /// The model's objects: name → (resourceVersion, data).
-    pub fn objects(&self) -> BTreeMap<String, (String, BTreeMap<String, String>)> {
+    pub(crate) fn objects(&self) -> BTreeMap<String, (String, BTreeMap<String, String>)> {
         let m = self.state.model.lock().unwrap();
         m.objects
             .iter()

@@ -3,9 +3,9 @@
 use std::collections::HashMap;
 
 /// Samples by (metric name, sorted labels) → value.
-pub type Samples = HashMap<(String, Vec<(String, String)>), f64>;
+pub(crate) type Samples = HashMap<(String, Vec<(String, String)>), f64>;
 
-pub fn parse(body: &str) -> Samples {
+pub(crate) fn parse(body: &str) -> Samples {
     let scrape = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_owned())))
         .expect("the exposition parses");
     scrape

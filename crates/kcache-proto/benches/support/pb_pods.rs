@@ -108,7 +108,7 @@ fn container(name: &str, i: usize) -> pb::Container {
 }
 
 /// One realistic Pod, `i` making names and values distinct.
-pub fn pod(i: usize) -> pb::Pod {
+pub(crate) fn pod(i: usize) -> pb::Pod {
     let fields = serde_json::json!({
         "f:metadata": {"f:annotations": {".": {}, "f:kubectl.kubernetes.io/last-applied-configuration": {}},
                        "f:labels": {".": {}, "f:app": {}, "f:tier": {}, "f:version": {}}},

@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
-pub mod protobuf_fixture;
+pub(crate) mod protobuf_fixture;
 
 /// A file of the fixtures recorded from kube-apiserver v1.36, in the repository's
 /// `testdata/kube-apiserver-v1.36/`. Missing, it fails the test (never a skip).
-pub fn fixture_file(name: &str) -> PathBuf {
+pub(crate) fn fixture_file(name: &str) -> PathBuf {
     let path = PathBuf::from(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../testdata/kube-apiserver-v1.36"

@@ -12,14 +12,14 @@ use bytes::Bytes;
 use serde_json::Value;
 
 /// The whole `protobuf.json` fixture.
-pub fn fixture() -> Value {
+pub(crate) fn fixture() -> Value {
     let path = super::fixture_file("protobuf.json");
     serde_json::from_slice(&std::fs::read(&path).expect("protobuf.json"))
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// The first step whose name starts with `prefix`.
-pub fn step<'a>(f: &'a Value, prefix: &str) -> &'a Value {
+pub(crate) fn step<'a>(f: &'a Value, prefix: &str) -> &'a Value {
     f["steps"]
         .as_array()
         .unwrap()
@@ -29,7 +29,7 @@ pub fn step<'a>(f: &'a Value, prefix: &str) -> &'a Value {
 }
 
 /// A step's response body, as recorded (base64).
-pub fn body(step: &Value) -> Bytes {
+pub(crate) fn body(step: &Value) -> Bytes {
     let b64 = step["response"]["body_base64"]
         .as_str()
         .expect("body_base64");
@@ -44,14 +44,14 @@ pub fn body(step: &Value) -> Bytes {
 /// placeholder must stand for one real value across the file (both ways), and `<time>` for a
 /// timestamp.
 #[derive(Default)]
-pub struct Placeholders {
+pub(crate) struct Placeholders {
     forward: HashMap<String, String>,
     backward: HashMap<String, String>,
 }
 
 impl Placeholders {
     /// Asserts that `actual` is `expected` with its placeholders filled in consistently.
-    pub fn check(&mut self, expected: &Value, actual: &Value, path: &str) {
+    pub(crate) fn check(&mut self, expected: &Value, actual: &Value, path: &str) {
         match (expected, actual) {
             (Value::String(e), Value::String(a)) if e == "<time>" => {
                 assert!(

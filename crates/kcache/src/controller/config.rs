@@ -1,4 +1,4 @@
-//! [`ControllerConfig`] and the controller's [`Error`].
+//! [`Config`] and the controller's [`Error`].
 
 use std::{fmt, sync::Arc, time::Duration};
 
@@ -9,10 +9,10 @@ use crate::{store::ObjectKey, workqueue::RateLimiter};
 ///
 /// ```
 /// use std::time::Duration;
-/// use kcache::controller::ControllerConfig;
+/// use kcache::controller;
 /// use kcache::workqueue::ItemExponentialFailureRateLimiter;
 ///
-/// let config = ControllerConfig::default()
+/// let config = controller::Config::default()
 ///     .name("configmaps")
 ///     .workers(2)
 ///     .max_retries(5)
@@ -25,7 +25,7 @@ use crate::{store::ObjectKey, workqueue::RateLimiter};
 /// ```
 #[derive(Clone)]
 #[non_exhaustive]
-pub struct ControllerConfig {
+pub struct Config {
     /// Name for logs and queue metrics.
     pub name: String,
     /// Number of concurrent reconcile workers (client-go convention: 1–5).
@@ -49,9 +49,9 @@ pub struct ControllerConfig {
     pub queue: QueueKind,
 }
 
-impl fmt::Debug for ControllerConfig {
+impl fmt::Debug for Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ControllerConfig")
+        f.debug_struct("Config")
             .field("name", &self.name)
             .field("workers", &self.workers)
             .field("max_retries", &self.max_retries)
@@ -70,7 +70,7 @@ impl fmt::Debug for ControllerConfig {
     }
 }
 
-impl Default for ControllerConfig {
+impl Default for Config {
     fn default() -> Self {
         Self {
             name: "controller".to_owned(),
@@ -84,50 +84,50 @@ impl Default for ControllerConfig {
     }
 }
 
-impl ControllerConfig {
-    /// Sets [`ControllerConfig::name`].
+impl Config {
+    /// Sets [`Config::name`].
     #[must_use]
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
     }
 
-    /// Sets [`ControllerConfig::workers`] (at least 1).
+    /// Sets [`Config::workers`] (at least 1).
     #[must_use]
     pub fn workers(mut self, workers: usize) -> Self {
         self.workers = workers.max(1);
         self
     }
 
-    /// Sets [`ControllerConfig::max_retries`].
+    /// Sets [`Config::max_retries`].
     #[must_use]
     pub fn max_retries(mut self, retries: u32) -> Self {
         self.max_retries = Some(retries);
         self
     }
 
-    /// Sets [`ControllerConfig::reconcile_timeout`].
+    /// Sets [`Config::reconcile_timeout`].
     #[must_use]
     pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
         self.reconcile_timeout = Some(timeout);
         self
     }
 
-    /// Sets [`ControllerConfig::informer_start_timeout`].
+    /// Sets [`Config::informer_start_timeout`].
     #[must_use]
     pub fn informer_start_timeout(mut self, timeout: Duration) -> Self {
         self.informer_start_timeout = timeout;
         self
     }
 
-    /// Sets [`ControllerConfig::rate_limiter`], e.g. one from [`crate::workqueue`].
+    /// Sets [`Config::rate_limiter`], e.g. one from [`crate::workqueue`].
     #[must_use]
     pub fn rate_limiter(mut self, limiter: impl RateLimiter<ObjectKey> + 'static) -> Self {
         self.rate_limiter = Some(Arc::new(limiter));
         self
     }
 
-    /// Sets [`ControllerConfig::queue`], e.g. [`QueueKind::Priority`].
+    /// Sets [`Config::queue`], e.g. [`QueueKind::Priority`].
     #[must_use]
     pub fn queue(mut self, kind: QueueKind) -> Self {
         self.queue = kind;
@@ -140,7 +140,7 @@ impl ControllerConfig {
 #[non_exhaustive]
 pub enum Error {
     /// The primary informer's `run` was not called within
-    /// [`ControllerConfig::informer_start_timeout`]: the controller would wait for its sync
+    /// [`Config::informer_start_timeout`]: the controller would wait for its sync
     /// forever. Start the informer (or its factory) before or right after `Controller::run`.
     #[error(
         "controller {controller}: the primary informer was not started within {waited:?}; \

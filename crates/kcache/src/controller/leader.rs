@@ -24,7 +24,7 @@ where
     /// (so the new leader reconciles everything, like a fresh controller, without a new
     /// list) and the workers start. When leadership is lost, the workers stop taking keys
     /// and the reconciles in flight finish (they are not aborted; bound them with
-    /// [`ControllerConfig::reconcile_timeout`](super::ControllerConfig::reconcile_timeout)),
+    /// [`Config::reconcile_timeout`](super::Config::reconcile_timeout)),
     /// then the replica competes again. On `cancel`, the workers are drained *before* the
     /// election is cancelled, so with `release_on_cancel` the lease is released only once no
     /// reconcile runs here any more.
@@ -36,22 +36,22 @@ where
     /// ```
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use kcache::controller::{Action, Controller, ControllerConfig};
-    /// use kcache::leaderelection::{Config, FakeLock, LeaderElector};
-    /// use kcache::{informer::InformerConfig, testing::FakeSource, SharedIndexInformer};
+    /// use kcache::controller::{self, Action, Controller};
+    /// use kcache::leaderelection::{self, FakeLock, LeaderElector};
+    /// use kcache::{informer, testing::FakeSource, SharedIndexInformer};
     /// use tokio_util::sync::CancellationToken;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> anyhow::Result<()> {
-    /// let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), InformerConfig::default());
-    /// let mut config = Config::new("replica-0");
+    /// let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), informer::Config::default());
+    /// let mut config = leaderelection::Config::new("replica-0");
     /// config.release_on_cancel = true;
     /// let elector = LeaderElector::new(config, FakeLock::new())?;
     /// let cancel = CancellationToken::new();
     /// tokio::spawn({ let i = informer.clone(); let c = cancel.clone(); async move { i.run(c).await } });
     /// let stop = cancel.clone();
     /// tokio::spawn(async move { stop.cancel() }); // a real controller runs until shutdown
-    /// Controller::new(informer, ControllerConfig::default())
+    /// Controller::new(informer, controller::Config::default())
     ///     .run_with_leader_election(
     ///         &elector,
     ///         |_key, _cm: Option<Arc<ConfigMap>>| async { Ok::<_, String>(Action::Done) },

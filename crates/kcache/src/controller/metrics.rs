@@ -50,12 +50,12 @@ getter! {
     /// Failed keys queued again (with backoff or after a delay).
     retried
     /// Keys given up: [`ErrorAction::GiveUp`](super::ErrorAction::GiveUp) or
-    /// [`max_retries`](super::ControllerConfig::max_retries) reached.
+    /// [`max_retries`](super::Config::max_retries) reached.
     gave_up
     /// Terminal errors (never retried).
     terminal
     /// Reconciles that panicked (caught, retried with backoff).
     panicked
-    /// Reconciles cancelled by [`reconcile_timeout`](super::ControllerConfig::reconcile_timeout).
+    /// Reconciles cancelled by [`reconcile_timeout`](super::Config::reconcile_timeout).
     timed_out
 }

@@ -9,25 +9,25 @@
 //! resets the key's backoff. Related types are mapped to primary keys with
 //! [`watches`](Controller::watches) and [`owns`](Controller::owns).
 //!
-//! Policies ([`ControllerConfig`], [`ErrorPolicy`]):
+//! Policies ([`Config`], [`ErrorPolicy`]):
 //!
 //! - **Retries**: a failed reconcile goes to the [`ErrorPolicy`] (default
 //!   [`DefaultErrorPolicy`]: rate-limited requeue), which may back off, requeue after a delay
-//!   or give up; [`ControllerConfig::max_retries`] gives up after that many retries in a row.
+//!   or give up; [`Config::max_retries`] gives up after that many retries in a row.
 //!   Giving up is logged at error level and counted ([`ControllerMetrics::gave_up`]).
 //! - **Terminal errors**: an error whose [`ReconcileError::is_terminal`] is true (e.g. wrapped
 //!   in [`Terminal`]) is logged at error level, counted, and never retried.
-//! - **Timeouts**: with [`ControllerConfig::reconcile_timeout`], a reconcile that takes
+//! - **Timeouts**: with [`Config::reconcile_timeout`], a reconcile that takes
 //!   longer is cancelled (its future dropped) and retried with backoff, like an error.
 //! - **Panics**: a reconcile that panics (while building or polling its future) is caught,
 //!   logged at error level with the panic message, counted ([`ControllerMetrics::panicked`])
 //!   and retried with backoff; the worker keeps running. (The process's panic hook still
 //!   prints the panic as usual.) Timeouts and panics count towards `max_retries` but do not
 //!   consult the error policy, which needs an error value.
-//! - **Rate limiter**: client-go's default unless [`ControllerConfig::rate_limiter`] names
+//! - **Rate limiter**: client-go's default unless [`Config::rate_limiter`] names
 //!   another one from [`crate::workqueue`].
 //! - **Informer not started**: [`run`](Controller::run) starts nothing itself; if the primary
-//!   informer's `run` was not called within [`ControllerConfig::informer_start_timeout`], it
+//!   informer's `run` was not called within [`Config::informer_start_timeout`], it
 //!   returns [`Error::InformerNotStarted`] instead of waiting for a sync that never comes.
 //!
 //! Warm standby under a [`LeaderElector`](crate::leaderelection::LeaderElector): see
@@ -36,15 +36,15 @@
 //! ```
 //! use std::sync::Arc;
 //! use k8s_openapi::api::core::v1::ConfigMap;
-//! use kcache::controller::{Action, Controller, ControllerConfig};
-//! use kcache::{informer::InformerConfig, testing::FakeSource, SharedIndexInformer};
+//! use kcache::controller::{self, Action, Controller};
+//! use kcache::{informer, testing::FakeSource, SharedIndexInformer};
 //! use tokio_util::sync::CancellationToken;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
 //! let source = FakeSource::<ConfigMap>::new();
-//! let informer = SharedIndexInformer::new(source, InformerConfig::default());
-//! let controller = Controller::new(informer.clone(), ControllerConfig::default().workers(2));
+//! let informer = SharedIndexInformer::new(source, informer::Config::default());
+//! let controller = Controller::new(informer.clone(), controller::Config::default().workers(2));
 //! let cancel = CancellationToken::new();
 //! tokio::spawn({ let i = informer.clone(); let c = cancel.clone(); async move { i.run(c).await } });
 //! let stop = cancel.clone();
@@ -78,15 +78,13 @@ use kube_core::Resource;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tracing::{debug, error};
 
-pub use config::{ControllerConfig, Error};
+pub use config::{Config, Error};
 pub use metrics::ControllerMetrics;
 pub use policy::{Action, DefaultErrorPolicy, ErrorAction, ErrorPolicy, ReconcileError, Terminal};
 pub use queue::{QueueKind, WorkQueue};
 
 use crate::{
-    informer::{
-        DeletedObject, EventHandler, HandlerOptions, HandlerRegistration, SharedIndexInformer,
-    },
+    informer::{self, DeletedObject, EventHandler, HandlerRegistration, SharedIndexInformer},
     store::{ObjectKey, meta_namespace_key},
     workqueue::Driver,
 };
@@ -134,7 +132,7 @@ pub struct Controller<K, P = DefaultErrorPolicy> {
     primary: SharedIndexInformer<K>,
     queue: WorkQueue,
     driver: Driver,
-    config: ControllerConfig,
+    config: Config,
     registrations: Vec<HandlerRegistration>,
     policy: P,
     metrics: ControllerMetrics,
@@ -142,24 +140,37 @@ pub struct Controller<K, P = DefaultErrorPolicy> {
     shards: Option<sharded::ShardCheck>,
 }
 
+impl<K, P> std::fmt::Debug for Controller<K, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller")
+            .field("name", &self.config.name)
+            .field("workers", &self.config.workers)
+            .field("queued", &self.queue.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<K> Controller<K>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
     /// A controller for the primary objects of `informer`, with the configured rate limiter
-    /// (client-go's default unless [`ControllerConfig::rate_limiter`] is set) and the
+    /// (client-go's default unless [`Config::rate_limiter`] is set) and the
     /// [`DefaultErrorPolicy`].
     ///
     /// # Panics
     /// When the informer has already stopped.
-    pub fn new(informer: SharedIndexInformer<K>, config: ControllerConfig) -> Self {
+    pub fn new(informer: SharedIndexInformer<K>, config: Config) -> Self {
         let (queue, driver) = WorkQueue::new(&config);
         let enqueue = Enqueue::<K> {
             queue: queue.clone(),
             map: Box::new(|obj: &K| meta_namespace_key(obj).into_iter().collect()),
         };
         let reg = informer
-            .add_event_handler_with_options(enqueue, HandlerOptions::default().inline(true))
+            .add_event_handler_with_options(
+                enqueue,
+                informer::HandlerConfig::default().inline(true),
+            )
             .expect("the primary informer has stopped");
         Self {
             primary: informer,
@@ -196,7 +207,10 @@ where
             map: Box::new(map),
         };
         let reg = informer
-            .add_event_handler_with_options(enqueue, HandlerOptions::default().inline(true))
+            .add_event_handler_with_options(
+                enqueue,
+                informer::HandlerConfig::default().inline(true),
+            )
             .expect("the related informer has stopped");
         self.registrations.push(reg);
         self
@@ -256,7 +270,7 @@ where
     }
 
     /// The configuration.
-    pub fn config(&self) -> &ControllerConfig {
+    pub fn config(&self) -> &Config {
         &self.config
     }
 
@@ -268,7 +282,7 @@ where
     ///
     /// # Errors
     /// [`Error::InformerNotStarted`] when the primary informer's `run` was not called within
-    /// [`ControllerConfig::informer_start_timeout`]; [`Error::InformerStopped`] when it has
+    /// [`Config::informer_start_timeout`]; [`Error::InformerStopped`] when it has
     /// already stopped. Nothing was reconciled then.
     pub async fn run<F, Fut, E>(self, reconcile: F, cancel: CancellationToken) -> Result<(), Error>
     where
@@ -343,7 +357,7 @@ where
 /// has stopped. Returns `Ok` at once on `cancel`.
 async fn wait_started<K>(
     primary: &SharedIndexInformer<K>,
-    config: &ControllerConfig,
+    config: &Config,
     cancel: &CancellationToken,
 ) -> Result<(), Error>
 where

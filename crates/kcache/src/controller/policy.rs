@@ -22,7 +22,7 @@ pub enum ErrorAction {
     /// Retry with the queue's rate limiter (per-key exponential backoff). The default.
     Backoff,
     /// Retry after this delay, bypassing the rate limiter (still a retry: it counts
-    /// towards [`ControllerConfig::max_retries`](super::ControllerConfig::max_retries)).
+    /// towards [`Config::max_retries`](super::Config::max_retries)).
     RequeueAfter(Duration),
     /// Stop retrying: the key is forgotten until its next change (logged, counted in
     /// [`ControllerMetrics::gave_up`](super::ControllerMetrics::gave_up)).
@@ -96,7 +96,7 @@ impl<E: fmt::Display + Send + 'static> ReconcileError for Terminal<E> {
 /// Decides what to do with a failed, non-terminal reconcile (kube-rs' `error_policy`).
 ///
 /// `retries` is how many times the key has been retried in a row before this failure (0 on
-/// its first failure). [`ControllerConfig::max_retries`](super::ControllerConfig::max_retries)
+/// its first failure). [`Config::max_retries`](super::Config::max_retries)
 /// applies on top: once reached, the key is given up whatever the policy says. Closures
 /// `Fn(&ObjectKey, &E, u32) -> ErrorAction` are policies:
 ///

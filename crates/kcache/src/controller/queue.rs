@@ -6,7 +6,7 @@ use std::{collections::HashMap, fmt, sync::Arc, time::Duration};
 use kube_core::Resource;
 use parking_lot::Mutex;
 
-use super::config::ControllerConfig;
+use super::config::Config;
 use crate::{
     store::ObjectKey,
     workqueue::{
@@ -16,14 +16,14 @@ use crate::{
 };
 
 /// The kind of work queue behind a [`Controller`](super::Controller), set with
-/// [`ControllerConfig::queue`].
+/// [`Config::queue`].
 ///
 /// ```
-/// use kcache::controller::{ControllerConfig, QueueKind};
+/// use kcache::controller::{Config, QueueKind};
 ///
-/// let config = ControllerConfig::default().queue(QueueKind::Priority);
+/// let config = Config::default().queue(QueueKind::Priority);
 /// assert_eq!(config.queue, QueueKind::Priority);
-/// assert_eq!(ControllerConfig::default().queue, QueueKind::RateLimiting);
+/// assert_eq!(Config::default().queue, QueueKind::RateLimiting);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -44,20 +44,20 @@ pub enum QueueKind {
 }
 
 /// A controller's work queue: a [`RateLimitingQueue`] or a [`PriorityQueue`] of object keys,
-/// as [`ControllerConfig::queue`] says. It has the methods of both (a priority is ignored by
+/// as [`Config::queue`] says. It has the methods of both (a priority is ignored by
 /// the rate-limiting kind). Cheap to clone.
 ///
 /// ```
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kcache::controller::{Controller, ControllerConfig, QueueKind};
+/// use kcache::controller::{self, Controller, QueueKind};
 /// use kcache::store::ObjectKey;
 /// use kcache::workqueue::priority;
-/// use kcache::{informer::InformerConfig, testing::FakeSource, SharedIndexInformer};
+/// use kcache::{informer, testing::FakeSource, SharedIndexInformer};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), InformerConfig::default());
-/// let controller = Controller::new(informer, ControllerConfig::default().queue(QueueKind::Priority));
+/// let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), informer::Config::default());
+/// let controller = Controller::new(informer, controller::Config::default().queue(QueueKind::Priority));
 /// let queue = controller.queue();
 /// queue.add_with_priority(ObjectKey::new(Some("ns"), "old"), priority::LOW).unwrap();
 /// queue.add(ObjectKey::new(Some("ns"), "new")).unwrap();
@@ -91,7 +91,7 @@ impl fmt::Debug for WorkQueue {
 
 impl WorkQueue {
     /// The queue `config` asks for (named after the controller, with its rate limiter).
-    pub(super) fn new(config: &ControllerConfig) -> (Self, Driver) {
+    pub(super) fn new(config: &Config) -> (Self, Driver) {
         match config.queue {
             QueueKind::RateLimiting => {
                 let mut qconfig = RateLimitingQueueConfig::default().name(config.name.clone());

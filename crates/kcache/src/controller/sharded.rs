@@ -13,7 +13,7 @@ use tracing::info;
 
 use super::{Action, Controller, Error, ErrorPolicy, ReconcileError};
 use crate::{
-    informer::{DeletedObject, EventHandler, HandlerOptions},
+    informer::{DeletedObject, EventHandler, HandlerConfig},
     sharding::{GateGuard, Layout, ShardGate, ShardLeases, ShardManager},
     store::{ObjectKey, meta_namespace_key},
 };
@@ -88,20 +88,20 @@ where
     /// ```
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use kcache::controller::{Action, Controller, ControllerConfig};
+    /// use kcache::controller::{self, Action, Controller};
     /// use kcache::sharding::{Config, FakeLeases, ShardManager};
-    /// use kcache::{informer::InformerConfig, testing::FakeSource, SharedIndexInformer};
+    /// use kcache::{informer, testing::FakeSource, SharedIndexInformer};
     /// use tokio_util::sync::CancellationToken;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> anyhow::Result<()> {
     /// let manager = ShardManager::new(Config::new("demo", "replica-0"), FakeLeases::new())?;
-    /// let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), InformerConfig::default());
+    /// let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), informer::Config::default());
     /// let cancel = CancellationToken::new();
     /// tokio::spawn({ let i = informer.clone(); let c = cancel.clone(); async move { i.run(c).await } });
     /// let stop = cancel.clone();
     /// tokio::spawn(async move { stop.cancel() }); // a real controller runs until shutdown
-    /// Controller::new(informer, ControllerConfig::default())
+    /// Controller::new(informer, controller::Config::default())
     ///     .run_sharded(
     ///         &manager,
     ///         |_key, _cm: Option<Arc<ConfigMap>>| async { Ok::<_, String>(Action::Done) },
@@ -134,7 +134,7 @@ where
                 layout,
                 deleted: Arc::clone(&deleted),
             },
-            HandlerOptions::default().inline(true),
+            HandlerConfig::default().inline(true),
         ) {
             self.registrations.push(reg);
         }

@@ -12,7 +12,7 @@ use k8s_openapi::{
 use parking_lot::Mutex;
 
 use super::*;
-use crate::{informer::InformerConfig, testing::FakeSource};
+use crate::{informer, testing::FakeSource};
 
 use crate::testing::config_map as cm;
 
@@ -24,7 +24,7 @@ struct Setup {
 
 fn setup() -> Setup {
     let src = FakeSource::new();
-    let informer = SharedIndexInformer::new(src.clone(), InformerConfig::default());
+    let informer = SharedIndexInformer::new(src.clone(), informer::Config::default());
     let cancel = CancellationToken::new();
     tokio::spawn({
         let (i, c) = (informer.clone(), cancel.clone());
@@ -52,7 +52,7 @@ async fn reconcile_runs_for_every_object_and_sees_deletions_as_none() {
     let s = setup();
     s.src.upsert(cm("a"));
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let controller = Controller::new(s.informer.clone(), ControllerConfig::default());
+    let controller = Controller::new(s.informer.clone(), Config::default());
     let log = Arc::clone(&seen);
     let run = tokio::spawn(controller.run(
         move |key, obj: Option<Arc<ConfigMap>>| {
@@ -77,7 +77,7 @@ async fn errors_are_retried_with_backoff_and_success_forgets_the_key() {
     let s = setup();
     s.src.upsert(cm("a"));
     let attempts = Arc::new(Mutex::new(Vec::new()));
-    let controller = Controller::new(s.informer.clone(), ControllerConfig::default());
+    let controller = Controller::new(s.informer.clone(), Config::default());
     let queue = controller.queue().clone();
     let log = Arc::clone(&attempts);
     let run = tokio::spawn(controller.run(
@@ -114,7 +114,7 @@ async fn requeue_after_reconciles_again_after_the_delay() {
     let s = setup();
     s.src.upsert(cm("a"));
     let times = Arc::new(Mutex::new(Vec::new()));
-    let controller = Controller::new(s.informer.clone(), ControllerConfig::default());
+    let controller = Controller::new(s.informer.clone(), Config::default());
     let log = Arc::clone(&times);
     let run = tokio::spawn(controller.run(
         move |_key, _obj: Option<Arc<ConfigMap>>| {
@@ -141,7 +141,7 @@ async fn a_key_is_never_reconciled_by_two_workers_at_once() {
     }
     let in_flight: Arc<Mutex<HashMap<ObjectKey, usize>>> = Arc::default();
     let total = Arc::new(AtomicUsize::new(0));
-    let controller = Controller::new(s.informer.clone(), ControllerConfig::default().workers(4));
+    let controller = Controller::new(s.informer.clone(), Config::default().workers(4));
     let (f, t) = (Arc::clone(&in_flight), Arc::clone(&total));
     let run = tokio::spawn(controller.run(
         move |key: ObjectKey, _obj: Option<Arc<ConfigMap>>| {
@@ -186,14 +186,13 @@ async fn owned_objects_enqueue_their_controller_owner() {
     let s = setup();
     s.src.upsert(cm("owner"));
     let secrets = FakeSource::<Secret>::new();
-    let secret_informer = SharedIndexInformer::new(secrets.clone(), InformerConfig::default());
+    let secret_informer = SharedIndexInformer::new(secrets.clone(), informer::Config::default());
     tokio::spawn({
         let (i, c) = (secret_informer.clone(), s.cancel.clone());
         async move { i.run(c).await }
     });
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let controller =
-        Controller::new(s.informer.clone(), ControllerConfig::default()).owns(&secret_informer);
+    let controller = Controller::new(s.informer.clone(), Config::default()).owns(&secret_informer);
     let log = Arc::clone(&seen);
     let run = tokio::spawn(controller.run(
         move |key: ObjectKey, _obj: Option<Arc<ConfigMap>>| {
@@ -251,10 +250,7 @@ async fn max_retries_gives_up_after_n_failed_retries() {
     let s = setup();
     s.src.upsert(cm("a"));
     let attempts = Attempts::new();
-    let controller = Controller::new(
-        s.informer.clone(),
-        ControllerConfig::default().max_retries(2),
-    );
+    let controller = Controller::new(s.informer.clone(), Config::default().max_retries(2));
     let metrics = controller.metrics().clone();
     let log = attempts.log();
     let run = tokio::spawn(controller.run(
@@ -300,7 +296,7 @@ async fn reconcile_timeout_cancels_the_reconcile_and_retries_it_with_backoff() {
     }
     let controller = Controller::new(
         s.informer.clone(),
-        ControllerConfig::default().reconcile_timeout(Duration::from_secs(1)),
+        Config::default().reconcile_timeout(Duration::from_secs(1)),
     );
     let metrics = controller.metrics().clone();
     let (log, d) = (attempts.log(), Arc::clone(&dropped));
@@ -346,7 +342,7 @@ async fn a_custom_rate_limiter_paces_the_retries() {
     let attempts = Attempts::new();
     let controller = Controller::new(
         s.informer.clone(),
-        ControllerConfig::default().rate_limiter(ItemExponentialFailureRateLimiter::new(
+        Config::default().rate_limiter(ItemExponentialFailureRateLimiter::new(
             Duration::from_secs(2),
             Duration::from_secs(5),
         )),
@@ -377,15 +373,16 @@ async fn the_error_policy_can_requeue_after_a_delay_and_give_up() {
     let attempts = Attempts::new();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let policy_log = Arc::clone(&seen);
-    let controller = Controller::new(s.informer.clone(), ControllerConfig::default())
-        .with_error_policy(move |key: &ObjectKey, err: &String, retries: u32| {
+    let controller = Controller::new(s.informer.clone(), Config::default()).with_error_policy(
+        move |key: &ObjectKey, err: &String, retries: u32| {
             policy_log.lock().push(format!("{key} {err} {retries}"));
             if retries < 2 {
                 ErrorAction::RequeueAfter(Duration::from_secs(7))
             } else {
                 ErrorAction::GiveUp
             }
-        });
+        },
+    );
     let metrics = controller.metrics().clone();
     let log = attempts.log();
     let run = tokio::spawn(controller.run(
@@ -416,11 +413,12 @@ async fn a_terminal_error_is_counted_and_never_retried() {
     let attempts = Attempts::new();
     let policy_calls = Arc::new(AtomicUsize::new(0));
     let p = Arc::clone(&policy_calls);
-    let controller = Controller::new(s.informer.clone(), ControllerConfig::default())
-        .with_error_policy(move |_: &ObjectKey, _: &Terminal<&'static str>, _: u32| {
+    let controller = Controller::new(s.informer.clone(), Config::default()).with_error_policy(
+        move |_: &ObjectKey, _: &Terminal<&'static str>, _: u32| {
             p.fetch_add(1, Ordering::SeqCst);
             ErrorAction::Backoff
-        });
+        },
+    );
     let metrics = controller.metrics().clone();
     let log = attempts.log();
     let run = tokio::spawn(controller.run(
@@ -451,7 +449,7 @@ async fn a_panicking_reconcile_is_caught_counted_and_retried_with_backoff() {
     let s = setup();
     s.src.upsert(cm("a"));
     let attempts = Attempts::new();
-    let controller = Controller::new(s.informer.clone(), ControllerConfig::default());
+    let controller = Controller::new(s.informer.clone(), Config::default());
     let metrics = controller.metrics().clone();
     let log = attempts.log();
     let run = tokio::spawn(controller.run(
@@ -483,10 +481,10 @@ async fn a_panicking_reconcile_is_caught_counted_and_retried_with_backoff() {
 #[tokio::test(start_paused = true)]
 async fn run_fails_when_the_informer_was_never_started() {
     let src = FakeSource::<ConfigMap>::new();
-    let informer = SharedIndexInformer::new(src, InformerConfig::default());
+    let informer = SharedIndexInformer::new(src, informer::Config::default());
     let controller = Controller::new(
         informer,
-        ControllerConfig::default()
+        Config::default()
             .name("cms")
             .informer_start_timeout(Duration::from_secs(5)),
     );
@@ -512,7 +510,7 @@ async fn run_fails_when_the_informer_was_never_started() {
 #[tokio::test(start_paused = true)]
 async fn run_fails_when_the_informer_has_stopped() {
     let s = setup();
-    let controller = Controller::new(s.informer.clone(), ControllerConfig::default());
+    let controller = Controller::new(s.informer.clone(), Config::default());
     s.cancel.cancel();
     eventually(|| s.informer.is_stopped()).await;
     let err = controller
@@ -546,7 +544,7 @@ fn list_calls(src: &FakeSource<ConfigMap>) -> usize {
 
 #[tokio::test(start_paused = true)]
 async fn under_leader_election_workers_run_only_while_leading_and_drain_when_it_ends() {
-    use crate::leaderelection::{Config, FakeLock, LeaderElector, LeaseRecord};
+    use crate::leaderelection::{self, FakeLock, LeaderElector, LeaseRecord};
 
     let s = setup();
     s.src.upsert(cm("a"));
@@ -557,14 +555,14 @@ async fn under_leader_election_workers_run_only_while_leading_and_drain_when_it_
         lease_duration_seconds: 3600,
         ..LeaseRecord::default()
     });
-    let mut config = Config::new("me");
+    let mut config = leaderelection::Config::new("me");
     config.lease_duration = Duration::from_secs(4);
     config.renew_deadline = Duration::from_secs(3);
     config.retry_period = Duration::from_secs(1);
     config.release_on_cancel = true;
     let elector = Arc::new(LeaderElector::new(config, lock.clone()).unwrap());
     let log = Arc::new(Mutex::new(Vec::<String>::new()));
-    let controller = Controller::new(s.informer.clone(), ControllerConfig::default().workers(2));
+    let controller = Controller::new(s.informer.clone(), Config::default().workers(2));
     let run = tokio::spawn({
         let (elector, log, cancel) = (Arc::clone(&elector), Arc::clone(&log), s.cancel.clone());
         async move {

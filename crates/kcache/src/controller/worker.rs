@@ -13,7 +13,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tracing::{Instrument, debug, error, info_span, warn};
 
 use super::{
-    config::ControllerConfig,
+    config::Config,
     metrics::{ControllerMetrics, Counters},
     policy::{Action, ErrorAction, ErrorPolicy, ReconcileError},
     sharded::ShardCheck,
@@ -35,7 +35,7 @@ enum Outcome<E> {
 pub(super) struct Workers<K, F, P> {
     pub(super) primary: SharedIndexInformer<K>,
     pub(super) queue: WorkQueue,
-    pub(super) config: ControllerConfig,
+    pub(super) config: Config,
     registrations: Vec<HandlerRegistration>,
     reconcile: F,
     policy: P,
@@ -57,7 +57,7 @@ where
     pub(super) fn new(
         primary: SharedIndexInformer<K>,
         queue: WorkQueue,
-        config: ControllerConfig,
+        config: Config,
         registrations: Vec<HandlerRegistration>,
         reconcile: F,
         policy: P,

@@ -9,7 +9,7 @@ use std::{
 use parking_lot::{Mutex, MutexGuard};
 
 use super::{
-    Delta, DeltaType, Deltas, PopError, Queue,
+    Delta, DeltaType, Deltas, Error, Queue,
     synced::{Attempt, Signals, SyncTracker},
 };
 use crate::{
@@ -18,7 +18,7 @@ use crate::{
 };
 
 /// Options of a [`DeltaFifo`].
-pub struct DeltaFifoOptions<K> {
+pub struct DeltaFifoConfig<K> {
     /// The consumer's store. Without it, deletions of keys that are not queued are ignored,
     /// `replace` cannot detect keys that vanished from the store, and `resync` does nothing.
     pub known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
@@ -26,7 +26,16 @@ pub struct DeltaFifoOptions<K> {
     pub emit_replaced: bool,
 }
 
-impl<K> Default for DeltaFifoOptions<K> {
+impl<K> std::fmt::Debug for DeltaFifoConfig<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeltaFifoConfig")
+            .field("known_objects", &self.known_objects.is_some())
+            .field("emit_replaced", &self.emit_replaced)
+            .finish()
+    }
+}
+
+impl<K> Default for DeltaFifoConfig<K> {
     fn default() -> Self {
         Self {
             known_objects: None,
@@ -131,7 +140,7 @@ fn dedup_deletions<K>(deltas: &mut Deltas<K>) {
 
 impl<K: Send + Sync + 'static> DeltaFifo<K> {
     /// An empty queue.
-    pub fn new(key_func: KeyFunc<K>, options: DeltaFifoOptions<K>) -> Self {
+    pub fn new(key_func: KeyFunc<K>, options: DeltaFifoConfig<K>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 key_func,
@@ -151,11 +160,11 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
     /// Pops the oldest key's deltas; the same as [`Queue::pop_batch`] (client-go's `Pop`).
     ///
     /// # Errors
-    /// [`PopError::Closed`] once the queue is closed and drained.
+    /// [`Error::Closed`] once the queue is closed and drained.
     ///
     /// # Cancel safety
     /// Cancel safe, as [`Queue::pop_batch`].
-    pub async fn pop<F, R>(&self, process: F) -> Result<R, PopError>
+    pub async fn pop<F, R>(&self, process: F) -> Result<R, Error>
     where
         F: FnOnce(Deltas<K>, bool) -> R + Send,
         R: Send,
@@ -186,7 +195,7 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
                 Attempt::Done(out)
             })
             .await
-            .ok_or(PopError::Closed)
+            .ok_or(Error::Closed)
     }
 
     /// The keys queued, oldest first.
@@ -322,7 +331,7 @@ impl<K: Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
     fn pop_batch<F, R>(
         &self,
         process: F,
-    ) -> impl std::future::Future<Output = Result<R, PopError>> + Send
+    ) -> impl std::future::Future<Output = Result<R, Error>> + Send
     where
         F: FnOnce(Deltas<K>, bool) -> R + Send,
         R: Send,

@@ -6,13 +6,13 @@ use super::*;
 use crate::fifo::test_util::{Obj, key_func, known, obj, render_all};
 
 fn plain() -> DeltaFifo<Obj> {
-    DeltaFifo::new(key_func(), DeltaFifoOptions::default())
+    DeltaFifo::new(key_func(), DeltaFifoConfig::default())
 }
 
 fn with_known(known_objs: &[(&str, u64)], emit_replaced: bool) -> DeltaFifo<Obj> {
     DeltaFifo::new(
         key_func(),
-        DeltaFifoOptions {
+        DeltaFifoConfig {
             known_objects: Some(Arc::new(known(known_objs))),
             emit_replaced,
         },
@@ -204,7 +204,7 @@ async fn pop_blocks_while_empty_then_close_wakes_it_with_an_error() {
     tokio::task::yield_now().await;
     assert!(!popper.is_finished());
     fifo.close();
-    assert_eq!(popper.await.unwrap(), Err(PopError::Closed));
+    assert_eq!(popper.await.unwrap(), Err(Error::Closed));
 }
 
 #[tokio::test]
@@ -221,7 +221,7 @@ async fn pop_drains_after_close_and_writes_fail() {
     assert!(matches!(fifo.resync(), Err(StoreError::Closed)));
     assert!(matches!(fifo.bookmark("2"), Err(StoreError::Closed)));
     assert_eq!(pop(&fifo).await.0, ["Added a@1"]);
-    assert_eq!(fifo.pop(|_, _| ()).await, Err(PopError::Closed));
+    assert_eq!(fifo.pop(|_, _| ()).await, Err(Error::Closed));
 }
 
 #[tokio::test]

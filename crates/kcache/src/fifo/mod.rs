@@ -1,5 +1,6 @@
 //! Queues between the reflector and the informer: [`RealFifo`] (the informers' queue) and
-//! [`DeltaFifo`] (kept for parity with client-go), both behind the [`Queue`] trait.
+//! [`DeltaFifo`] (kept for parity with client-go), both behind the [`Queue`] trait, and
+//! [`AnyFifo`], the one an informer's [`QueueKind`] chose.
 //!
 //! The reflector writes into a queue through [`ReflectorStore`]; one consumer (the informer)
 //! takes changes out with [`Queue::pop_batch`], applies them to its
@@ -69,6 +70,7 @@
 //! # Ok(()) }
 //! ```
 
+mod any_fifo;
 mod delta;
 mod delta_fifo;
 mod real_fifo;
@@ -76,9 +78,10 @@ mod synced;
 
 use std::future::Future;
 
+pub use any_fifo::{AnyFifo, QueueKind};
 pub use delta::{Delta, DeltaObject, DeltaType, Deltas};
-pub use delta_fifo::{DeltaFifo, DeltaFifoOptions};
-pub use real_fifo::{RealFifo, RealFifoMode, RealFifoOptions};
+pub use delta_fifo::{DeltaFifo, DeltaFifoConfig};
+pub use real_fifo::{RealFifo, RealFifoConfig, RealFifoMode};
 
 use crate::reflector::ReflectorStore;
 
@@ -87,14 +90,15 @@ pub const DEFAULT_BATCH_SIZE: usize = 1000;
 
 /// Why a pop returned without deltas.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PopError {
+pub enum Error {
     /// The queue was closed and everything queued before has been popped.
     #[error("the queue is closed and drained")]
     Closed,
 }
 
 /// A queue the informer can drain: the write side is [`ReflectorStore`], the read side is
-/// [`pop_batch`](Self::pop_batch). Implemented by [`RealFifo`] and [`DeltaFifo`].
+/// [`pop_batch`](Self::pop_batch). Implemented by [`RealFifo`] and [`DeltaFifo`], and by
+/// [`AnyFifo`], either of them chosen at run time.
 ///
 /// There is meant to be **one** consumer. `process` callbacks must not call back into the
 /// queue that invoked them (some queues hold their lock while `process` runs).
@@ -104,13 +108,13 @@ pub trait Queue<K>: ReflectorStore<K> {
     /// [module documentation](self) for what a batch is for each queue.
     ///
     /// # Errors
-    /// [`PopError::Closed`] once the queue is closed **and** empty; until then it keeps
+    /// [`Error::Closed`] once the queue is closed **and** empty; until then it keeps
     /// delivering what was queued before `close`.
     ///
     /// # Cancel safety
     /// Cancel safe: dropping the future while it waits removes nothing. Once deltas are taken,
     /// `process` runs synchronously to completion within the same poll.
-    fn pop_batch<F, R>(&self, process: F) -> impl Future<Output = Result<R, PopError>> + Send
+    fn pop_batch<F, R>(&self, process: F) -> impl Future<Output = Result<R, Error>> + Send
     where
         F: FnOnce(Deltas<K>, bool) -> R + Send,
         R: Send;
@@ -120,7 +124,7 @@ pub trait Queue<K>: ReflectorStore<K> {
     fn has_synced(&self) -> bool;
 
     /// Closes the queue: writes fail with [`StoreError::Closed`](crate::reflector::StoreError),
-    /// pops drain what is left and then fail with [`PopError::Closed`]; waiting pops wake up.
+    /// pops drain what is left and then fail with [`Error::Closed`]; waiting pops wake up.
     fn close(&self);
 
     /// Whether [`close`](Self::close) was called.

@@ -9,7 +9,7 @@ use std::{
 use parking_lot::{Mutex, MutexGuard};
 
 use super::{
-    DEFAULT_BATCH_SIZE, Delta, DeltaObject, DeltaType, Deltas, PopError, Queue,
+    DEFAULT_BATCH_SIZE, Delta, DeltaObject, DeltaType, Deltas, Error, Queue,
     synced::{Attempt, Signals, SyncTracker},
 };
 use crate::{
@@ -39,16 +39,41 @@ pub enum RealFifoMode<K> {
     },
 }
 
+impl<K> fmt::Debug for RealFifoMode<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NonAtomic { .. } => f.debug_struct("NonAtomic").finish_non_exhaustive(),
+            Self::Atomic {
+                unlock_while_processing,
+                emit_bookmarks,
+            } => f
+                .debug_struct("Atomic")
+                .field("unlock_while_processing", unlock_while_processing)
+                .field("emit_bookmarks", emit_bookmarks)
+                .finish(),
+        }
+    }
+}
+
 /// Options of a [`RealFifo`]. `Default` is client-go 1.36's informer queue: atomic, unlocked
 /// while processing, bookmarks emitted, batches of [`DEFAULT_BATCH_SIZE`].
-pub struct RealFifoOptions<K> {
+pub struct RealFifoConfig<K> {
     /// How relists and resyncs are queued.
     pub mode: RealFifoMode<K>,
     /// The largest batch [`RealFifo::pop_batch`] hands out (at least 1).
     pub batch_size: usize,
 }
 
-impl<K> Default for RealFifoOptions<K> {
+impl<K> fmt::Debug for RealFifoConfig<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RealFifoConfig")
+            .field("mode", &self.mode)
+            .field("batch_size", &self.batch_size)
+            .finish()
+    }
+}
+
+impl<K> Default for RealFifoConfig<K> {
     fn default() -> Self {
         Self {
             mode: RealFifoMode::Atomic {
@@ -60,7 +85,7 @@ impl<K> Default for RealFifoOptions<K> {
     }
 }
 
-impl<K> RealFifoOptions<K> {
+impl<K> RealFifoConfig<K> {
     /// Non-atomic mode against the consumer's store.
     pub fn non_atomic(known_objects: Arc<dyn KeyListerGetter<K>>) -> Self {
         Self {
@@ -146,7 +171,7 @@ impl<K> fmt::Debug for RealFifo<K> {
 
 impl<K: Send + Sync + 'static> RealFifo<K> {
     /// A queue with explicit options.
-    pub fn new(key_func: KeyFunc<K>, options: RealFifoOptions<K>) -> Self {
+    pub fn new(key_func: KeyFunc<K>, options: RealFifoConfig<K>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 key_func,
@@ -162,14 +187,14 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
         }
     }
 
-    /// client-go 1.36's informer queue ([`RealFifoOptions::default`]).
+    /// client-go 1.36's informer queue ([`RealFifoConfig::default`]).
     pub fn atomic(key_func: KeyFunc<K>) -> Self {
-        Self::new(key_func, RealFifoOptions::default())
+        Self::new(key_func, RealFifoConfig::default())
     }
 
     /// The non-atomic queue, checking vanished and resynced keys against `known_objects`.
     pub fn non_atomic(key_func: KeyFunc<K>, known_objects: Arc<dyn KeyListerGetter<K>>) -> Self {
-        Self::new(key_func, RealFifoOptions::non_atomic(known_objects))
+        Self::new(key_func, RealFifoConfig::non_atomic(known_objects))
     }
 
     /// Whether this queue emits `ReplacedAll`/`SyncAll`.
@@ -180,11 +205,11 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
     /// Pops exactly one delta (client-go's `Pop`) and calls `process(vec![delta], initial)`.
     ///
     /// # Errors
-    /// [`PopError::Closed`] once the queue is closed and drained.
+    /// [`Error::Closed`] once the queue is closed and drained.
     ///
     /// # Cancel safety
     /// Cancel safe, as [`Queue::pop_batch`].
-    pub async fn pop<F, R>(&self, process: F) -> Result<R, PopError>
+    pub async fn pop<F, R>(&self, process: F) -> Result<R, Error>
     where
         F: FnOnce(Deltas<K>, bool) -> R + Send,
         R: Send,
@@ -192,7 +217,7 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
         self.pop_up_to(1, process).await
     }
 
-    async fn pop_up_to<F, R>(&self, max: usize, process: F) -> Result<R, PopError>
+    async fn pop_up_to<F, R>(&self, max: usize, process: F) -> Result<R, Error>
     where
         F: FnOnce(Deltas<K>, bool) -> R + Send,
         R: Send,
@@ -225,7 +250,7 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
                 Attempt::Done(out)
             })
             .await
-            .ok_or(PopError::Closed)
+            .ok_or(Error::Closed)
     }
 
     fn key(&self, obj: &K) -> Result<ObjectKey, StoreError> {
@@ -429,7 +454,7 @@ impl<K: Send + Sync + 'static> Queue<K> for RealFifo<K> {
     fn pop_batch<F, R>(
         &self,
         process: F,
-    ) -> impl std::future::Future<Output = Result<R, PopError>> + Send
+    ) -> impl std::future::Future<Output = Result<R, Error>> + Send
     where
         F: FnOnce(Deltas<K>, bool) -> R + Send,
         R: Send,

@@ -129,7 +129,7 @@ async fn bookmark_appends_a_bookmark_delta_only_when_atomic_with_bookmarks() {
 
     let quiet = RealFifo::new(
         key_func(),
-        RealFifoOptions {
+        RealFifoConfig {
             mode: RealFifoMode::Atomic {
                 unlock_while_processing: true,
                 emit_bookmarks: false,
@@ -146,7 +146,7 @@ async fn bookmark_appends_a_bookmark_delta_only_when_atomic_with_bookmarks() {
 
 #[tokio::test]
 async fn pop_batch_takes_consecutive_distinct_keys_up_to_the_batch_size() {
-    let fifo = RealFifo::new(key_func(), RealFifoOptions::default().batch_size(3));
+    let fifo = RealFifo::new(key_func(), RealFifoConfig::default().batch_size(3));
     fifo.add(obj("a", 1)).unwrap();
     fifo.add(obj("b", 1)).unwrap();
     fifo.delete(obj("c", 1)).unwrap();
@@ -253,7 +253,7 @@ async fn has_synced_turns_true_only_after_the_initial_list_is_popped_and_process
 async fn has_synced_counts_every_delta_of_a_non_atomic_initial_replace() {
     let fifo = RealFifo::new(
         key_func(),
-        RealFifoOptions::non_atomic(Arc::new(known(&[("gone", 1)]))).batch_size(2),
+        RealFifoConfig::non_atomic(Arc::new(known(&[("gone", 1)]))).batch_size(2),
     );
     fifo.replace(vec![obj("a", 1), obj("b", 1)], "1".into())
         .unwrap();
@@ -299,7 +299,7 @@ async fn close_wakes_a_blocked_pop_with_an_error() {
     tokio::task::yield_now().await;
     assert!(!popper.is_finished());
     fifo.close();
-    assert_eq!(popper.await.unwrap(), Err(PopError::Closed));
+    assert_eq!(popper.await.unwrap(), Err(Error::Closed));
 }
 
 #[tokio::test]
@@ -311,8 +311,8 @@ async fn pop_drains_what_was_queued_before_close_then_errors() {
     assert!(fifo.is_closed());
     assert_eq!(pop_batch(&fifo).await.0, ["Added a@1"]);
     assert_eq!(pop_batch(&fifo).await.0, ["Added a@2"]);
-    assert_eq!(fifo.pop_batch(|_, _| ()).await, Err(PopError::Closed));
-    assert_eq!(fifo.pop(|_, _| ()).await, Err(PopError::Closed));
+    assert_eq!(fifo.pop_batch(|_, _| ()).await, Err(Error::Closed));
+    assert_eq!(fifo.pop(|_, _| ()).await, Err(Error::Closed));
 }
 
 #[tokio::test]
@@ -355,7 +355,7 @@ async fn failing_key_func_returns_an_error_and_changes_nothing() {
 
 #[tokio::test]
 async fn lock_is_released_while_processing_unless_backpressure_applies() {
-    let fifo = RealFifo::new(key_func(), RealFifoOptions::default().batch_size(2));
+    let fifo = RealFifo::new(key_func(), RealFifoConfig::default().batch_size(2));
     fifo.add(obj("a", 1)).unwrap();
     // One left after the pop: below 2 × batch size, so producers may append meanwhile.
     fifo.add(obj("b", 1)).unwrap();

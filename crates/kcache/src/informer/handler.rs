@@ -104,6 +104,16 @@ pub struct HandlerFns<K> {
     delete: Option<DeleteFn<K>>,
 }
 
+impl<K> std::fmt::Debug for HandlerFns<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HandlerFns")
+            .field("on_add", &self.add.is_some())
+            .field("on_update", &self.update.is_some())
+            .field("on_delete", &self.delete.is_some())
+            .finish()
+    }
+}
+
 impl<K> Default for HandlerFns<K> {
     fn default() -> Self {
         Self {

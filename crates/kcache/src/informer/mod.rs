@@ -12,20 +12,23 @@
 //! update whose resourceVersion did not change is a *resync* notification: only handlers whose
 //! resync is due receive it.
 
+mod config;
+mod deltas;
+mod error;
 mod handler;
 mod listener;
 mod processor;
 mod registration;
+mod run;
 mod shared_informer;
 mod sink;
 
+pub use config::{Config, HandlerConfig, MINIMUM_RESYNC_PERIOD};
+pub use error::Error;
 pub use handler::{DeletedObject, EventHandler, HandlerFns};
 pub use listener::BufferMode;
 pub use registration::HandlerRegistration;
-pub use shared_informer::{
-    HandlerOptions, InformerConfig, InformerError, MINIMUM_RESYNC_PERIOD, QueueKind,
-    SharedIndexInformer,
-};
+pub use shared_informer::SharedIndexInformer;
 
 #[cfg(test)]
 mod tests;

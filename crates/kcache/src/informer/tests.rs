@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::{
+    fifo::QueueKind,
     reflector,
     store::{ObjectKey, meta_namespace_key},
     testing::FakeSource,
@@ -118,8 +119,8 @@ async fn eventually(mut cond: impl FnMut() -> bool) {
     panic!("condition never held");
 }
 
-fn config() -> InformerConfig {
-    InformerConfig::default()
+fn config() -> Config {
+    Config::default()
 }
 
 #[tokio::test(start_paused = true)]
@@ -236,7 +237,7 @@ async fn unchanged_resource_version_is_a_resync_delivered_only_to_due_handlers()
     let r2 = informer
         .add_event_handler_with_options(
             Arc::clone(&quiet),
-            HandlerOptions::default().resync_period(Duration::from_secs(3600)),
+            HandlerConfig::default().resync_period(Duration::from_secs(3600)),
         )
         .unwrap();
     assert_eq!(r1.resync_period(), Duration::from_secs(10));
@@ -283,7 +284,7 @@ async fn per_handler_resync_periods_follow_client_go_rules() {
     let r = informer
         .add_event_handler_with_options(
             HandlerFns::new(),
-            HandlerOptions::default().resync_period(s(5)),
+            HandlerConfig::default().resync_period(s(5)),
         )
         .unwrap();
     assert_eq!(r.resync_period(), s(0));
@@ -298,7 +299,7 @@ async fn per_handler_resync_periods_follow_client_go_rules() {
     let fast = informer
         .add_event_handler_with_options(
             HandlerFns::new(),
-            HandlerOptions::default().resync_period(Duration::from_millis(200)),
+            HandlerConfig::default().resync_period(Duration::from_millis(200)),
         )
         .unwrap();
     assert_eq!(fast.resync_period(), s(1));
@@ -310,7 +311,7 @@ async fn per_handler_resync_periods_follow_client_go_rules() {
     let late = informer
         .add_event_handler_with_options(
             HandlerFns::new(),
-            HandlerOptions::default().resync_period(Duration::from_millis(500)),
+            HandlerConfig::default().resync_period(Duration::from_millis(500)),
         )
         .unwrap();
     assert_eq!(late.resync_period(), s(1));
@@ -417,7 +418,7 @@ async fn coalescing_handler_sees_the_latest_state_of_each_key() {
     let reg = informer
         .add_event_handler_with_options(
             Arc::clone(&rec),
-            HandlerOptions::default().buffer(BufferMode::Coalescing),
+            HandlerConfig::default().buffer(BufferMode::Coalescing),
         )
         .unwrap();
     let run = Running::start(&informer);
@@ -455,7 +456,7 @@ async fn transform_runs_before_the_object_is_stored() {
     );
     assert!(matches!(
         informer.set_transform(|o| o),
-        Err(InformerError::AlreadyStarted)
+        Err(Error::AlreadyStarted)
     ));
     run.stop().await;
 }
@@ -490,7 +491,7 @@ async fn run_twice_is_a_no_op_and_stopped_informer_refuses_handlers() {
     run.stop().await;
     assert!(matches!(
         informer.add_event_handler(HandlerFns::new()),
-        Err(InformerError::Stopped)
+        Err(Error::Stopped)
     ));
 }
 

@@ -240,8 +240,7 @@ mod filter {
     use tokio_util::sync::CancellationToken;
 
     use crate::{
-        ListerWatcher, SharedIndexInformer,
-        informer::InformerConfig,
+        ListerWatcher, SharedIndexInformer, informer,
         lister_watcher::{Error, ListParams, WatchParams, WatchStream},
         sharding::{Field, Layout, Selection, ShardFilter},
         testing::{FakeSource, config_map},
@@ -309,7 +308,7 @@ mod filter {
             inner: source.clone(),
             filter: ShardFilter::new(selection.clone()),
         };
-        let mut config = InformerConfig::default();
+        let mut config = informer::Config::default();
         config.reflector = config.reflector.use_watch_list(streaming);
         let informer = SharedIndexInformer::new(lw, config);
         let cancel = CancellationToken::new();

@@ -34,6 +34,16 @@ pub struct RecordingStore<K> {
     changed: Notify,
 }
 
+impl<K> std::fmt::Debug for RecordingStore<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = self.inner.lock();
+        f.debug_struct("RecordingStore")
+            .field("objects", &inner.objects.len())
+            .field("ops", &inner.ops)
+            .finish()
+    }
+}
+
 struct Inner<K> {
     objects: BTreeMap<ObjectKey, Arc<K>>,
     ops: Vec<Op>,

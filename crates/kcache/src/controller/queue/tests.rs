@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::controller::{Action, Controller};
-use crate::informer::{InformerConfig, SharedIndexInformer};
+use crate::informer::{self, SharedIndexInformer};
 use crate::testing::{FakeSource, config_map as cm};
 
 async fn eventually(mut cond: impl FnMut() -> bool) {
@@ -29,13 +29,13 @@ async fn order_after_initial_list(kind: QueueKind, initial: usize) -> Vec<String
     for i in 0..initial {
         src.upsert(cm(&format!("old-{i:03}")));
     }
-    let informer = SharedIndexInformer::new(src.clone(), InformerConfig::default());
+    let informer = SharedIndexInformer::new(src.clone(), informer::Config::default());
     let cancel = CancellationToken::new();
     tokio::spawn({
         let (i, c) = (informer.clone(), cancel.clone());
         async move { i.run(c).await }
     });
-    let controller = Controller::new(informer, ControllerConfig::default().queue(kind));
+    let controller = Controller::new(informer, super::super::Config::default().queue(kind));
     let queue = controller.queue().clone();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let gate = Arc::new(Semaphore::new(0));
@@ -106,7 +106,8 @@ fn initial_list_adds_and_resyncs_are_low_priority() {
 
 #[tokio::test(start_paused = true)]
 async fn retries_keep_the_priority_the_key_was_reconciled_at() {
-    let (queue, driver) = WorkQueue::new(&ControllerConfig::default().queue(QueueKind::Priority));
+    let (queue, driver) =
+        WorkQueue::new(&super::super::Config::default().queue(QueueKind::Priority));
     tokio::spawn(driver);
     let (low, other) = (
         ObjectKey::new(Some("ns"), "low"),
@@ -128,7 +129,7 @@ async fn retries_keep_the_priority_the_key_was_reconciled_at() {
 
 #[tokio::test]
 async fn the_default_queue_is_rate_limiting_and_ignores_priorities() {
-    let (queue, _driver) = WorkQueue::new(&ControllerConfig::default());
+    let (queue, _driver) = WorkQueue::new(&super::super::Config::default());
     assert_eq!(queue.kind(), QueueKind::RateLimiting);
     assert!(queue.as_rate_limiting().is_some() && queue.as_priority().is_none());
     let (a, b) = (ObjectKey::new(None, "a"), ObjectKey::new(None, "b"));

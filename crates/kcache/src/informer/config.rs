@@ -1,0 +1,90 @@
+//! The informer's [`Config`](Config) and the options of one handler registration.
+
+use std::time::Duration;
+
+use super::BufferMode;
+use crate::{fifo::QueueKind, reflector};
+
+/// The smallest per-handler resync period (client-go's `minimumResyncPeriod`).
+pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
+
+/// Informer settings. `Default` is client-go's.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The default resync period for handlers, and the informer's resync check period
+    /// (client-go's `defaultEventHandlerResyncPeriod`); zero disables resyncs.
+    pub resync_period: Duration,
+    /// The queue between the reflector and the indexer.
+    pub queue: QueueKind,
+    /// The reflector's settings (page size, watch list, selectors, backoff).
+    pub reflector: reflector::Config,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            resync_period: Duration::ZERO,
+            queue: QueueKind::default(),
+            reflector: reflector::Config::default(),
+        }
+    }
+}
+
+impl Config {
+    /// Sets [`Config::resync_period`].
+    #[must_use]
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = period;
+        self
+    }
+
+    /// Sets [`Config::queue`].
+    #[must_use]
+    pub fn queue(mut self, queue: QueueKind) -> Self {
+        self.queue = queue;
+        self
+    }
+
+    /// Sets [`Config::reflector`].
+    #[must_use]
+    pub fn reflector(mut self, reflector: reflector::Config) -> Self {
+        self.reflector = reflector;
+        self
+    }
+}
+
+/// Options of one handler registration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HandlerConfig {
+    /// This handler's resync period; `None` takes the informer's default.
+    pub resync_period: Option<Duration>,
+    /// How pending notifications are buffered.
+    pub buffer: BufferMode,
+    /// Deliver on the listener's async task instead of tokio's blocking pool. Only for
+    /// handlers that never block (e.g. one that adds keys to a work queue); saves a thread hop
+    /// per batch.
+    pub inline: bool,
+}
+
+impl HandlerConfig {
+    /// Sets [`HandlerConfig::resync_period`].
+    #[must_use]
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = Some(period);
+        self
+    }
+
+    /// Sets [`HandlerConfig::inline`].
+    #[must_use]
+    pub fn inline(mut self, inline: bool) -> Self {
+        self.inline = inline;
+        self
+    }
+
+    /// Sets [`HandlerConfig::buffer`].
+    #[must_use]
+    pub fn buffer(mut self, mode: BufferMode) -> Self {
+        self.buffer = mode;
+        self
+    }
+}

@@ -1,0 +1,128 @@
+//! The run loop: start the reflector and the listeners, pop the FIFO until cancelled, then
+//! stop everything in order.
+
+use std::sync::{Arc, atomic::Ordering};
+
+use futures::future::BoxFuture;
+use kube_core::Resource;
+use tokio_util::{sync::CancellationToken, task::TaskTracker};
+use tracing::debug;
+
+use super::{SharedIndexInformer, shared_informer::Inner, sink::QueueSink};
+use crate::{
+    fifo::{self, Queue},
+    reflector::{self, ReflectorHandle, ReflectorStore, TransformFunc, WatchErrorHandler},
+};
+
+/// Builds and starts the informer's reflector once `run` knows its store and settings (the
+/// `ListerWatcher` is captured by [`SharedIndexInformer::with_indexers`]).
+pub(super) type ReflectorStarter<K> = Box<
+    dyn FnOnce(
+            Arc<dyn ReflectorStore<K>>,
+            reflector::Config,
+            Hooks<K>,
+            CancellationToken,
+        ) -> (ReflectorHandle, BoxFuture<'static, ()>)
+        + Send,
+>;
+
+/// What the informer hands its reflector besides the store.
+pub(super) struct Hooks<K> {
+    pub(super) transform: Option<TransformFunc<K>>,
+    pub(super) error_handler: Option<WatchErrorHandler>,
+    pub(super) should_resync: reflector::ShouldResyncFunc,
+}
+
+impl<K> SharedIndexInformer<K>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+{
+    /// Runs the informer until `cancel` fires: the reflector, the FIFO's process loop and one
+    /// task per handler. Returns once all of them have stopped. A second call returns at once.
+    ///
+    /// # Cancel safety
+    /// Dropping the future stops the reflector and the process loop; handler tasks end when
+    /// `cancel` fires.
+    pub async fn run(&self, cancel: CancellationToken) {
+        let inner = Arc::clone(&self.inner);
+        let (starter, hooks, tasks) = {
+            let mut start = inner.start.lock();
+            if start.started || start.stopped {
+                debug!("informer already started");
+                return;
+            }
+            let Some(starter) = start.starter.take() else {
+                return;
+            };
+            start.started = true;
+            let tasks = TaskTracker::new();
+            start.tasks = Some((tasks.clone(), tokio::runtime::Handle::current()));
+            let weak = Arc::downgrade(&inner);
+            let hooks = Hooks {
+                transform: start.transform.clone(),
+                error_handler: start.error_handler.clone(),
+                should_resync: Arc::new(move || {
+                    weak.upgrade().is_some_and(|i| i.processor.should_resync())
+                }),
+            };
+            // Listener tasks, under the start lock so that none is spawned twice.
+            for l in inner.processor.listeners() {
+                tasks.spawn(l.run());
+            }
+            (starter, hooks, tasks)
+        };
+        let check_period = inner.start.lock().check_period;
+        let rconfig = inner.config.reflector.clone().resync_period(check_period);
+        let reflector_cancel = cancel.child_token();
+        let queue: Arc<dyn ReflectorStore<K>> = Arc::new(inner.queue.clone());
+        let sink = Arc::new(QueueSink::new(queue, &inner));
+        let (handle, reflector_fut) = starter(sink, rconfig, hooks, reflector_cancel.clone());
+        *inner.reflector.lock() = Some(handle);
+        let reflector_task = tokio::spawn(reflector_fut);
+        let process = Arc::clone(&inner).process_loop();
+        tokio::select! {
+            () = cancel.cancelled() => {}
+            () = process => {}
+        }
+        reflector_cancel.cancel();
+        let _ = reflector_task.await;
+        inner.queue.close();
+        {
+            let mut start = inner.start.lock();
+            start.stopped = true;
+        }
+        inner.processor.close_all();
+        tasks.close();
+        tasks.wait().await;
+        inner.sync_notify.notify_waiters();
+    }
+}
+
+impl<K> Inner<K>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+{
+    async fn process_loop(self: Arc<Self>) {
+        loop {
+            let this = Arc::clone(&self);
+            let one_key = self.queue.pops_one_key();
+            let popped = self
+                .queue
+                .pop_batch(move |d, initial| this.handle_deltas(d, initial, one_key))
+                .await;
+            match popped {
+                Ok(()) => {}
+                Err(fifo::Error::Closed) => return,
+            }
+            self.note_synced();
+        }
+    }
+
+    /// Publishes `has_synced` once the queue says the initial list has been processed.
+    pub(crate) fn note_synced(&self) {
+        if !self.synced_flag.load(Ordering::Acquire) && self.queue.has_synced() {
+            self.synced_flag.store(true, Ordering::Release);
+            self.sync_notify.notify_waiters();
+        }
+    }
+}
