@@ -35,6 +35,7 @@
 //! assert_eq!(Selector::parse(&second.to_wire()).unwrap(), second);
 //! ```
 
+mod config;
 mod gate;
 mod layout;
 mod leases;
@@ -44,9 +45,10 @@ mod selector;
 #[cfg(test)]
 mod tests;
 
+pub use config::{Config, Error};
 pub use gate::{GateGuard, ShardGate};
 pub use layout::Layout;
 pub use leases::{FakeLeases, GROUP_LABEL, NamedRecord, ShardLeases};
-pub use manager::{Config, Error, ShardManager};
+pub use manager::ShardManager;
 pub use selection::{Current, Selection, ShardFilter};
 pub use selector::{Field, HASH_SPACE, ParseError, Range, Selector, fnv1a64};
