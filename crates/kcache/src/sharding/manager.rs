@@ -89,6 +89,8 @@ struct State {
     observed: HashMap<String, Observed>,
     held: BTreeMap<u32, Held>,
     listing_failed: bool,
+    /// Rounds whose list succeeded.
+    rounds: u64,
 }
 
 impl<L: ShardLeases> ShardManager<L> {
@@ -182,6 +184,7 @@ impl<L: ShardLeases> ShardManager<L> {
                 return;
             }
         };
+        st.rounds += 1;
         let by_name: HashMap<&str, &NamedRecord> =
             list.iter().map(|n| (n.name.as_str(), n)).collect();
         st.observed
@@ -231,7 +234,10 @@ impl<L: ShardLeases> ShardManager<L> {
                 self.start_release(st, shard);
             }
             self.finish_releases(st).await;
-        } else if kept < fair {
+        } else if kept < fair && st.rounds > 1 {
+            // Not in the first round: replicas started together must first see each other's
+            // membership Leases, or the first one takes every shard, syncs every object and
+            // hands most of them back a round later.
             self.acquire(st, &by_name, fair, now).await;
         }
         self.publish(st);
