@@ -309,8 +309,16 @@ async fn churn(s: &TestServer, stop: CancellationToken) -> Result<usize> {
         s.create_cm(&format!("churn-{i}"), labels.clone(), json!({"v": "0"}))
             .await?;
         if i >= 1 {
-            s.update_cm(&format!("churn-{}", i - 1), json!({"v": "1"}))
-                .await?;
+            // Read-modify-write races with the replicas' annotation patches: retry on 409.
+            let name = format!("churn-{}", i - 1);
+            let mut tries = 0;
+            while let Err(e) = s.update_cm(&name, json!({"v": "1"})).await {
+                tries += 1;
+                ensure!(
+                    tries < 10 && e.to_string().contains("409"),
+                    "updating {name}: {e}"
+                );
+            }
         }
         if i >= 5 && i.is_multiple_of(3) {
             s.delete_cm(&format!("churn-{}", i - 5)).await?;
@@ -512,12 +520,14 @@ async fn run(s: &TestServer, gate_on: Option<bool>, fleet: &mut Fleet) -> Result
         .await?;
         anyhow::Ok(())
     };
-    let phases_result = tokio::select! {
-        r = phases => r,
-        r = &mut churner => Err(anyhow::anyhow!("churn stopped early: {r:?}")),
+    let (phases_result, churned) = tokio::select! {
+        r = phases => {
+            stop_churn.cancel();
+            (r, churner.await)
+        }
+        r = &mut churner => (Err(anyhow::anyhow!("churn stopped early: {r:?}")), Ok(0)),
     };
-    stop_churn.cancel();
-    let churned = churner.await?;
+    let churned = churned?;
     phases_result?;
     eprintln!("{}: {churned} churn rounds", s.name);
     eventually(
