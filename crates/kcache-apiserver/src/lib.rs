@@ -47,15 +47,18 @@
 pub mod fault;
 mod handle;
 mod http;
-pub mod object;
+pub(crate) mod object;
 pub mod resource;
-pub mod selector;
+pub(crate) mod selector;
 pub mod server;
 pub mod status;
-pub mod store;
+pub(crate) mod store;
 
 pub use fault::{FaultHandle, InjectedFailure};
 pub use handle::ServerHandle;
 pub use resource::{ResourceId, ResourceInfo};
-pub use server::{ApiServer, ApiServerBuilder, RunningServer, ServerConfig, ServerError};
+pub use server::{
+    ApiServer, ApiServerBuilder, RunningServer, ServerConfig, ServerError, kubeconfig_yaml,
+};
 pub use status::ApiError;
+pub use store::HistoryConfig;

@@ -10,7 +10,7 @@ use serde_json::Value;
 /// watch events carry it) and the list-item form without `kind`/`apiVersion` (list items
 /// carry neither on kube-apiserver).
 #[derive(Debug, Clone, PartialEq)]
-pub struct StoredObject {
+pub(crate) struct StoredObject {
     value: Value,
     json: Bytes,
     item: Bytes,
@@ -45,7 +45,7 @@ fn encode(value: &Value) -> (Bytes, Bytes) {
 impl StoredObject {
     /// Wraps `value`, stamping `metadata.resourceVersion = rv`.
     #[must_use]
-    pub fn new(mut value: Value, rv: u64) -> Self {
+    pub(crate) fn new(mut value: Value, rv: u64) -> Self {
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
         }
@@ -61,7 +61,7 @@ impl StoredObject {
     /// Wraps `value` as is, for objects that were not stored (dry runs): no
     /// resourceVersion is stamped and [`rv`](Self::rv) is 0.
     #[must_use]
-    pub fn without_rv(mut value: Value) -> Self {
+    pub(crate) fn without_rv(mut value: Value) -> Self {
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("resourceVersion");
         }
@@ -76,44 +76,44 @@ impl StoredObject {
 
     /// The object as JSON.
     #[must_use]
-    pub fn value(&self) -> &Value {
+    pub(crate) fn value(&self) -> &Value {
         &self.value
     }
 
     /// The object serialised as compact JSON.
     #[must_use]
-    pub fn json(&self) -> &Bytes {
+    pub(crate) fn json(&self) -> &Bytes {
         &self.json
     }
 
     /// The object serialised without `kind` and `apiVersion`, as list items are.
     #[must_use]
-    pub fn item_json(&self) -> &Bytes {
+    pub(crate) fn item_json(&self) -> &Bytes {
         &self.item
     }
 
     /// The object's resourceVersion.
     #[must_use]
-    pub fn rv(&self) -> u64 {
+    pub(crate) fn rv(&self) -> u64 {
         self.rv
     }
 
     /// `metadata.name` (empty when absent).
     #[must_use]
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         meta_str(&self.value, "name")
     }
 
     /// `metadata.namespace` (empty when absent).
     #[must_use]
-    pub fn namespace(&self) -> &str {
+    pub(crate) fn namespace(&self) -> &str {
         meta_str(&self.value, "namespace")
     }
 }
 
 /// A string field of `metadata`, or `""`.
 #[must_use]
-pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
     obj.get("metadata")
         .and_then(|m| m.get(field))
         .and_then(Value::as_str)
@@ -122,7 +122,7 @@ pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
 
 /// The storage key of an object: `namespace/name`, or `name` when cluster-scoped.
 #[must_use]
-pub fn object_key(namespace: Option<&str>, name: &str) -> String {
+pub(crate) fn object_key(namespace: Option<&str>, name: &str) -> String {
     match namespace {
         Some(ns) => format!("{ns}/{name}"),
         None => name.to_owned(),

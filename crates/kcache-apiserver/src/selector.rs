@@ -9,7 +9,7 @@ use serde_json::Value;
 /// Why a selector could not be parsed; the message is the real server's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct SelectorError(pub String);
+pub(crate) struct SelectorError(pub(crate) String);
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Op {
@@ -25,7 +25,7 @@ enum Op {
 
 /// A parsed label selector; the empty selector matches everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct LabelSelector {
+pub(crate) struct LabelSelector {
     reqs: Vec<(String, Op)>,
 }
 
@@ -251,7 +251,7 @@ impl LabelSelector {
     ///
     /// # Errors
     /// A [`SelectorError`] with the real server's wording when the string is malformed.
-    pub fn parse(s: &str) -> Result<Self, SelectorError> {
+    pub(crate) fn parse(s: &str) -> Result<Self, SelectorError> {
         let mut p = Parser {
             toks: lex(s),
             pos: 0,
@@ -273,13 +273,13 @@ impl LabelSelector {
 
     /// Whether the selector is empty (matches everything).
     #[must_use]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.reqs.is_empty()
     }
 
     /// Whether an object (its full JSON) matches.
     #[must_use]
-    pub fn matches(&self, obj: &Value) -> bool {
+    pub(crate) fn matches(&self, obj: &Value) -> bool {
         let labels = obj.pointer("/metadata/labels");
         self.reqs.iter().all(|(key, op)| {
             let val = labels.and_then(|l| l.get(key)).and_then(Value::as_str);
@@ -303,7 +303,7 @@ impl LabelSelector {
 
 /// A parsed field selector; the empty selector matches everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FieldSelector {
+pub(crate) struct FieldSelector {
     reqs: Vec<(String, bool, String)>,
 }
 
@@ -313,7 +313,7 @@ impl FieldSelector {
     ///
     /// # Errors
     /// A [`SelectorError`] for unknown fields or malformed terms.
-    pub fn parse(s: &str, extra_fields: &[&str]) -> Result<Self, SelectorError> {
+    pub(crate) fn parse(s: &str, extra_fields: &[&str]) -> Result<Self, SelectorError> {
         let mut reqs = Vec::new();
         for term in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
             let (field, eq, value) = if let Some((f, v)) = term.split_once("!=") {
@@ -344,13 +344,14 @@ impl FieldSelector {
 
     /// Whether the selector is empty (matches everything).
     #[must_use]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.reqs.is_empty()
     }
 
     /// The name a `metadata.name=` term pins, if any (lets a list skip a scan).
     #[must_use]
-    pub fn exact_name(&self) -> Option<&str> {
+    #[cfg(test)]
+    pub(crate) fn exact_name(&self) -> Option<&str> {
         self.reqs
             .iter()
             .find(|(f, eq, _)| *eq && f == "metadata.name")
@@ -359,7 +360,7 @@ impl FieldSelector {
 
     /// Whether an object (its full JSON) matches.
     #[must_use]
-    pub fn matches(&self, obj: &Value) -> bool {
+    pub(crate) fn matches(&self, obj: &Value) -> bool {
         self.reqs.iter().all(|(field, eq, want)| {
             let mut cur = Some(obj);
             for part in field.split('.') {

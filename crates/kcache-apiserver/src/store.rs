@@ -20,7 +20,7 @@ use crate::resource::ResourceId;
 
 /// What happened to an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
+pub(crate) enum EventType {
     /// The object was created.
     Added,
     /// The object was changed.
@@ -32,7 +32,7 @@ pub enum EventType {
 impl EventType {
     /// The watch event type string.
     #[must_use]
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             EventType::Added => "ADDED",
             EventType::Modified => "MODIFIED",
@@ -43,17 +43,17 @@ impl EventType {
 
 /// One change in the history of a resource type.
 #[derive(Debug, Clone)]
-pub struct StoreEvent {
+pub(crate) struct StoreEvent {
     /// resourceVersion of the change.
-    pub rv: u64,
+    pub(crate) rv: u64,
     /// What happened.
-    pub kind: EventType,
+    pub(crate) kind: EventType,
     /// Storage key (`ns/name` or `name`).
-    pub key: String,
+    pub(crate) key: String,
     /// The new state; for `Deleted`, the last state stamped with the deletion RV.
-    pub object: Arc<StoredObject>,
+    pub(crate) object: Arc<StoredObject>,
     /// The state before the change (`None` for `Added`).
-    pub prev: Option<Arc<StoredObject>>,
+    pub(crate) prev: Option<Arc<StoredObject>>,
     at: Instant,
     /// The JSON watch line, rendered once and shared by every watcher.
     line: std::sync::OnceLock<bytes::Bytes>,
@@ -61,7 +61,7 @@ pub struct StoreEvent {
 
 impl StoreEvent {
     /// The event's JSON watch line (`{"type":..,"object":..}\n`), rendered on first use.
-    pub fn json_line(&self, render: impl FnOnce() -> bytes::Bytes) -> bytes::Bytes {
+    pub(crate) fn json_line(&self, render: impl FnOnce() -> bytes::Bytes) -> bytes::Bytes {
         self.line.get_or_init(render).clone()
     }
 }
@@ -87,7 +87,7 @@ impl Default for HistoryConfig {
 
 /// Errors of storage reads.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum StoreError {
+pub(crate) enum StoreError {
     /// The requested resourceVersion is older than the kept history.
     #[error("too old resource version: {requested} ({oldest})")]
     TooOld {
@@ -108,7 +108,7 @@ pub enum StoreError {
 
 /// What a write closure decided.
 #[derive(Debug)]
-pub enum Mutation {
+pub(crate) enum Mutation {
     /// Store this value (create or replace).
     Put(Value),
     /// Remove the object.
@@ -119,16 +119,14 @@ pub enum Mutation {
 
 /// The result of a write.
 #[derive(Debug, Clone)]
-pub struct WriteOutcome {
+pub(crate) struct WriteOutcome {
     /// The object after the write (the last state for a delete); `None` if nothing existed.
-    pub object: Option<Arc<StoredObject>>,
-    /// The event the write produced, if it changed anything.
-    pub event: Option<EventType>,
+    pub(crate) object: Option<Arc<StoredObject>>,
 }
 
 /// Which state a list reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ReadAt {
+pub(crate) enum ReadAt {
     /// The latest state.
     Latest,
     /// The state exactly at this resourceVersion.
@@ -136,19 +134,19 @@ pub enum ReadAt {
 }
 
 /// A list request against one resource type.
-pub struct ListQuery<'a> {
+pub(crate) struct ListQuery<'a> {
     /// Restrict to one namespace.
-    pub namespace: Option<&'a str>,
+    pub(crate) namespace: Option<&'a str>,
     /// Which state to read.
-    pub at: ReadAt,
+    pub(crate) at: ReadAt,
     /// Continue strictly after this key (relative to the namespace prefix).
-    pub start_after: Option<&'a str>,
+    pub(crate) start_after: Option<&'a str>,
     /// At most this many items.
-    pub limit: Option<usize>,
+    pub(crate) limit: Option<usize>,
     /// Only items for which this returns true.
-    pub filter: &'a (dyn Fn(&Value) -> bool + Sync),
+    pub(crate) filter: &'a (dyn Fn(&Value) -> bool + Sync),
     /// Whether to count the remaining items when a page is cut.
-    pub count_remaining: bool,
+    pub(crate) count_remaining: bool,
 }
 
 impl std::fmt::Debug for ListQuery<'_> {
@@ -165,15 +163,15 @@ impl std::fmt::Debug for ListQuery<'_> {
 
 /// One page of a list.
 #[derive(Debug, Clone)]
-pub struct ListPage {
+pub(crate) struct ListPage {
     /// The items, ordered by key.
-    pub items: Vec<Arc<StoredObject>>,
+    pub(crate) items: Vec<Arc<StoredObject>>,
     /// The resourceVersion the page is consistent at.
-    pub rv: u64,
+    pub(crate) rv: u64,
     /// When more items follow: the key (relative to the namespace prefix) of the last item.
-    pub continue_after: Option<String>,
+    pub(crate) continue_after: Option<String>,
     /// How many matching items follow, when counted.
-    pub remaining: Option<u64>,
+    pub(crate) remaining: Option<u64>,
 }
 
 struct Table {
@@ -227,7 +225,7 @@ impl Inner {
 
 /// The MVCC object store shared by every request; cheap to clone.
 #[derive(Clone)]
-pub struct Store {
+pub(crate) struct Store {
     inner: Arc<RwLock<Inner>>,
     history: HistoryConfig,
     rv_tx: Arc<watch::Sender<u64>>,
@@ -245,7 +243,7 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// An empty store at resourceVersion 1.
     #[must_use]
-    pub fn new(history: HistoryConfig) -> Self {
+    pub(crate) fn new(history: HistoryConfig) -> Self {
         Self {
             inner: Arc::new(RwLock::new(Inner {
                 rv: 1,
@@ -259,48 +257,26 @@ impl Store {
 
     /// The latest resourceVersion.
     #[must_use]
-    pub fn current_rv(&self) -> u64 {
+    pub(crate) fn current_rv(&self) -> u64 {
         self.inner.read().rv
     }
 
     /// A receiver that sees the global resourceVersion advance.
     #[must_use]
-    pub fn subscribe_rv(&self) -> watch::Receiver<u64> {
+    pub(crate) fn subscribe_rv(&self) -> watch::Receiver<u64> {
         self.rv_tx.subscribe()
     }
 
     /// A receiver that sees the latest event RV of one resource type advance.
     #[must_use]
-    pub fn subscribe(&self, id: &ResourceId) -> watch::Receiver<u64> {
+    pub(crate) fn subscribe(&self, id: &ResourceId) -> watch::Receiver<u64> {
         self.inner.write().table_mut(id).notify.subscribe()
-    }
-
-    /// The latest event RV of a resource type (0 if it never changed).
-    #[must_use]
-    pub fn resource_rv(&self, id: &ResourceId) -> u64 {
-        self.inner.read().tables.get(id).map_or(0, |t| t.latest)
     }
 
     /// The current object under `key`.
     #[must_use]
-    pub fn get(&self, id: &ResourceId, key: &str) -> Option<Arc<StoredObject>> {
+    pub(crate) fn get(&self, id: &ResourceId, key: &str) -> Option<Arc<StoredObject>> {
         self.inner.read().tables.get(id)?.objects.get(key).cloned()
-    }
-
-    /// Number of current objects of a resource type.
-    #[must_use]
-    pub fn len(&self, id: &ResourceId) -> usize {
-        self.inner
-            .read()
-            .tables
-            .get(id)
-            .map_or(0, |t| t.objects.len())
-    }
-
-    /// Whether the store holds no objects of this type.
-    #[must_use]
-    pub fn is_empty(&self, id: &ResourceId) -> bool {
-        self.len(id) == 0
     }
 
     /// Atomically reads the object under `key`, lets `f` decide, and applies the decision
@@ -309,7 +285,7 @@ impl Store {
     ///
     /// # Errors
     /// Whatever `f` returns.
-    pub fn mutate<E>(
+    pub(crate) fn mutate<E>(
         &self,
         id: &ResourceId,
         key: &str,
@@ -322,10 +298,7 @@ impl Store {
         let decision = f(current.as_ref(), next)?;
         let (object, kind) = match decision {
             Mutation::Keep => {
-                return Ok(WriteOutcome {
-                    object: current,
-                    event: None,
-                });
+                return Ok(WriteOutcome { object: current });
             }
             Mutation::Put(value) => {
                 let obj = Arc::new(StoredObject::new(value, next));
@@ -339,10 +312,7 @@ impl Store {
             }
             Mutation::Delete => {
                 let Some(prev) = table.objects.remove(key) else {
-                    return Ok(WriteOutcome {
-                        object: None,
-                        event: None,
-                    });
+                    return Ok(WriteOutcome { object: None });
                 };
                 (
                     Arc::new(StoredObject::new(prev.value().clone(), next)),
@@ -368,13 +338,12 @@ impl Store {
         self.rv_tx.send_replace(next);
         Ok(WriteOutcome {
             object: Some(object),
-            event: Some(kind),
         })
     }
 
     /// Keys of the current objects of `id` whose key starts with `prefix`.
     #[must_use]
-    pub fn keys_with_prefix(&self, id: &ResourceId, prefix: &str) -> Vec<String> {
+    pub(crate) fn keys_with_prefix(&self, id: &ResourceId, prefix: &str) -> Vec<String> {
         let inner = self.inner.read();
         let Some(t) = inner.tables.get(id) else {
             return Vec::new();
@@ -386,18 +355,12 @@ impl Store {
             .collect()
     }
 
-    /// Every resource type that has ever held an object.
-    #[must_use]
-    pub fn resource_ids(&self) -> Vec<ResourceId> {
-        self.inner.read().tables.keys().cloned().collect()
-    }
-
     /// Reads one page of a list.
     ///
     /// # Errors
     /// [`StoreError::TooOld`] when an exact RV is older than the history window,
     /// [`StoreError::TooLarge`] when it is newer than the store.
-    pub fn list(&self, id: &ResourceId, q: &ListQuery<'_>) -> Result<ListPage, StoreError> {
+    pub(crate) fn list(&self, id: &ResourceId, q: &ListQuery<'_>) -> Result<ListPage, StoreError> {
         let inner = self.inner.read();
         let current = inner.rv;
         let empty;
@@ -498,7 +461,7 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::TooOld`] when events after `after` were already dropped.
-    pub fn events_since(
+    pub(crate) fn events_since(
         &self,
         id: &ResourceId,
         after: u64,
@@ -525,7 +488,7 @@ impl Store {
     }
 
     /// Drops all history: every RV before the current one becomes expired.
-    pub fn compact_now(&self) {
+    pub(crate) fn compact_now(&self) {
         let mut inner = self.inner.write();
         let rv = inner.rv;
         inner.floor = rv;
@@ -536,7 +499,7 @@ impl Store {
     }
 
     /// Applies the age limit of the history window (called periodically by the server).
-    pub fn maintain(&self) {
+    pub(crate) fn maintain(&self) {
         if self.history.max_age.is_none() {
             return;
         }

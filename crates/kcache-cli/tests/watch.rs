@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use kcache_apiserver::{ApiServer, RunningServer, server::kubeconfig_yaml};
+use kcache_apiserver::{ApiServer, RunningServer, kubeconfig_yaml};
 use serde_json::json;
 
 /// A safety net against a hung child, not a speed assertion.

@@ -12,7 +12,7 @@
 
 pub mod wire;
 
-pub use wire::{WireError, strip_managed_fields};
+pub use wire::{LayoutError, strip_managed_fields};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -184,7 +184,7 @@ fn metadata_that_is_not_a_message_is_an_error() {
     let raw = [0x08, 0x01];
     assert_eq!(
         strip_managed_fields(&raw).unwrap_err(),
-        wire::WireError::MetadataNotAMessage(0)
+        wire::LayoutError::MetadataNotAMessage(0)
     );
     assert!(object_meta(&raw).is_err());
 }

@@ -14,6 +14,7 @@
 //! assert_eq!(key.to_string(), "default/web-0");
 //! ```
 #![doc(test(attr(deny(warnings))))]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod controller;
 pub mod factory;
@@ -24,6 +25,8 @@ pub mod lister_watcher;
 pub mod reflector;
 pub mod sharding;
 pub mod store;
+#[cfg(any(test, feature = "testing", doc))]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 pub mod workqueue;
 

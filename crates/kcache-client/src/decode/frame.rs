@@ -9,7 +9,7 @@ pub const DEFAULT_MAX_FRAME_SIZE: usize = 64 * 1024 * 1024;
 
 /// Why the watch body could not be split into frames.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum FrameError {
+pub enum JsonFrameError {
     /// A frame grew past the limit without a newline.
     #[error("watch frame larger than {limit} bytes without a newline: the stream is corrupt")]
     TooLarge {
@@ -31,9 +31,9 @@ pub enum FrameError {
 /// a frame split into many chunks is scanned once.
 ///
 /// ```
-/// use kcache_client::decode::FrameDecoder;
+/// use kcache_client::decode::JsonFrameDecoder;
 ///
-/// let mut frames = FrameDecoder::new(1024);
+/// let mut frames = JsonFrameDecoder::new(1024);
 /// frames.push(b"{\"a\":1}\n{\"b\"");
 /// assert_eq!(&frames.next_frame().unwrap().unwrap()[..], b"{\"a\":1}");
 /// assert!(frames.next_frame().unwrap().is_none());
@@ -42,14 +42,14 @@ pub enum FrameError {
 /// assert!(frames.finish().is_ok());
 /// ```
 #[derive(Debug)]
-pub struct FrameDecoder {
+pub struct JsonFrameDecoder {
     buf: BytesMut,
     /// Bytes of `buf` already known to hold no newline.
     scanned: usize,
     max_frame_size: usize,
 }
 
-impl FrameDecoder {
+impl JsonFrameDecoder {
     /// A decoder that rejects frames longer than `max_frame_size` bytes.
     pub fn new(max_frame_size: usize) -> Self {
         Self {
@@ -67,14 +67,14 @@ impl FrameDecoder {
     /// The next complete frame, or `None` until more bytes arrive.
     ///
     /// # Errors
-    /// [`FrameError::TooLarge`] when the unfinished frame exceeds the limit; the decoder should
+    /// [`JsonFrameError::TooLarge`] when the unfinished frame exceeds the limit; the decoder should
     /// then be dropped.
-    pub fn next_frame(&mut self) -> Result<Option<Bytes>, FrameError> {
+    pub fn next_frame(&mut self) -> Result<Option<Bytes>, JsonFrameError> {
         loop {
             let Some(pos) = memchr::memchr(b'\n', &self.buf[self.scanned..]) else {
                 self.scanned = self.buf.len();
                 if self.buf.len() > self.max_frame_size {
-                    return Err(FrameError::TooLarge {
+                    return Err(JsonFrameError::TooLarge {
                         limit: self.max_frame_size,
                     });
                 }
@@ -88,7 +88,7 @@ impl FrameDecoder {
                 line.truncate(end - 1);
             }
             if line.len() > self.max_frame_size {
-                return Err(FrameError::TooLarge {
+                return Err(JsonFrameError::TooLarge {
                     limit: self.max_frame_size,
                 });
             }
@@ -102,13 +102,13 @@ impl FrameDecoder {
     /// Checks the end of the body: anything but whitespace left over is a truncated frame.
     ///
     /// # Errors
-    /// [`FrameError::Truncated`] when the body ended mid-frame.
-    pub fn finish(&mut self) -> Result<(), FrameError> {
+    /// [`JsonFrameError::Truncated`] when the body ended mid-frame.
+    pub fn finish(&mut self) -> Result<(), JsonFrameError> {
         if self.buf.iter().all(u8::is_ascii_whitespace) {
             self.buf.clear();
             Ok(())
         } else {
-            Err(FrameError::Truncated {
+            Err(JsonFrameError::Truncated {
                 buffered: self.buf.len(),
             })
         }
@@ -119,7 +119,7 @@ impl FrameDecoder {
 mod tests {
     use super::*;
 
-    fn all_frames(d: &mut FrameDecoder) -> Vec<Vec<u8>> {
+    fn all_frames(d: &mut JsonFrameDecoder) -> Vec<Vec<u8>> {
         let mut out = Vec::new();
         while let Some(f) = d.next_frame().unwrap() {
             out.push(f.to_vec());
@@ -129,7 +129,7 @@ mod tests {
 
     #[test]
     fn several_frames_in_one_chunk_and_crlf() {
-        let mut d = FrameDecoder::new(100);
+        let mut d = JsonFrameDecoder::new(100);
         d.push(b"a\r\nb\n\n  \nc\n");
         assert_eq!(
             all_frames(&mut d),
@@ -140,7 +140,7 @@ mod tests {
 
     #[test]
     fn frame_split_byte_by_byte() {
-        let mut d = FrameDecoder::new(100);
+        let mut d = JsonFrameDecoder::new(100);
         let mut out = Vec::new();
         for b in b"{\"x\":1}\n{\"y\":2}\n" {
             d.push(&[*b]);
@@ -151,24 +151,24 @@ mod tests {
 
     #[test]
     fn frame_over_the_limit_is_rejected_with_or_without_newline() {
-        let mut d = FrameDecoder::new(4);
+        let mut d = JsonFrameDecoder::new(4);
         d.push(b"12345");
-        assert_eq!(d.next_frame(), Err(FrameError::TooLarge { limit: 4 }));
-        let mut d = FrameDecoder::new(4);
+        assert_eq!(d.next_frame(), Err(JsonFrameError::TooLarge { limit: 4 }));
+        let mut d = JsonFrameDecoder::new(4);
         d.push(b"123456\n");
-        assert_eq!(d.next_frame(), Err(FrameError::TooLarge { limit: 4 }));
-        let mut d = FrameDecoder::new(4);
+        assert_eq!(d.next_frame(), Err(JsonFrameError::TooLarge { limit: 4 }));
+        let mut d = JsonFrameDecoder::new(4);
         d.push(b"1234\n");
         assert_eq!(d.next_frame().unwrap().as_deref(), Some(&b"1234"[..]));
     }
 
     #[test]
     fn eof_mid_frame_is_truncated_and_trailing_whitespace_is_not() {
-        let mut d = FrameDecoder::new(100);
+        let mut d = JsonFrameDecoder::new(100);
         d.push(b"{\"a\":1}\n{\"b\"");
         assert_eq!(all_frames(&mut d).len(), 1);
-        assert_eq!(d.finish(), Err(FrameError::Truncated { buffered: 4 }));
-        let mut d = FrameDecoder::new(100);
+        assert_eq!(d.finish(), Err(JsonFrameError::Truncated { buffered: 4 }));
+        let mut d = JsonFrameDecoder::new(100);
         d.push(b"{}\n \r\n");
         assert_eq!(all_frames(&mut d).len(), 1);
         assert_eq!(d.finish(), Ok(()));

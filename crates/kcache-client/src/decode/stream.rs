@@ -4,7 +4,7 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt, stream};
 use kcache::lister_watcher::{Error, WatchStream};
 
-use super::{EventError, FrameDecoder, ItemDecoder, decode_event};
+use super::{EventError, ItemDecoder, JsonFrameDecoder, decode_event};
 
 /// Decodes a watch body into [`WatchEvent`](kube_core::WatchEvent)s as its chunks arrive.
 ///
@@ -28,7 +28,7 @@ where
 {
     let state = State {
         body: Box::pin(body),
-        frames: FrameDecoder::new(max_frame_size),
+        frames: JsonFrameDecoder::new(max_frame_size),
         decoder,
         done: false,
     };
@@ -41,7 +41,7 @@ where
 
 struct State<S, D> {
     body: std::pin::Pin<Box<S>>,
-    frames: FrameDecoder,
+    frames: JsonFrameDecoder,
     decoder: D,
     done: bool,
 }

@@ -21,7 +21,7 @@ const WIRE_FIXED32: u8 = 5;
 /// A message whose wire structure the walker cannot follow.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum WireError {
+pub enum LayoutError {
     /// A varint runs past the end of the message or past 10 bytes.
     #[error("invalid varint at byte {at}")]
     Varint {
@@ -60,7 +60,7 @@ pub enum WireError {
 
 /// One field record of a message, as offsets into that message.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Field {
+pub struct FieldRecord {
     /// Field number.
     pub number: u32,
     /// Wire type (0, 1, 2 or 5).
@@ -83,17 +83,17 @@ pub fn fields(msg: &[u8]) -> Fields<'_> {
     Fields { msg, pos: 0 }
 }
 
-fn varint(msg: &[u8], pos: &mut usize) -> Result<u64, WireError> {
+fn varint(msg: &[u8], pos: &mut usize) -> Result<u64, LayoutError> {
     let at = *pos;
     let mut v: u64 = 0;
     for i in 0..10 {
         let Some(&b) = msg.get(at + i) else {
-            return Err(WireError::Varint { at });
+            return Err(LayoutError::Varint { at });
         };
         let bits = u64::from(b & 0x7f);
         // The 10th byte may only hold the top bit of a u64.
         if i == 9 && b > 1 {
-            return Err(WireError::Varint { at });
+            return Err(LayoutError::Varint { at });
         }
         v |= bits << (7 * i);
         if b & 0x80 == 0 {
@@ -101,25 +101,25 @@ fn varint(msg: &[u8], pos: &mut usize) -> Result<u64, WireError> {
             return Ok(v);
         }
     }
-    Err(WireError::Varint { at })
+    Err(LayoutError::Varint { at })
 }
 
 impl Fields<'_> {
-    fn record(&mut self) -> Result<Field, WireError> {
+    fn record(&mut self) -> Result<FieldRecord, LayoutError> {
         let start = self.pos;
         let mut pos = self.pos;
         let key = varint(self.msg, &mut pos)?;
         let number = u32::try_from(key >> 3)
             .ok()
             .filter(|n| (1..=(1 << 29) - 1).contains(n))
-            .ok_or(WireError::FieldNumber { at: start })?;
+            .ok_or(LayoutError::FieldNumber { at: start })?;
         // Masked to 3 bits: the cast is lossless.
         let wire_type = (key & 7) as u8;
-        let truncated = WireError::Truncated {
+        let truncated = LayoutError::Truncated {
             field: number,
             at: start,
         };
-        let fits = |len: u64, pos: usize| -> Result<usize, WireError> {
+        let fits = |len: u64, pos: usize| -> Result<usize, LayoutError> {
             usize::try_from(len)
                 .ok()
                 .filter(|&len| len <= self.msg.len() - pos)
@@ -138,7 +138,7 @@ impl Fields<'_> {
                 pos..pos + fits(len, pos)?
             }
             other => {
-                return Err(WireError::WireType {
+                return Err(LayoutError::WireType {
                     field: number,
                     wire_type: other,
                     at: start,
@@ -146,7 +146,7 @@ impl Fields<'_> {
             }
         };
         self.pos = value.end;
-        Ok(Field {
+        Ok(FieldRecord {
             number,
             wire_type,
             record: start..value.end,
@@ -156,7 +156,7 @@ impl Fields<'_> {
 }
 
 impl Iterator for Fields<'_> {
-    type Item = Result<Field, WireError>;
+    type Item = Result<FieldRecord, LayoutError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.pos >= self.msg.len() {
@@ -176,8 +176,8 @@ impl Iterator for Fields<'_> {
 ///
 /// # Errors
 ///
-/// [`WireError`] when `msg` is not a well-formed message at this level.
-pub fn without_field(msg: &[u8], number: u32) -> Result<Option<Vec<Range<usize>>>, WireError> {
+/// [`LayoutError`] when `msg` is not a well-formed message at this level.
+pub fn without_field(msg: &[u8], number: u32) -> Result<Option<Vec<Range<usize>>>, LayoutError> {
     let mut kept: Vec<Range<usize>> = Vec::new();
     let mut dropped = false;
     for f in fields(msg) {
@@ -213,15 +213,15 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 ///
 /// # Errors
 ///
-/// [`WireError`] when the object is not well-formed at its top level, or `metadata` is not a
+/// [`LayoutError`] when the object is not well-formed at its top level, or `metadata` is not a
 /// length-delimited value.
-pub fn metadata_ranges(object: &[u8]) -> Result<Vec<Range<usize>>, WireError> {
+pub fn metadata_ranges(object: &[u8]) -> Result<Vec<Range<usize>>, LayoutError> {
     let mut out = Vec::with_capacity(1);
     for f in fields(object) {
         let f = f?;
         if f.number == OBJECT_METADATA {
             if f.wire_type != WIRE_LEN {
-                return Err(WireError::MetadataNotAMessage(f.wire_type));
+                return Err(LayoutError::MetadataNotAMessage(f.wire_type));
             }
             out.push(f.value);
         }
@@ -235,9 +235,9 @@ pub fn metadata_ranges(object: &[u8]) -> Result<Vec<Range<usize>>, WireError> {
 ///
 /// # Errors
 ///
-/// [`WireError`] when the object or its metadata is not well-formed at the levels walked
+/// [`LayoutError`] when the object or its metadata is not well-formed at the levels walked
 /// (the top level and the metadata's own fields; other nested messages are not looked into).
-pub fn strip_managed_fields(object: &[u8]) -> Result<Cow<'_, [u8]>, WireError> {
+pub fn strip_managed_fields(object: &[u8]) -> Result<Cow<'_, [u8]>, LayoutError> {
     // Each metadata record that loses fields: its record range, and the metadata ranges kept.
     let mut rewrites: Vec<(Range<usize>, Vec<Range<usize>>)> = Vec::new();
     for f in fields(object) {
@@ -246,7 +246,7 @@ pub fn strip_managed_fields(object: &[u8]) -> Result<Cow<'_, [u8]>, WireError> {
             continue;
         }
         if f.wire_type != WIRE_LEN {
-            return Err(WireError::MetadataNotAMessage(f.wire_type));
+            return Err(LayoutError::MetadataNotAMessage(f.wire_type));
         }
         let meta = &object[f.value.clone()];
         if let Some(kept) = without_field(meta, META_MANAGED_FIELDS)? {
@@ -318,7 +318,7 @@ mod tests {
         let mut pos = 0;
         assert_eq!(
             varint(&[0xff; 11], &mut pos),
-            Err(WireError::Varint { at: 0 })
+            Err(LayoutError::Varint { at: 0 })
         );
         // Ten bytes whose last one carries more than the top bit of a u64.
         let mut ten = [0xff; 10];
@@ -332,7 +332,7 @@ mod tests {
         let msg = [
             0x0a, 2, b'a', b'b', 0x10, 0xac, 0x02, 0x1d, 1, 2, 3, 4, 0x21, 1, 2, 3, 4, 5, 6, 7, 8,
         ];
-        let f: Vec<Field> = fields(&msg).collect::<Result<_, _>>().unwrap();
+        let f: Vec<FieldRecord> = fields(&msg).collect::<Result<_, _>>().unwrap();
         assert_eq!(
             f.iter()
                 .map(|f| (f.number, f.wire_type))
@@ -348,15 +348,15 @@ mod tests {
     fn groups_and_bad_keys_are_errors() {
         assert!(matches!(
             fields(&[0x0b]).next(),
-            Some(Err(WireError::WireType { wire_type: 3, .. }))
+            Some(Err(LayoutError::WireType { wire_type: 3, .. }))
         ));
         assert!(matches!(
             fields(&[0x02]).next(),
-            Some(Err(WireError::FieldNumber { at: 0 }))
+            Some(Err(LayoutError::FieldNumber { at: 0 }))
         ));
         assert!(matches!(
             fields(&[0x0a, 5, 1]).next(),
-            Some(Err(WireError::Truncated { field: 1, at: 0 }))
+            Some(Err(LayoutError::Truncated { field: 1, at: 0 }))
         ));
     }
 }

@@ -4,6 +4,10 @@
 //! semantics and fault controls, the analogue of client-go's `FakeControllerSource`;
 //! [`RecordingStore`] is a [`ReflectorStore`](crate::reflector::ReflectorStore) that records
 //! what a reflector did.
+//!
+//! Available with the crate feature `testing` (off by default): enable it in the
+//! dev-dependencies of the crate whose tests use it,
+//! `kcache = { workspace = true, features = ["testing"] }`.
 
 mod fake_source;
 mod recording_store;
