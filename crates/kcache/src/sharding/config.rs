@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use super::selector::Field;
 
-/// How a [`ShardManager`] shares its shards.
+/// How a [`ShardManager`](super::ShardManager) shares its shards.
 ///
 /// ```
 /// use std::time::Duration;
