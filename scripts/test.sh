@@ -10,6 +10,12 @@ step() { current_step="$*"; printf '\n==> %s\n' "$*"; }
 current_step="setup"
 trap 'rc=$?; [[ $rc -eq 0 ]] || printf "\ntest.sh: FAILED at step: %s (exit %s)\n" "$current_step" "$rc" >&2' EXIT
 
+# A one-shot run gains nothing from incremental state, which would double the disk it takes.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+
+# The build takes several GB: say how much room there is, so that a full disk is plain to see.
+df -h . | sed 's/^/test.sh: disk: /'
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -59,6 +65,8 @@ scripts/peer-smoke.sh
 
 step "cargo test"
 PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test --workspace --locked --no-fail-fast
+
+du -sh target 2>/dev/null | sed 's/^/test.sh: build directory: /' || true
 
 step "kcache bench smoke (500 pods, 1 run, every peer) against the upstream server"
 scripts/bench-smoke.sh
