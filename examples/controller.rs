@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kcache::controller::{self, Action, Controller};
 use kcache::{SharedInformerFactory, factory};
 use kcache_apiserver::ApiServer;
-use kcache_client::{Client, HttpListerWatcher};
+use kcache_client::Client;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -25,10 +25,8 @@ async fn main() -> anyhow::Result<()> {
     }
     let client = Client::from_url(&server.url())?;
     let factory = SharedInformerFactory::new(factory::Config::default().namespace("default"));
-    let pods = factory.informer_for::<Pod, _, _>(|opts| {
-        let ns = opts.namespace.as_deref().unwrap_or("default");
-        HttpListerWatcher::<Pod>::namespaced(client.clone(), ns)
-    });
+    // Pods in the factory's namespace, listed and watched through the client.
+    let pods = factory.informer::<Pod>(&client);
     let controller = Controller::new(pods, controller::Config::default().name("pods").workers(2));
     factory.start();
 

@@ -37,6 +37,7 @@ pub mod lister_watcher;
 #[cfg(feature = "protobuf")]
 pub mod protobuf;
 pub mod shard_leases;
+mod source;
 
 pub use client::Client;
 pub use compact::{Compact, CompactDecoder};

@@ -491,3 +491,39 @@ async fn large_list_pages_decode_off_the_runtime_and_keep_every_item() -> Result
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn factory_informer_from_the_client_applies_the_factory_namespace() -> Result<()> {
+    use k8s_openapi::api::core::v1::Namespace;
+    use kcache::{SharedInformerFactory, factory};
+    for s in TestServer::all().await? {
+        s.create_cm("mine", json!({}), json!({})).await?;
+        let factory = SharedInformerFactory::new(factory::Config::default().namespace(&s.ns));
+        let cms = factory.informer::<ConfigMap>(&s.client);
+        let namespaces = factory.informer::<Namespace>(&s.client);
+        factory.start();
+        let synced = tokio::time::timeout(HANG_GUARD, factory.wait_for_cache_sync()).await?;
+        ensure!(synced.values().all(|ok| *ok), "{}: {synced:?}", s.name);
+        let names: Vec<_> = cms
+            .indexer()
+            .list_keys()
+            .into_iter()
+            .map(|k| k.to_string())
+            .collect();
+        ensure!(
+            names.iter().all(|k| k.starts_with(&format!("{}/", s.ns)))
+                && names.contains(&format!("{}/mine", s.ns)),
+            "{}: ConfigMaps outside the factory's namespace, or ours missing: {names:?}",
+            s.name
+        );
+        // Namespaces are cluster-scoped: the factory's namespace does not apply to them.
+        ensure!(
+            namespaces.indexer().get_by_key(s.ns.as_str()).is_some(),
+            "{}: the namespace informer did not list namespace {}",
+            s.name,
+            s.ns
+        );
+        factory.shutdown().await;
+    }
+    Ok(())
+}

@@ -77,6 +77,35 @@ impl Config {
     }
 }
 
+/// Makes the [`ListerWatcher`] of a `K` informer for one namespace or all of them: what
+/// [`SharedInformerFactory::informer`] needs from a client. `kcache_client::Client`
+/// implements it for every typed resource (a namespace is ignored for cluster-scoped kinds).
+///
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kcache::{SharedInformerFactory, factory, testing::FakeSource};
+///
+/// /// Hands out clones of one fake collection, whatever the namespace.
+/// struct Fake(FakeSource<ConfigMap>);
+/// impl factory::Source<ConfigMap> for Fake {
+///     type ListerWatcher = FakeSource<ConfigMap>;
+///     fn lister_watcher(&self, _namespace: Option<&str>) -> FakeSource<ConfigMap> {
+///         self.0.clone()
+///     }
+/// }
+///
+/// let factory = SharedInformerFactory::new(factory::Config::default());
+/// let cms = factory.informer::<ConfigMap>(&Fake(FakeSource::new()));
+/// assert!(!cms.has_started());
+/// ```
+pub trait Source<K: Clone> {
+    /// The lister-watcher it makes.
+    type ListerWatcher: ListerWatcher<K>;
+
+    /// A lister-watcher of `K` in `namespace` (`None`: all namespaces).
+    fn lister_watcher(&self, namespace: Option<&str>) -> Self::ListerWatcher;
+}
+
 /// Type-erased view of one informer.
 trait ErasedInformer: Send + Sync {
     fn type_name(&self) -> &'static str;
@@ -173,8 +202,19 @@ impl SharedInformerFactory {
         &self.options
     }
 
+    /// The shared informer for `K`, created on first request from `source` with the factory's
+    /// namespace, selectors, resync period and transform, and the namespace index. No
+    /// turbofish beyond the type is needed: `factory.informer::<Pod>(&client)`.
+    pub fn informer<K>(&self, source: &impl Source<K>) -> SharedIndexInformer<K>
+    where
+        K: Resource + Clone + Send + Sync + 'static,
+    {
+        self.informer_for(|config| source.lister_watcher(config.namespace.as_deref()))
+    }
+
     /// The shared informer for `K`, created on first request with the namespace index and the
-    /// [`ListerWatcher`] that `make` builds from the factory's options. Later requests return
+    /// [`ListerWatcher`] that `make` builds from the factory's options (`make` must apply
+    /// [`Config::namespace`] itself; [`informer`](Self::informer) does it for a [`Source`]). Later requests return
     /// the same informer (and do not call `make`).
     pub fn informer_for<K, F, L>(&self, make: F) -> SharedIndexInformer<K>
     where
@@ -372,6 +412,32 @@ mod tests {
         factory.shutdown().await;
         let synced = waiter.await.unwrap();
         assert_eq!(synced.values().copied().collect::<Vec<_>>(), [false]);
+    }
+
+    /// Records the namespace each lister-watcher was made for.
+    struct Recording(FakeSource<ConfigMap>, std::sync::Mutex<Vec<Option<String>>>);
+
+    impl Source<ConfigMap> for Recording {
+        type ListerWatcher = FakeSource<ConfigMap>;
+        fn lister_watcher(&self, namespace: Option<&str>) -> FakeSource<ConfigMap> {
+            self.1.lock().unwrap().push(namespace.map(str::to_owned));
+            self.0.clone()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn informer_from_a_source_gets_the_factory_namespace_once() {
+        let factory = SharedInformerFactory::new(Config::default().namespace("ns"));
+        let src = Recording(FakeSource::new(), Default::default());
+        src.0.upsert(cm("a"));
+        let a = factory.informer::<ConfigMap>(&src);
+        let b = factory.informer::<ConfigMap>(&src);
+        assert_eq!(*src.1.lock().unwrap(), [Some("ns".to_owned())]);
+        factory.start();
+        factory.wait_for_cache_sync().await;
+        assert_eq!(b.indexer().len(), 1);
+        assert!(a.indexer().get_by_key("ns/a").is_some());
+        factory.shutdown().await;
     }
 
     #[tokio::test(start_paused = true)]

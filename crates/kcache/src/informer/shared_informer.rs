@@ -26,7 +26,7 @@ use crate::{
     fifo::{AnyFifo, Queue},
     lister_watcher::ListerWatcher,
     reflector::{self, Reflector, ReflectorHandle, TransformFunc, WatchErrorHandler},
-    store::{Indexers, Lister, ThreadSafeStore, meta_namespace_key_func},
+    store::{Indexers, Lister, Reader, ThreadSafeStore, meta_namespace_key_func},
 };
 
 /// What [`run`](SharedIndexInformer::run) needs to start, and whether it has.
@@ -45,6 +45,8 @@ pub(super) struct StartState<K> {
 /// The informer's shared state; [`SharedIndexInformer`] is an `Arc` of it.
 pub(crate) struct Inner<K> {
     pub(super) indexer: ThreadSafeStore<K>,
+    /// The read-only view of `indexer` that readers get.
+    pub(super) reader: Reader<K>,
     pub(super) processor: Processor<K>,
     pub(super) queue: AnyFifo<K>,
     pub(super) config: Config,
@@ -134,6 +136,7 @@ where
         });
         let check_period = config.resync_period;
         let inner = Inner {
+            reader: Reader::from(indexer.clone()),
             indexer,
             processor: Processor::new(),
             queue,
@@ -278,14 +281,15 @@ where
         Ok(self.inner.indexer.add_indexers(indexers)?)
     }
 
-    /// The cache. Reads never wait long behind the informer's writes.
-    pub fn indexer(&self) -> &ThreadSafeStore<K> {
-        &self.inner.indexer
+    /// The cache, read-only: the informer is its one writer. Reads never wait long behind
+    /// the informer's writes.
+    pub fn indexer(&self) -> &Reader<K> {
+        &self.inner.reader
     }
 
-    /// A lister over the cache.
+    /// A lister over the cache (read-only, like [`indexer`](Self::indexer)).
     pub fn lister(&self) -> Lister<K> {
-        Lister::new(self.inner.indexer.clone())
+        Lister::new(self.inner.reader.clone())
     }
 
     /// Whether the initial list has been applied to the cache (client-go `HasSynced`).

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use kube_core::{Resource, Selector};
 
-use super::{NAMESPACE_INDEX, ObjectKey, ThreadSafeStore, selector::matches_labels};
+use super::{NAMESPACE_INDEX, ObjectKey, Reader, selector::matches_labels};
 
-/// Read-only, label-filtered access to a [`ThreadSafeStore`] of Kubernetes objects.
+/// Read-only, label-filtered access to a [`ThreadSafeStore`](super::ThreadSafeStore) of
+/// Kubernetes objects.
 ///
 /// Cheap to clone; it reads the live store (never a copy). Objects come back as shared
 /// `Arc<K>`: treat them as immutable.
@@ -33,7 +34,7 @@ use super::{NAMESPACE_INDEX, ObjectKey, ThreadSafeStore, selector::matches_label
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Lister<K> {
-    store: ThreadSafeStore<K>,
+    store: Reader<K>,
 }
 
 impl<K> Clone for Lister<K> {
@@ -54,12 +55,14 @@ impl<K: Resource + Send + Sync + 'static> Lister<K> {
     /// A lister over `store`, which should be keyed by
     /// [`meta_namespace_key`](super::meta_namespace_key). Namespaced lists use its
     /// [`NAMESPACE_INDEX`] when it has one and scan otherwise.
-    pub fn new(store: ThreadSafeStore<K>) -> Self {
-        Self { store }
+    pub fn new(store: impl Into<Reader<K>>) -> Self {
+        Self {
+            store: store.into(),
+        }
     }
 
-    /// The underlying store.
-    pub fn store(&self) -> &ThreadSafeStore<K> {
+    /// The underlying store, read-only.
+    pub fn store(&self) -> &Reader<K> {
         &self.store
     }
 
@@ -84,7 +87,7 @@ impl<K: Resource + Send + Sync + 'static> Lister<K> {
 
 /// A [`Lister`] restricted to one namespace.
 pub struct NamespaceLister<K> {
-    store: ThreadSafeStore<K>,
+    store: Reader<K>,
     namespace: String,
 }
 

@@ -1,5 +1,6 @@
 //! Indexed object caches: [`ObjectKey`] and [`KeyFunc`], the [`ThreadSafeStore`] (alias
-//! [`Indexer`]) with named indexes, and the [`Lister`] that reads it with label selectors.
+//! [`Indexer`]) with named indexes, its read-only view [`Reader`], and the [`Lister`] that
+//! reads it with label selectors.
 //!
 //! The informer owns one [`ThreadSafeStore`] per resource: its FIFO's consumer writes popped
 //! deltas into it ([`ThreadSafeStore::apply`] for a batch, [`ThreadSafeStore::replace_keyed`]
@@ -9,6 +10,7 @@
 mod index;
 mod key;
 mod lister;
+mod reader;
 mod selector;
 mod thread_safe_store;
 
@@ -17,6 +19,7 @@ pub use index::{
 };
 pub use key::{KeyError, KeyFunc, ObjectKey, meta_namespace_key, meta_namespace_key_func};
 pub use lister::{Lister, NamespaceLister};
+pub use reader::Reader;
 pub use selector::{SelectorError, matches_labels, parse_label_selector};
 pub use thread_safe_store::{Indexer, KeyListerGetter, ThreadSafeStore, Transaction};
 
