@@ -527,3 +527,54 @@ async fn factory_informer_from_the_client_applies_the_factory_namespace() -> Res
     }
     Ok(())
 }
+
+#[tokio::test]
+async fn factory_informer_builder_over_the_client_applies_its_own_selector_and_index() -> Result<()>
+{
+    use kcache::{SharedInformerFactory, factory};
+    for s in TestServer::all().await? {
+        s.create_cm("web", json!({"app": "web"}), json!({})).await?;
+        s.create_cm("db", json!({"app": "db"}), json!({})).await?;
+        // The factory's default selector would select nothing: the builder's replaces it.
+        let factory = SharedInformerFactory::new(
+            factory::Config::default()
+                .namespace(&s.ns)
+                .label_selector("app=none"),
+        );
+        let cms = factory
+            .informer_builder::<ConfigMap>()
+            .label_selector("app=web")
+            .strip_managed_fields(true)
+            .indexer("by-app", |cm: &ConfigMap| {
+                let labels = cm.metadata.labels.iter().flatten();
+                labels
+                    .filter(|(k, _)| *k == "app")
+                    .map(|(_, v)| v.clone())
+                    .collect()
+            })
+            .build(&s.client)?;
+        factory.start();
+        let synced = tokio::time::timeout(HANG_GUARD, factory.wait_for_cache_sync()).await?;
+        ensure!(synced.values().all(|ok| *ok), "{}: {synced:?}", s.name);
+        let keys: Vec<_> = cms
+            .indexer()
+            .list_keys()
+            .into_iter()
+            .map(|k| k.to_string())
+            .collect();
+        ensure!(
+            keys == [format!("{}/web", s.ns)],
+            "{}: the builder's selector app=web should select exactly one ConfigMap: {keys:?}",
+            s.name
+        );
+        let web = cms.indexer().by_index("by-app", "web")?;
+        ensure!(web.len() == 1, "{}: by-app index: {}", s.name, web.len());
+        ensure!(
+            web[0].metadata.managed_fields.is_none(),
+            "{}: managed fields kept",
+            s.name
+        );
+        factory.shutdown().await;
+    }
+    Ok(())
+}

@@ -9,7 +9,7 @@ use crate::{fifo::QueueKind, reflector};
 pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
 
 /// Informer settings. `Default` is client-go's.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// The default resync period for handlers, and the informer's resync check period
     /// (client-go's `defaultEventHandlerResyncPeriod`); zero disables resyncs.

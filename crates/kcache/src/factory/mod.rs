@@ -1,4 +1,11 @@
-//! [`SharedInformerFactory`]: one shared informer per resource type.
+//! [`SharedInformerFactory`]: one shared informer per resource type, made from a [`Source`]
+//! with the factory's defaults ([`SharedInformerFactory::informer`]) or with settings of its own
+//! ([`SharedInformerFactory::informer_builder`]).
+
+mod builder;
+
+pub use builder::InformerBuilder;
+use builder::Settings;
 
 use std::{
     any::{Any, TypeId},
@@ -98,12 +105,50 @@ impl Config {
 /// let cms = factory.informer::<ConfigMap>(&Fake(FakeSource::new()));
 /// assert!(!cms.has_started());
 /// ```
+///
+/// A closure from the namespace to a lister-watcher is a `Source` too:
+/// `factory.informer::<ConfigMap>(&|_ns: Option<&str>| FakeSource::new())`.
 pub trait Source<K: Clone> {
     /// The lister-watcher it makes.
     type ListerWatcher: ListerWatcher<K>;
 
     /// A lister-watcher of `K` in `namespace` (`None`: all namespaces).
     fn lister_watcher(&self, namespace: Option<&str>) -> Self::ListerWatcher;
+}
+
+impl<K, F, L> Source<K> for F
+where
+    K: Clone,
+    F: Fn(Option<&str>) -> L,
+    L: ListerWatcher<K>,
+{
+    type ListerWatcher = L;
+
+    fn lister_watcher(&self, namespace: Option<&str>) -> L {
+        self(namespace)
+    }
+}
+
+/// Why the factory could not hand out an informer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The factory already has an informer for this type, made with other settings.
+    #[error(
+        "the factory already has an informer for {kind} with {setting} {existing}; \
+         this request asks for {requested} (one informer per type: use the same settings, \
+         or another factory)"
+    )]
+    Conflict {
+        /// The Rust type of the objects, without its path.
+        kind: &'static str,
+        /// The setting that differs (`namespace`, `label selector`, …).
+        setting: &'static str,
+        /// Its value on the existing informer.
+        existing: String,
+        /// Its value in the request.
+        requested: String,
+    },
 }
 
 /// Type-erased view of one informer.
@@ -117,6 +162,7 @@ trait ErasedInformer: Send + Sync {
 
 struct Entry<K> {
     informer: SharedIndexInformer<K>,
+    settings: Settings,
 }
 
 impl<K: Resource + Clone + Send + Sync + 'static> ErasedInformer for Entry<K> {
@@ -125,7 +171,7 @@ impl<K: Resource + Clone + Send + Sync + 'static> ErasedInformer for Entry<K> {
     }
 
     fn as_any(&self) -> &dyn Any {
-        &self.informer
+        self
     }
 
     fn run(&self, cancel: CancellationToken) -> BoxFuture<'static, ()> {
@@ -204,7 +250,9 @@ impl SharedInformerFactory {
 
     /// The shared informer for `K`, created on first request from `source` with the factory's
     /// namespace, selectors, resync period and transform, and the namespace index. No
-    /// turbofish beyond the type is needed: `factory.informer::<Pod>(&client)`.
+    /// turbofish beyond the type is needed: `factory.informer::<Pod>(&client)`. When the
+    /// informer exists it is returned as it is, whatever it was made with (client-go's
+    /// `InformerFor`); [`informer_builder`](Self::informer_builder) checks the settings.
     pub fn informer<K>(&self, source: &impl Source<K>) -> SharedIndexInformer<K>
     where
         K: Resource + Clone + Send + Sync + 'static,
@@ -214,8 +262,8 @@ impl SharedInformerFactory {
 
     /// The shared informer for `K`, created on first request with the namespace index and the
     /// [`ListerWatcher`] that `make` builds from the factory's options (`make` must apply
-    /// [`Config::namespace`] itself; [`informer`](Self::informer) does it for a [`Source`]). Later requests return
-    /// the same informer (and do not call `make`).
+    /// [`Config::namespace`] itself; [`informer`](Self::informer) does it for a [`Source`]).
+    /// Later requests return the same informer (and do not call `make`).
     pub fn informer_for<K, F, L>(&self, make: F) -> SharedIndexInformer<K>
     where
         K: Resource + Clone + Send + Sync + 'static,
@@ -238,32 +286,79 @@ impl SharedInformerFactory {
         F: FnOnce(&Config) -> L,
         L: ListerWatcher<K>,
     {
+        let settings = Settings {
+            namespace: self.options.namespace.clone(),
+            config: self.options.informer.clone(),
+            indexers: indexers.keys().cloned().collect(),
+            strip_managed_fields: self.options.strip_managed_fields,
+            transform: false,
+        };
+        let made = self.get_or_create(settings, || {
+            let informer = SharedIndexInformer::with_indexers(
+                make(&self.options),
+                self.options.informer.clone(),
+                indexers,
+            );
+            if self.options.strip_managed_fields {
+                // Cannot fail: the informer was just created and is not started.
+                let _ = informer.set_transform(|mut obj: K| {
+                    obj.meta_mut().managed_fields = None;
+                    obj
+                });
+            }
+            informer
+        });
+        match made {
+            Ok(informer) | Err((_, informer)) => informer,
+        }
+    }
+
+    /// A builder for the informer of `K` with settings of its own (namespace, selectors,
+    /// resync, queue, indexes, transform) over the factory's defaults; see [`InformerBuilder`].
+    pub fn informer_builder<K>(&self) -> InformerBuilder<'_, K>
+    where
+        K: Resource + Clone + Send + Sync + 'static,
+    {
+        InformerBuilder::new(self)
+    }
+
+    /// The informer for `K`: the existing one when its settings are `settings` (else `Err`
+    /// with the conflict and the existing informer), or a new one from `make`.
+    fn get_or_create<K>(
+        &self,
+        settings: Settings,
+        make: impl FnOnce() -> SharedIndexInformer<K>,
+    ) -> Result<SharedIndexInformer<K>, (Error, SharedIndexInformer<K>)>
+    where
+        K: Resource + Clone + Send + Sync + 'static,
+    {
         let mut state = self.state.lock();
         let id = TypeId::of::<K>();
         if let Some(existing) = state.informers.get(&id)
-            && let Some(informer) = existing.as_any().downcast_ref::<SharedIndexInformer<K>>()
+            && let Some(entry) = existing.as_any().downcast_ref::<Entry<K>>()
         {
-            return informer.clone();
+            return match entry.settings.first_difference(&settings) {
+                None => Ok(entry.informer.clone()),
+                Some((setting, existing, requested)) => Err((
+                    Error::Conflict {
+                        kind: short_type_name::<K>(),
+                        setting,
+                        existing,
+                        requested,
+                    },
+                    entry.informer.clone(),
+                )),
+            };
         }
-        let informer = SharedIndexInformer::with_indexers(
-            make(&self.options),
-            self.options.informer.clone(),
-            indexers,
-        );
-        if self.options.strip_managed_fields {
-            // Cannot fail: the informer was just created and is not started.
-            let _ = informer.set_transform(|mut obj: K| {
-                obj.meta_mut().managed_fields = None;
-                obj
-            });
-        }
+        let informer = make();
         state.informers.insert(
             id,
             Arc::new(Entry {
                 informer: informer.clone(),
+                settings,
             }),
         );
-        informer
+        Ok(informer)
     }
 
     /// Starts every informer that is not running yet; returns how many it started. Calling it
@@ -326,6 +421,14 @@ impl SharedInformerFactory {
     }
 }
 
+/// `K`'s type name without its path (`ConfigMap`, not `k8s_openapi::…::ConfigMap`).
+fn short_type_name<K>() -> &'static str {
+    let name = std::any::type_name::<K>();
+    let generic = name.find('<').unwrap_or(name.len());
+    let start = name[..generic].rfind("::").map_or(0, |i| i + 2);
+    &name[start..]
+}
+
 impl std::fmt::Debug for SharedInformerFactory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let state = self.state.lock();
@@ -337,124 +440,4 @@ impl std::fmt::Debug for SharedInformerFactory {
 }
 
 #[cfg(test)]
-mod tests {
-    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-    use kube_core::ObjectMeta;
-
-    use super::*;
-    use crate::testing::FakeSource;
-
-    fn cm(name: &str) -> ConfigMap {
-        ConfigMap {
-            metadata: ObjectMeta {
-                name: Some(name.into()),
-                namespace: Some("ns".into()),
-                managed_fields: Some(vec![Default::default()]),
-                ..ObjectMeta::default()
-            },
-            ..ConfigMap::default()
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn factory_returns_one_informer_per_type_and_starts_each_once() {
-        let factory = SharedInformerFactory::new(Config::default());
-        let src = FakeSource::new();
-        src.upsert(cm("a"));
-        let mut made = 0;
-        let a = factory.informer_for::<ConfigMap, _, _>(|_| {
-            made += 1;
-            src.clone()
-        });
-        let b = factory.informer_for::<ConfigMap, _, _>(|_| {
-            made += 1;
-            src.clone()
-        });
-        assert_eq!(made, 1, "the second request reuses the informer");
-        assert_eq!(factory.start(), 1);
-        assert_eq!(factory.start(), 0, "start is idempotent");
-        let synced = factory.wait_for_cache_sync().await;
-        assert_eq!(synced.len(), 1);
-        assert!(a.has_synced() && b.has_synced());
-        assert_eq!(b.indexer().len(), 1, "both handles share one cache");
-        assert_eq!(src.calls().len(), 1, "one reflector, one initial list");
-        factory.shutdown().await;
-        assert!(a.is_stopped());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn informer_requested_after_start_starts_on_the_next_start() {
-        let factory = SharedInformerFactory::new(Config::default());
-        factory.informer_for::<ConfigMap, _, _>(|_| FakeSource::<ConfigMap>::new());
-        assert_eq!(factory.start(), 1);
-        let secrets = factory.informer_for::<Secret, _, _>(|_| FakeSource::<Secret>::new());
-        assert!(!secrets.has_started());
-        assert_eq!(factory.start(), 1);
-        let synced = factory.wait_for_cache_sync().await;
-        assert_eq!(synced.len(), 2, "{synced:?}");
-        assert!(synced.values().all(|s| *s));
-        factory.shutdown().await;
-        assert!(secrets.is_stopped());
-        assert_eq!(factory.start(), 0, "no start after shutdown");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn wait_for_cache_sync_reports_unsynced_types_after_shutdown() {
-        let factory = Arc::new(SharedInformerFactory::new(Config::default()));
-        let src = FakeSource::<ConfigMap>::new();
-        src.stall_lists(true);
-        src.set_supports_watch_list(false);
-        factory.informer_for::<ConfigMap, _, _>(|_| src.clone());
-        factory.start();
-        let f = Arc::clone(&factory);
-        let waiter = tokio::spawn(async move { f.wait_for_cache_sync().await });
-        tokio::time::sleep(Duration::from_secs(5)).await;
-        factory.shutdown().await;
-        let synced = waiter.await.unwrap();
-        assert_eq!(synced.values().copied().collect::<Vec<_>>(), [false]);
-    }
-
-    /// Records the namespace each lister-watcher was made for.
-    struct Recording(FakeSource<ConfigMap>, std::sync::Mutex<Vec<Option<String>>>);
-
-    impl Source<ConfigMap> for Recording {
-        type ListerWatcher = FakeSource<ConfigMap>;
-        fn lister_watcher(&self, namespace: Option<&str>) -> FakeSource<ConfigMap> {
-            self.1.lock().unwrap().push(namespace.map(str::to_owned));
-            self.0.clone()
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn informer_from_a_source_gets_the_factory_namespace_once() {
-        let factory = SharedInformerFactory::new(Config::default().namespace("ns"));
-        let src = Recording(FakeSource::new(), Default::default());
-        src.0.upsert(cm("a"));
-        let a = factory.informer::<ConfigMap>(&src);
-        let b = factory.informer::<ConfigMap>(&src);
-        assert_eq!(*src.1.lock().unwrap(), [Some("ns".to_owned())]);
-        factory.start();
-        factory.wait_for_cache_sync().await;
-        assert_eq!(b.indexer().len(), 1);
-        assert!(a.indexer().get_by_key("ns/a").is_some());
-        factory.shutdown().await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn strip_managed_fields_applies_to_every_informer() {
-        let factory = SharedInformerFactory::new(Config::default().strip_managed_fields(true));
-        let src = FakeSource::new();
-        src.upsert(cm("a"));
-        let informer = factory.informer_for::<ConfigMap, _, _>(|_| src.clone());
-        factory.start();
-        factory.wait_for_cache_sync().await;
-        assert!(
-            informer
-                .indexer()
-                .list()
-                .iter()
-                .all(|o| o.metadata.managed_fields.is_none())
-        );
-        factory.shutdown().await;
-    }
-}
+mod tests;

@@ -1,0 +1,296 @@
+//! [`InformerBuilder`]: one informer's own settings, over the factory's defaults.
+
+use std::{collections::BTreeSet, marker::PhantomData, sync::Arc, time::Duration};
+
+use kube_core::Resource;
+
+use super::{Error, SharedInformerFactory, Source};
+use crate::{
+    fifo::QueueKind,
+    informer::{self, SharedIndexInformer},
+    reflector::{self, TransformFunc},
+    store::{IndexFunc, Indexers, namespace_indexers},
+};
+
+/// What an informer was made with, compared when another request asks for the same type.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Settings {
+    /// The namespace it watches (`None`: all).
+    pub(super) namespace: Option<String>,
+    /// Its informer configuration (resync, queue, reflector settings with the selectors).
+    pub(super) config: informer::Config,
+    /// The names of its indexes.
+    pub(super) indexers: BTreeSet<String>,
+    /// Whether `metadata.managedFields` is dropped.
+    pub(super) strip_managed_fields: bool,
+    /// Whether a transform of the caller's was set (closures cannot be compared).
+    pub(super) transform: bool,
+}
+
+impl Settings {
+    /// The first setting on which `self` (the existing informer) and `other` (a request)
+    /// differ, with both values, for [`Error::Conflict`].
+    pub(super) fn first_difference(&self, other: &Self) -> Option<(&'static str, String, String)> {
+        let (a, b) = (&self.config.reflector, &other.config.reflector);
+        let rows: [(&'static str, String, String); 8] = [
+            (
+                "namespace",
+                show(&self.namespace, "all namespaces"),
+                show(&other.namespace, "all namespaces"),
+            ),
+            (
+                "label selector",
+                show(&a.label_selector, "none"),
+                show(&b.label_selector, "none"),
+            ),
+            (
+                "field selector",
+                show(&a.field_selector, "none"),
+                show(&b.field_selector, "none"),
+            ),
+            (
+                "resync period",
+                format!("{:?}", self.config.resync_period),
+                format!("{:?}", other.config.resync_period),
+            ),
+            (
+                "queue",
+                format!("{:?}", self.config.queue),
+                format!("{:?}", other.config.queue),
+            ),
+            (
+                "indexers",
+                format!("{:?}", self.indexers),
+                format!("{:?}", other.indexers),
+            ),
+            (
+                "strip managed fields",
+                self.strip_managed_fields.to_string(),
+                other.strip_managed_fields.to_string(),
+            ),
+            (
+                "transform",
+                if self.transform { "set" } else { "none" }.to_owned(),
+                if other.transform {
+                    "set (a transform cannot be compared with another: set it only on the \
+                     request that creates the informer)"
+                } else {
+                    "none"
+                }
+                .to_owned(),
+            ),
+        ];
+        if let Some(row) = rows.into_iter().find(|(_, x, y)| x != y) {
+            return Some(row);
+        }
+        (self.config != other.config).then(|| {
+            (
+                "informer settings",
+                format!("{:?}", self.config),
+                format!("{:?}", other.config),
+            )
+        })
+    }
+}
+
+fn show(value: &Option<String>, none: &str) -> String {
+    value
+        .as_deref()
+        .map_or_else(|| none.to_owned(), |v| format!("{v:?}"))
+}
+
+/// One informer's settings, starting from the factory's [`Config`](super::Config) and
+/// overriding what is set here: namespace, label and field selectors, resync period, queue,
+/// indexes, transform. Made by [`SharedInformerFactory::informer_builder`]; finished by
+/// [`build`](Self::build).
+///
+/// The factory keeps one informer per type. `build` creates it, or returns the existing one
+/// when it was made with the same settings, and otherwise fails with [`Error::Conflict`]
+/// naming the setting: an option is never silently ignored. (A transform cannot be compared,
+/// so only the request that creates the informer may set one.)
+///
+/// ```
+/// use std::time::Duration;
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kcache::{SharedInformerFactory, factory, testing::FakeSource};
+///
+/// let factory = SharedInformerFactory::new(factory::Config::default().namespace("default"));
+/// let source = |_namespace: Option<&str>| FakeSource::<ConfigMap>::new();
+/// let cms = factory
+///     .informer_builder::<ConfigMap>()
+///     .namespace("kube-system")
+///     .label_selector("app=web")
+///     .resync_period(Duration::from_secs(600))
+///     .indexer("by-data-key", |cm: &ConfigMap| {
+///         cm.data.iter().flat_map(|d| d.keys().cloned()).collect()
+///     })
+///     .build(&source)?;
+/// assert!(!cms.has_started());
+///
+/// // Another selector for the same type is refused, not ignored.
+/// let err = factory
+///     .informer_builder::<ConfigMap>()
+///     .namespace("kube-system")
+///     .label_selector("app=db")
+///     .build(&source)
+///     .unwrap_err();
+/// assert_eq!(
+///     err.to_string(),
+///     "the factory already has an informer for ConfigMap with label selector \"app=web\"; \
+///      this request asks for \"app=db\" (one informer per type: use the same settings, or \
+///      another factory)"
+/// );
+/// # Ok::<(), factory::Error>(())
+/// ```
+#[must_use = "an informer builder does nothing until `build`"]
+pub struct InformerBuilder<'f, K> {
+    factory: &'f SharedInformerFactory,
+    namespace: Option<String>,
+    config: informer::Config,
+    indexers: Indexers<K>,
+    strip_managed_fields: bool,
+    transform: Option<TransformFunc<K>>,
+    _kind: PhantomData<fn() -> K>,
+}
+
+impl<'f, K> InformerBuilder<'f, K>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+{
+    pub(super) fn new(factory: &'f SharedInformerFactory) -> Self {
+        let defaults = factory.options();
+        Self {
+            factory,
+            namespace: defaults.namespace.clone(),
+            config: defaults.informer.clone(),
+            indexers: namespace_indexers::<K>(),
+            strip_managed_fields: defaults.strip_managed_fields,
+            transform: None,
+            _kind: PhantomData,
+        }
+    }
+
+    /// Watches only this namespace (instead of the factory's).
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Watches every namespace, whatever the factory's namespace.
+    pub fn all_namespaces(mut self) -> Self {
+        self.namespace = None;
+        self
+    }
+
+    /// Lists and watches only objects matching this label selector.
+    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.config.reflector.label_selector = Some(selector.into());
+        self
+    }
+
+    /// Lists and watches only objects matching this field selector.
+    pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.config.reflector.field_selector = Some(selector.into());
+        self
+    }
+
+    /// The handlers' default resync period (zero: no resync).
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.config.resync_period = period;
+        self
+    }
+
+    /// The queue between the reflector and the cache.
+    pub fn queue(mut self, queue: QueueKind) -> Self {
+        self.config.queue = queue;
+        self
+    }
+
+    /// The reflector's settings (page size, streaming list, deadlines, backoff). Selectors set
+    /// on this builder before are replaced by the ones in `reflector`.
+    pub fn reflector(mut self, reflector: reflector::Config) -> Self {
+        self.config.reflector = reflector;
+        self
+    }
+
+    /// Adds an index named `name` (the namespace index is always there).
+    pub fn indexer(
+        mut self,
+        name: impl Into<String>,
+        index: impl Fn(&K) -> Vec<String> + Send + Sync + 'static,
+    ) -> Self {
+        let index: IndexFunc<K> = Arc::new(index);
+        self.indexers.insert(name.into(), index);
+        self
+    }
+
+    /// Drops `metadata.managedFields` before objects are stored (instead of the factory's
+    /// choice).
+    pub fn strip_managed_fields(mut self, on: bool) -> Self {
+        self.strip_managed_fields = on;
+        self
+    }
+
+    /// Applies `transform` to every object before it is stored (after managed fields are
+    /// stripped, when they are). Only the request that creates the informer may set one.
+    pub fn transform(mut self, transform: impl Fn(K) -> K + Send + Sync + 'static) -> Self {
+        self.transform = Some(Arc::new(transform));
+        self
+    }
+
+    /// The factory's informer for `K` with these settings, its lister-watcher made by `source`
+    /// for the namespace set here.
+    ///
+    /// # Errors
+    /// [`Error::Conflict`] when the factory already has an informer for `K` made with other
+    /// settings (or this request sets a transform).
+    pub fn build(self, source: &impl Source<K>) -> Result<SharedIndexInformer<K>, Error> {
+        let settings = Settings {
+            namespace: self.namespace.clone(),
+            config: self.config.clone(),
+            indexers: self.indexers.keys().cloned().collect(),
+            strip_managed_fields: self.strip_managed_fields,
+            transform: self.transform.is_some(),
+        };
+        let (namespace, strip, transform) =
+            (self.namespace, self.strip_managed_fields, self.transform);
+        let (config, indexers) = (self.config, self.indexers);
+        self.factory
+            .get_or_create(settings, || {
+                let informer = SharedIndexInformer::with_indexers(
+                    source.lister_watcher(namespace.as_deref()),
+                    config,
+                    indexers,
+                );
+                if strip || transform.is_some() {
+                    // Cannot fail: the informer was just created and is not started.
+                    let _ = informer.set_transform(move |mut obj: K| {
+                        if strip {
+                            obj.meta_mut().managed_fields = None;
+                        }
+                        match &transform {
+                            Some(f) => f(obj),
+                            None => obj,
+                        }
+                    });
+                }
+                informer
+            })
+            .map_err(|(conflict, _existing)| conflict)
+    }
+}
+
+impl<K> std::fmt::Debug for InformerBuilder<'_, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut indexers: Vec<_> = self.indexers.keys().collect();
+        indexers.sort();
+        f.debug_struct("InformerBuilder")
+            .field("kind", &std::any::type_name::<K>())
+            .field("namespace", &self.namespace)
+            .field("config", &self.config)
+            .field("indexers", &indexers)
+            .field("strip_managed_fields", &self.strip_managed_fields)
+            .field("transform", &self.transform.is_some())
+            .finish()
+    }
+}
