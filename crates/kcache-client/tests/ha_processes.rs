@@ -1,7 +1,8 @@
 //! Three `ha_controller` processes (examples/ha_controller.rs) on one Lease: exactly one
 //! leads at a time, the leader annotates labelled ConfigMaps, a SIGKILLed leader is replaced
 //! within the lease duration plus a retry, a SIGTERMed one (which releases the lease) within
-//! a retry. Against the embedded server (a kubeconfig written to a temp dir) and, in its own
+//! a retry; each new leader reconciles from the cache it synced as a standby (its `/metrics`
+//! show one initial sync and no relist after the takeover). Against the embedded server (a kubeconfig written to a temp dir) and, in its own
 //! test, the upstream kube-apiserver (`KCACHE_UPSTREAM_*`; fails without it unless
 //! `KCACHE_UPSTREAM=skip`).
 //!
@@ -77,6 +78,7 @@ impl Fleet {
             .args(["--lease-duration", &LEASE_S.to_string()])
             .args(["--renew-deadline", &RENEW_S.to_string()])
             .args(["--retry-period", &RETRY_S.to_string()])
+            .args(["--metrics-addr", "127.0.0.1:0"])
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
             .stderr(stderr)
@@ -126,6 +128,60 @@ impl Fleet {
             })
             .map(|r| r.id.clone())
             .collect()
+    }
+
+    /// `id`'s reflector counters from its `/metrics` (the address it printed on stderr):
+    /// (initial syncs by LIST or streaming list, relists).
+    fn syncs(&self, id: &str) -> Result<(u64, u64)> {
+        let log = std::fs::read_to_string(self.dir.join(format!("{id}.stderr")))?;
+        let addr = log
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("metrics on http://")?
+                    .strip_suffix("/metrics")
+            })
+            .with_context(|| format!("{id} printed no metrics address"))?;
+        let mut conn = std::net::TcpStream::connect(addr)?;
+        conn.set_read_timeout(Some(Duration::from_secs(5)))?;
+        std::io::Write::write_all(
+            &mut conn,
+            b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n",
+        )?;
+        let mut body = String::new();
+        std::io::Read::read_to_string(&mut conn, &mut body)?;
+        let total = |family: &str| -> u64 {
+            body.lines()
+                .filter(|l| l.starts_with(&format!("{family}{{")))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .sum::<f64>() as u64
+        };
+        ensure!(
+            body.contains("kcache_reflector_lists_total"),
+            "{id}: no reflector metrics in: {body}"
+        );
+        Ok((
+            total("kcache_reflector_lists_total") + total("kcache_reflector_watch_lists_total"),
+            total("kcache_reflector_relists_total"),
+        ))
+    }
+
+    /// The new leader `id` synced its cache before it led (SYNCED before LEADING), and that was
+    /// its one and only sync (no list after the takeover): a warm standby.
+    fn check_warm(&self, id: &str) -> Result<()> {
+        let lines = self.lines();
+        let first = |kind: &str| lines.iter().find(|l| l.id == id && l.kind == kind);
+        let (synced, leading) = (first("SYNCED"), first("LEADING"));
+        ensure!(
+            matches!((synced, leading), (Some(s), Some(l)) if s.ms < l.ms),
+            "{id} did not sync before it led: SYNCED {synced:?}, LEADING {leading:?}"
+        );
+        let (syncs, relists) = self.syncs(id)?;
+        eprintln!("{id}: {syncs} initial sync(s), {relists} relist(s) after taking over");
+        ensure!(
+            syncs == 1 && relists == 0,
+            "{id} listed after it took over: {syncs} syncs, {relists} relists (want 1 and 0)"
+        );
+        Ok(())
     }
 
     fn replica(&mut self, id: &str) -> &mut Replica {
@@ -281,6 +337,7 @@ async fn run(s: &TestServer, kubeconfig: &Path, bin: &Path, fleet: &mut Fleet) -
     )
     .await?;
     ensure!(by == second);
+    fleet.check_warm(&second)?;
     ensure!(
         annotation_of(s, "plain").await?.is_none(),
         "unlabelled ConfigMap annotated"
@@ -330,6 +387,7 @@ async fn run(s: &TestServer, kubeconfig: &Path, bin: &Path, fleet: &mut Fleet) -
         async || Ok(annotation_of(s, "cm-3").await?.filter(|by| *by == third)),
     )
     .await?;
+    fleet.check_warm(&third)?;
     fleet.check_no_overlap()?;
     ensure!(
         fleet.leaders() == [third.clone()],
