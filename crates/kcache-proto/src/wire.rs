@@ -36,7 +36,7 @@ enum WireErrorKind {
     VarintTooLong,
     WireType { got: u8, want: u8 },
     UnsupportedWireType(u8),
-    FieldNumberZero,
+    FieldNumber(u64),
     Convert(ConvertError),
 }
 
@@ -68,12 +68,14 @@ impl fmt::Display for WireError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
             WireErrorKind::Truncated => f.write_str("message ends inside a field")?,
-            WireErrorKind::VarintTooLong => f.write_str("varint longer than 10 bytes")?,
+            WireErrorKind::VarintTooLong => {
+                f.write_str("varint longer than 10 bytes or beyond 64 bits")?;
+            }
             WireErrorKind::WireType { got, want } => {
                 write!(f, "wire type {got} where the field has wire type {want}")?;
             }
             WireErrorKind::UnsupportedWireType(t) => write!(f, "unsupported wire type {t}")?,
-            WireErrorKind::FieldNumberZero => f.write_str("field number 0")?,
+            WireErrorKind::FieldNumber(n) => write!(f, "field number {n} outside 1..=2^29-1")?,
             WireErrorKind::Convert(e) => write!(f, "{e}")?,
         }
         if !self.path.is_empty() {
@@ -97,6 +99,9 @@ impl From<ConvertError> for WireError {
         Self::new(WireErrorKind::Convert(e))
     }
 }
+
+/// The largest protobuf field number (2^29 - 1).
+const MAX_FIELD_NUMBER: u32 = (1 << 29) - 1;
 
 /// A protobuf wire type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,6 +145,10 @@ impl<'a> Reader<'a> {
         }
         let mut value = 0u64;
         for (i, &b) in self.buf.iter().enumerate().take(10) {
+            // The 10th byte may only hold the top bit of a u64 (as prost and protobuf-go).
+            if i == 9 && b > 1 {
+                return Err(WireError::new(WireErrorKind::VarintTooLong));
+            }
             value |= u64::from(b & 0x7f) << (7 * i);
             if b < 0x80 {
                 self.buf = &self.buf[i + 1..];
@@ -181,10 +190,12 @@ impl<'a> Reader<'a> {
                 )));
             }
         };
-        let field = u32::try_from(key >> 3).unwrap_or(u32::MAX);
-        if field == 0 {
-            return Err(WireError::new(WireErrorKind::FieldNumberZero));
-        }
+        let Some(field) = u32::try_from(key >> 3)
+            .ok()
+            .filter(|n| (1..=MAX_FIELD_NUMBER).contains(n))
+        else {
+            return Err(WireError::new(WireErrorKind::FieldNumber(key >> 3)));
+        };
         Ok(Some((field, wt)))
     }
 
