@@ -6,8 +6,6 @@
 //! free-form keys (labels, data, ...) and list items. Which maps are free-form is decided
 //! by field name, since there is no schema.
 
-use std::collections::HashMap;
-
 use http::HeaderMap;
 use serde_json::{Map, Value, json};
 
@@ -23,14 +21,13 @@ pub(crate) struct Manager {
 impl Manager {
     /// `?fieldManager=` or the User-Agent up to its first `/`, as kube-apiserver derives it.
     pub(crate) fn from_request(
-        query: &HashMap<String, String>,
+        field_manager: Option<&str>,
         headers: &HeaderMap,
         operation: &'static str,
     ) -> Self {
-        let name = query
-            .get("fieldManager")
+        let name = field_manager
             .filter(|m| !m.is_empty())
-            .cloned()
+            .map(str::to_owned)
             .or_else(|| {
                 headers
                     .get(http::header::USER_AGENT)

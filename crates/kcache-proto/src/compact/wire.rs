@@ -3,60 +3,21 @@
 //!
 //! Nothing is decoded: a record is its key (field number + wire type) and the byte range of
 //! its value, so removing a field means copying the other records and recomputing the length
-//! prefixes of the messages that enclosed it.
+//! prefixes of the messages that enclosed it. The records are read by the same wire reader as
+//! the generated decoders', with the same limits and the same [`LayoutError`]s.
 
 use std::borrow::Cow;
 use std::ops::Range;
+
+pub use crate::wire::LayoutError;
+use crate::wire::Reader;
 
 /// `metadata`: field 1 of every top-level Kubernetes object.
 pub const OBJECT_METADATA: u32 = 1;
 /// `managedFields`: field 17 of `ObjectMeta`.
 pub const META_MANAGED_FIELDS: u32 = 17;
 
-const WIRE_VARINT: u8 = 0;
-const WIRE_FIXED64: u8 = 1;
 const WIRE_LEN: u8 = 2;
-const WIRE_FIXED32: u8 = 5;
-
-/// A message whose wire structure the walker cannot follow.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum LayoutError {
-    /// A varint runs past the end of the message or past 10 bytes.
-    #[error("invalid varint at byte {at}")]
-    Varint {
-        /// Offset of the varint in the walked message.
-        at: usize,
-    },
-    /// A field key with field number 0 or beyond 2^29 - 1.
-    #[error("invalid field number at byte {at}")]
-    FieldNumber {
-        /// Offset of the key.
-        at: usize,
-    },
-    /// A wire type that is not varint, fixed64, length-delimited or fixed32 (groups are not
-    /// used by Kubernetes and not followed).
-    #[error("unsupported wire type {wire_type} for field {field} at byte {at}")]
-    WireType {
-        /// The field number.
-        field: u32,
-        /// The wire type (3 and 4 are groups, 6 and 7 do not exist).
-        wire_type: u8,
-        /// Offset of the key.
-        at: usize,
-    },
-    /// A value runs past the end of its message.
-    #[error("field {field} at byte {at} runs past the end of its message")]
-    Truncated {
-        /// The field number.
-        field: u32,
-        /// Offset of the key.
-        at: usize,
-    },
-    /// `metadata` (field 1) is not length-delimited.
-    #[error("object metadata (field 1) has wire type {0}, not a message")]
-    MetadataNotAMessage(u8),
-}
 
 /// One field record of a message, as offsets into that message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,84 +35,31 @@ pub struct FieldRecord {
 /// The records of one message level, in order; after the first error it yields nothing.
 #[derive(Clone, Debug)]
 pub struct Fields<'a> {
-    msg: &'a [u8],
-    pos: usize,
+    reader: Reader<'a>,
+    failed: bool,
 }
 
 /// Walks the records of `msg` (one level: nested messages are length-delimited values).
 pub fn fields(msg: &[u8]) -> Fields<'_> {
-    Fields { msg, pos: 0 }
-}
-
-fn varint(msg: &[u8], pos: &mut usize) -> Result<u64, LayoutError> {
-    let at = *pos;
-    let mut v: u64 = 0;
-    for i in 0..10 {
-        let Some(&b) = msg.get(at + i) else {
-            return Err(LayoutError::Varint { at });
-        };
-        let bits = u64::from(b & 0x7f);
-        // The 10th byte may only hold the top bit of a u64.
-        if i == 9 && b > 1 {
-            return Err(LayoutError::Varint { at });
-        }
-        v |= bits << (7 * i);
-        if b & 0x80 == 0 {
-            *pos = at + i + 1;
-            return Ok(v);
-        }
+    Fields {
+        reader: Reader::new(msg),
+        failed: false,
     }
-    Err(LayoutError::Varint { at })
 }
 
 impl Fields<'_> {
-    fn record(&mut self) -> Result<FieldRecord, LayoutError> {
-        let start = self.pos;
-        let mut pos = self.pos;
-        let key = varint(self.msg, &mut pos)?;
-        let number = u32::try_from(key >> 3)
-            .ok()
-            .filter(|n| (1..=(1 << 29) - 1).contains(n))
-            .ok_or(LayoutError::FieldNumber { at: start })?;
-        // Masked to 3 bits: the cast is lossless.
-        let wire_type = (key & 7) as u8;
-        let truncated = LayoutError::Truncated {
-            field: number,
-            at: start,
+    fn record(&mut self) -> Result<Option<FieldRecord>, LayoutError> {
+        let start = self.reader.offset();
+        let Some((number, wt)) = self.reader.key()? else {
+            return Ok(None);
         };
-        let fits = |len: u64, pos: usize| -> Result<usize, LayoutError> {
-            usize::try_from(len)
-                .ok()
-                .filter(|&len| len <= self.msg.len() - pos)
-                .ok_or_else(|| truncated.clone())
-        };
-        let value = match wire_type {
-            WIRE_VARINT => {
-                let v_start = pos;
-                varint(self.msg, &mut pos).map_err(|_| truncated.clone())?;
-                v_start..pos
-            }
-            WIRE_FIXED64 => pos..pos + fits(8, pos)?,
-            WIRE_FIXED32 => pos..pos + fits(4, pos)?,
-            WIRE_LEN => {
-                let len = varint(self.msg, &mut pos).map_err(|_| truncated.clone())?;
-                pos..pos + fits(len, pos)?
-            }
-            other => {
-                return Err(LayoutError::WireType {
-                    field: number,
-                    wire_type: other,
-                    at: start,
-                });
-            }
-        };
-        self.pos = value.end;
-        Ok(FieldRecord {
+        let value = self.reader.value(wt)?;
+        Ok(Some(FieldRecord {
             number,
-            wire_type,
-            record: start..value.end,
+            wire_type: wt.code(),
+            record: start..self.reader.offset(),
             value,
-        })
+        }))
     }
 }
 
@@ -159,15 +67,13 @@ impl Iterator for Fields<'_> {
     type Item = Result<FieldRecord, LayoutError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.pos >= self.msg.len() {
+        if self.failed {
             return None;
         }
-        let r = self.record();
-        if r.is_err() {
-            // Stop after the first error.
-            self.pos = self.msg.len();
-        }
-        Some(r)
+        let r = self.record().transpose();
+        // Stop after the first error.
+        self.failed = matches!(r, Some(Err(_)));
+        r
     }
 }
 
@@ -307,23 +213,22 @@ mod tests {
             let mut out = Vec::new();
             put_varint(&mut out, v);
             assert_eq!(out.len(), varint_len(v), "{v}");
-            let mut pos = 0;
-            assert_eq!(varint(&out, &mut pos), Ok(v));
-            assert_eq!(pos, out.len());
+            let mut r = Reader::new(&out);
+            assert_eq!(r.varint(), Ok(v));
+            assert!(r.is_empty());
         }
     }
 
     #[test]
     fn overlong_varint_is_an_error() {
-        let mut pos = 0;
         assert_eq!(
-            varint(&[0xff; 11], &mut pos),
+            Reader::new(&[0xff; 11]).varint(),
             Err(LayoutError::Varint { at: 0 })
         );
         // Ten bytes whose last one carries more than the top bit of a u64.
         let mut ten = [0xff; 10];
         ten[9] = 0x02;
-        assert!(varint(&ten, &mut pos).is_err());
+        assert!(Reader::new(&ten).varint().is_err());
     }
 
     #[test]

@@ -6,11 +6,12 @@ use std::{
     sync::Arc,
 };
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::MutexGuard;
 
 use super::{
     Delta, DeltaType, Deltas, Error, Queue,
-    synced::{Attempt, Signals, SyncTracker},
+    core::Core,
+    synced::{Attempt, SyncTracker},
 };
 use crate::{
     reflector::{ReflectorStore, StoreError},
@@ -74,17 +75,14 @@ pub struct DeltaFifo<K> {
 }
 
 struct Inner<K> {
-    key_func: KeyFunc<K>,
+    core: Core<K, State<K>>,
     known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
     emit_replaced: bool,
-    state: Mutex<State<K>>,
-    signals: Signals,
 }
 
 struct State<K> {
     items: HashMap<ObjectKey, Deltas<K>>,
     queue: VecDeque<ObjectKey>,
-    closed: bool,
     sync: SyncTracker,
 }
 
@@ -99,9 +97,9 @@ impl<K> Clone for DeltaFifo<K> {
 impl<K> fmt::Debug for DeltaFifo<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DeltaFifo")
-            .field("len", &self.inner.signals.len())
-            .field("has_synced", &self.inner.signals.has_synced())
-            .field("closed", &self.inner.signals.is_closed())
+            .field("len", &self.inner.core.len())
+            .field("has_synced", &self.inner.core.has_synced())
+            .field("closed", &self.inner.core.is_closed())
             .finish()
     }
 }
@@ -143,16 +141,16 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
     pub fn new(key_func: KeyFunc<K>, options: DeltaFifoConfig<K>) -> Self {
         Self {
             inner: Arc::new(Inner {
-                key_func,
+                core: Core::new(
+                    key_func,
+                    State {
+                        items: HashMap::new(),
+                        queue: VecDeque::new(),
+                        sync: SyncTracker::default(),
+                    },
+                ),
                 known_objects: options.known_objects,
                 emit_replaced: options.emit_replaced,
-                state: Mutex::new(State {
-                    items: HashMap::new(),
-                    queue: VecDeque::new(),
-                    closed: false,
-                    sync: SyncTracker::default(),
-                }),
-                signals: Signals::default(),
             }),
         }
     }
@@ -169,29 +167,24 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
         F: FnOnce(Deltas<K>, bool) -> R + Send,
         R: Send,
     {
-        let inner = &*self.inner;
+        let core = &self.inner.core;
         let mut process = Some(process);
-        inner
-            .signals
+        core.signals()
             .pop_with(|| {
-                let mut state = inner.state.lock();
+                let mut state = core.lock();
                 let Some(key) = state.queue.front().cloned() else {
-                    return if state.closed {
-                        Attempt::Closed
-                    } else {
-                        Attempt::Empty
-                    };
+                    return core.nothing_queued();
                 };
                 let Some(process) = process.take() else {
                     return Attempt::Closed;
                 };
-                let initial = !inner.signals.has_synced();
+                let initial = !core.has_synced();
                 let counted = usize::from(state.sync.initial_limit().is_some());
                 state.queue.pop_front();
                 let deltas = state.items.remove(&key).unwrap_or_default();
-                inner.signals.set_len(state.queue.len());
+                core.signals().set_len(state.queue.len());
                 let out = process(deltas, initial);
-                state.sync.on_processed(counted, &inner.signals.synced);
+                state.sync.on_processed(counted, &core.signals().synced);
                 Attempt::Done(out)
             })
             .await
@@ -200,30 +193,26 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
 
     /// The keys queued, oldest first.
     pub fn list_keys(&self) -> Vec<ObjectKey> {
-        self.inner.state.lock().queue.iter().cloned().collect()
+        self.inner.core.lock().queue.iter().cloned().collect()
     }
 
     /// The deltas queued for `key`, oldest first.
     pub fn get_by_key(&self, key: &str) -> Option<Deltas<K>> {
-        self.inner.state.lock().items.get(key).cloned()
+        self.inner.core.lock().items.get(key).cloned()
     }
 
     fn key(&self, obj: &K) -> Result<ObjectKey, StoreError> {
-        Ok((self.inner.key_func)(obj)?)
+        self.inner.core.key(obj)
     }
 
     fn lock_open(&self) -> Result<MutexGuard<'_, State<K>>, StoreError> {
-        let state = self.inner.state.lock();
-        if state.closed {
-            return Err(StoreError::Closed);
-        }
-        Ok(state)
+        self.inner.core.lock_open()
     }
 
     fn write(&self, kind: DeltaType, obj: Arc<K>) -> Result<(), StoreError> {
         let key = self.key(&obj)?;
         let mut state = self.lock_open()?;
-        state.sync.on_write(&self.inner.signals.synced);
+        state.sync.on_write(&self.inner.core.signals().synced);
         if kind == DeltaType::Deleted && !state.items.contains_key(&key) {
             let known = self
                 .inner
@@ -241,8 +230,7 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
     }
 
     fn published(&self, state: &State<K>) {
-        self.inner.signals.set_len(state.queue.len());
-        self.inner.signals.wake();
+        self.inner.core.published(state.queue.len());
     }
 }
 
@@ -299,7 +287,9 @@ impl<K: Send + Sync + 'static> ReflectorStore<K> for DeltaFifo<K> {
             }
         }
         let queued = state.queue.len();
-        state.sync.on_replace(queued, &self.inner.signals.synced);
+        state
+            .sync
+            .on_replace(queued, &self.inner.core.signals().synced);
         self.published(&state);
         Ok(())
     }
@@ -340,25 +330,19 @@ impl<K: Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
     }
 
     fn has_synced(&self) -> bool {
-        self.inner.signals.has_synced()
+        self.inner.core.has_synced()
     }
 
     fn close(&self) {
-        let mut state = self.inner.state.lock();
-        state.closed = true;
-        self.inner
-            .signals
-            .closed
-            .store(true, std::sync::atomic::Ordering::Release);
-        self.inner.signals.wake();
+        self.inner.core.close();
     }
 
     fn is_closed(&self) -> bool {
-        self.inner.signals.is_closed()
+        self.inner.core.is_closed()
     }
 
     fn len(&self) -> usize {
-        self.inner.signals.len()
+        self.inner.core.len()
     }
 }
 

@@ -250,7 +250,7 @@ async fn delta_fifo_holds_its_lock_while_processing() {
     fifo.add(obj("a", 1)).unwrap();
     let probe = fifo.clone();
     let locked = fifo
-        .pop(move |_, _| probe.inner.state.is_locked())
+        .pop(move |_, _| probe.inner.core.state.is_locked())
         .await
         .unwrap();
     assert!(locked);

@@ -71,6 +71,7 @@
 //! ```
 
 mod any_fifo;
+mod core;
 mod delta;
 mod delta_fifo;
 mod real_fifo;

@@ -6,11 +6,12 @@ use std::{
     sync::Arc,
 };
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::MutexGuard;
 
 use super::{
     DEFAULT_BATCH_SIZE, Delta, DeltaObject, DeltaType, Deltas, Error, Queue,
-    synced::{Attempt, Signals, SyncTracker},
+    core::Core,
+    synced::{Attempt, SyncTracker},
 };
 use crate::{
     reflector::{ReflectorStore, StoreError},
@@ -134,16 +135,13 @@ pub struct RealFifo<K> {
 }
 
 struct Inner<K> {
-    key_func: KeyFunc<K>,
+    core: Core<K, State<K>>,
     mode: RealFifoMode<K>,
     batch_size: usize,
-    state: Mutex<State<K>>,
-    signals: Signals,
 }
 
 struct State<K> {
     items: VecDeque<Delta<K>>,
-    closed: bool,
     sync: SyncTracker,
 }
 
@@ -162,9 +160,9 @@ impl<K> fmt::Debug for RealFifo<K> {
                 "atomic",
                 &matches!(self.inner.mode, RealFifoMode::Atomic { .. }),
             )
-            .field("len", &self.inner.signals.len())
-            .field("has_synced", &self.inner.signals.has_synced())
-            .field("closed", &self.inner.signals.is_closed())
+            .field("len", &self.inner.core.len())
+            .field("has_synced", &self.inner.core.has_synced())
+            .field("closed", &self.inner.core.is_closed())
             .finish()
     }
 }
@@ -174,15 +172,15 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
     pub fn new(key_func: KeyFunc<K>, options: RealFifoConfig<K>) -> Self {
         Self {
             inner: Arc::new(Inner {
-                key_func,
+                core: Core::new(
+                    key_func,
+                    State {
+                        items: VecDeque::new(),
+                        sync: SyncTracker::default(),
+                    },
+                ),
                 mode: options.mode,
                 batch_size: options.batch_size.max(1),
-                state: Mutex::new(State {
-                    items: VecDeque::new(),
-                    closed: false,
-                    sync: SyncTracker::default(),
-                }),
-                signals: Signals::default(),
             }),
         }
     }
@@ -223,30 +221,26 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
         R: Send,
     {
         let inner = &*self.inner;
+        let core = &inner.core;
         let mut process = Some(process);
-        inner
-            .signals
+        core.signals()
             .pop_with(|| {
-                let mut state = inner.state.lock();
+                let mut state = core.lock();
                 if state.items.is_empty() {
-                    return if state.closed {
-                        Attempt::Closed
-                    } else {
-                        Attempt::Empty
-                    };
+                    return core.nothing_queued();
                 }
                 let Some(process) = process.take() else {
                     return Attempt::Closed;
                 };
-                let initial = !inner.signals.has_synced();
+                let initial = !core.has_synced();
                 let (batch, counted) = take_batch(&mut state, max);
-                inner.signals.set_len(state.items.len());
+                core.signals().set_len(state.items.len());
                 let out = if inner.releases_lock(state.items.len()) {
                     MutexGuard::unlocked(&mut state, || process(batch, initial))
                 } else {
                     process(batch, initial)
                 };
-                state.sync.on_processed(counted, &inner.signals.synced);
+                state.sync.on_processed(counted, &core.signals().synced);
                 Attempt::Done(out)
             })
             .await
@@ -254,22 +248,18 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
     }
 
     fn key(&self, obj: &K) -> Result<ObjectKey, StoreError> {
-        Ok((self.inner.key_func)(obj)?)
+        self.inner.core.key(obj)
     }
 
     /// Locks the state unless the queue is closed.
     fn lock_open(&self) -> Result<MutexGuard<'_, State<K>>, StoreError> {
-        let state = self.inner.state.lock();
-        if state.closed {
-            return Err(StoreError::Closed);
-        }
-        Ok(state)
+        self.inner.core.lock_open()
     }
 
     fn append(&self, kind: DeltaType, obj: Arc<K>) -> Result<(), StoreError> {
         let key = self.key(&obj)?;
         let mut state = self.lock_open()?;
-        state.sync.on_write(&self.inner.signals.synced);
+        state.sync.on_write(&self.inner.core.signals().synced);
         state.items.push_back(Delta::keyed(kind, key, obj));
         self.inner.published(&state);
         Ok(())
@@ -289,8 +279,7 @@ impl<K> Inner<K> {
 
     /// Publishes the new length and wakes waiting pops.
     fn published(&self, state: &State<K>) {
-        self.signals.set_len(state.items.len());
-        self.signals.wake();
+        self.core.published(state.items.len());
     }
 }
 
@@ -361,7 +350,9 @@ impl<K: Send + Sync + 'static> ReflectorStore<K> for RealFifo<K> {
             }
         }
         let queued = state.items.len();
-        state.sync.on_replace(queued, &self.inner.signals.synced);
+        state
+            .sync
+            .on_replace(queued, &self.inner.core.signals().synced);
         self.inner.published(&state);
         Ok(())
     }
@@ -463,25 +454,19 @@ impl<K: Send + Sync + 'static> Queue<K> for RealFifo<K> {
     }
 
     fn has_synced(&self) -> bool {
-        self.inner.signals.has_synced()
+        self.inner.core.has_synced()
     }
 
     fn close(&self) {
-        let mut state = self.inner.state.lock();
-        state.closed = true;
-        self.inner
-            .signals
-            .closed
-            .store(true, std::sync::atomic::Ordering::Release);
-        self.inner.signals.wake();
+        self.inner.core.close();
     }
 
     fn is_closed(&self) -> bool {
-        self.inner.signals.is_closed()
+        self.inner.core.is_closed()
     }
 
     fn len(&self) -> usize {
-        self.inner.signals.len()
+        self.inner.core.len()
     }
 }
 

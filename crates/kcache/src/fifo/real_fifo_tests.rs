@@ -16,7 +16,7 @@ fn non_atomic(known_objs: &[(&str, u64)]) -> RealFifo<Obj> {
 }
 
 fn queued(fifo: &RealFifo<Obj>) -> Vec<String> {
-    render_all(&fifo.inner.state.lock().items.iter().cloned().collect())
+    render_all(&fifo.inner.core.state.lock().items.iter().cloned().collect())
 }
 
 async fn pop_batch(fifo: &RealFifo<Obj>) -> Batch {
@@ -364,7 +364,7 @@ async fn lock_is_released_while_processing_unless_backpressure_applies() {
     let locked = fifo
         .pop_batch(move |_, _| {
             probe.add(obj("during", 1)).unwrap();
-            probe.inner.state.is_locked()
+            probe.inner.core.state.is_locked()
         })
         .await
         .unwrap();
@@ -377,7 +377,7 @@ async fn lock_is_released_while_processing_unless_backpressure_applies() {
     }
     let probe = fifo.clone();
     let locked = fifo
-        .pop_batch(move |_, _| probe.inner.state.is_locked())
+        .pop_batch(move |_, _| probe.inner.core.state.is_locked())
         .await
         .unwrap();
     assert!(locked);
@@ -389,7 +389,7 @@ async fn non_atomic_queue_holds_its_lock_while_processing() {
     fifo.add(obj("a", 1)).unwrap();
     let probe = fifo.clone();
     let locked = fifo
-        .pop_batch(move |_, _| probe.inner.state.is_locked())
+        .pop_batch(move |_, _| probe.inner.core.state.is_locked())
         .await
         .unwrap();
     assert!(locked);

@@ -11,9 +11,11 @@
 //! Departures from prost, on inputs Go's marshaller never writes: a message field that occurs
 //! twice keeps the last occurrence (prost merges the two); a string that is not UTF-8 is
 //! decoded lossily (as Go's JSON encoder writes it) instead of failing.
+//!
+//! The bytes are read by the one wire reader of the crate (`reader.rs`), which the compact
+//! layer's record walker uses too, so both refuse the same malformed input ([`LayoutError`]).
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use k8s_openapi::apimachinery::pkg::api::resource as k8s_resource;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as k8s_meta;
@@ -22,201 +24,29 @@ use k8s_openapi::apimachinery::pkg::util::intstr as k8s_intstr;
 
 use crate::convert::{ConvertError, IsZero};
 
-/// A protobuf message that is not well formed, with the path of fields it was found under.
-#[derive(Debug)]
-pub struct WireError {
-    /// Innermost field first.
-    path: Vec<&'static str>,
-    kind: WireErrorKind,
-}
+mod error;
+mod reader;
+#[cfg(test)]
+mod tests;
 
-#[derive(Debug)]
-enum WireErrorKind {
-    Truncated,
-    VarintTooLong,
-    WireType { got: u8, want: u8 },
-    UnsupportedWireType(u8),
-    FieldNumberZero,
-    Convert(ConvertError),
-}
-
-impl WireError {
-    fn new(kind: WireErrorKind) -> Self {
-        Self {
-            path: Vec::new(),
-            kind,
-        }
-    }
-
-    /// Records that the error happened inside `field`.
-    #[cold]
-    #[must_use]
-    pub(crate) fn at(mut self, field: &'static str) -> Self {
-        self.path.push(field);
-        self
-    }
-
-    /// The field path where the error was found (`spec.containers.ports`), empty at the top.
-    pub fn path(&self) -> String {
-        let mut parts = self.path.clone();
-        parts.reverse();
-        parts.join(".")
-    }
-}
-
-impl fmt::Display for WireError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.kind {
-            WireErrorKind::Truncated => f.write_str("message ends inside a field")?,
-            WireErrorKind::VarintTooLong => f.write_str("varint longer than 10 bytes")?,
-            WireErrorKind::WireType { got, want } => {
-                write!(f, "wire type {got} where the field has wire type {want}")?;
-            }
-            WireErrorKind::UnsupportedWireType(t) => write!(f, "unsupported wire type {t}")?,
-            WireErrorKind::FieldNumberZero => f.write_str("field number 0")?,
-            WireErrorKind::Convert(e) => write!(f, "{e}")?,
-        }
-        if !self.path.is_empty() {
-            write!(f, " (at {})", self.path())?;
-        }
-        Ok(())
-    }
-}
-
-impl std::error::Error for WireError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.kind {
-            WireErrorKind::Convert(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<ConvertError> for WireError {
-    fn from(e: ConvertError) -> Self {
-        Self::new(WireErrorKind::Convert(e))
-    }
-}
-
-/// A protobuf wire type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Wt {
-    Varint,
-    I64,
-    Len,
-    I32,
-}
-
-impl Wt {
-    fn code(self) -> u8 {
-        match self {
-            Wt::Varint => 0,
-            Wt::I64 => 1,
-            Wt::Len => 2,
-            Wt::I32 => 5,
-        }
-    }
-}
-
-/// Reads fields from one message's bytes.
-pub(crate) struct Reader<'a> {
-    buf: &'a [u8],
-}
+pub use error::{LayoutError, WireError};
+pub(crate) use reader::{Reader, Wt};
 
 impl<'a> Reader<'a> {
-    #[inline]
-    pub(crate) fn new(buf: &'a [u8]) -> Self {
-        Self { buf }
-    }
-
-    #[inline]
-    fn varint(&mut self) -> Result<u64, WireError> {
-        // One-byte fast path: tags and most lengths.
-        if let Some(&b) = self.buf.first()
-            && b < 0x80
-        {
-            self.buf = &self.buf[1..];
-            return Ok(u64::from(b));
-        }
-        let mut value = 0u64;
-        for (i, &b) in self.buf.iter().enumerate().take(10) {
-            value |= u64::from(b & 0x7f) << (7 * i);
-            if b < 0x80 {
-                self.buf = &self.buf[i + 1..];
-                return Ok(value);
-            }
-        }
-        Err(WireError::new(if self.buf.len() >= 10 {
-            WireErrorKind::VarintTooLong
-        } else {
-            WireErrorKind::Truncated
-        }))
-    }
-
-    #[inline]
-    fn take(&mut self, n: usize) -> Result<&'a [u8], WireError> {
-        if n > self.buf.len() {
-            return Err(WireError::new(WireErrorKind::Truncated));
-        }
-        let (head, tail) = self.buf.split_at(n);
-        self.buf = tail;
-        Ok(head)
-    }
-
-    /// The next field's number and wire type, `None` at the end of the message.
-    #[inline]
-    pub(crate) fn key(&mut self) -> Result<Option<(u32, Wt)>, WireError> {
-        if self.buf.is_empty() {
-            return Ok(None);
-        }
-        let key = self.varint()?;
-        let wt = match key & 7 {
-            0 => Wt::Varint,
-            1 => Wt::I64,
-            2 => Wt::Len,
-            5 => Wt::I32,
-            t => {
-                return Err(WireError::new(WireErrorKind::UnsupportedWireType(
-                    u8::try_from(t).unwrap_or(u8::MAX),
-                )));
-            }
-        };
-        let field = u32::try_from(key >> 3).unwrap_or(u32::MAX);
-        if field == 0 {
-            return Err(WireError::new(WireErrorKind::FieldNumberZero));
-        }
-        Ok(Some((field, wt)))
-    }
-
     #[inline]
     fn expect(wt: Wt, want: Wt) -> Result<(), WireError> {
         if wt == want {
             Ok(())
         } else {
-            Err(WireError::new(WireErrorKind::WireType {
-                got: wt.code(),
-                want: want.code(),
-            }))
+            Err(WireError::wire_type(wt.code(), want.code()))
         }
     }
 
-    /// A length-delimited field's bytes.
+    /// A length-delimited field's bytes, after a key that announced `wt`.
     #[inline]
     pub(crate) fn len(&mut self, wt: Wt) -> Result<&'a [u8], WireError> {
         Self::expect(wt, Wt::Len)?;
-        let n = self.varint()?;
-        self.take(usize::try_from(n).unwrap_or(usize::MAX))
-    }
-
-    /// Skips a field this decoder does not know (or was asked to drop).
-    #[inline]
-    pub(crate) fn skip(&mut self, wt: Wt) -> Result<(), WireError> {
-        match wt {
-            Wt::Varint => self.varint().map(drop),
-            Wt::I64 => self.take(8).map(drop),
-            Wt::I32 => self.take(4).map(drop),
-            Wt::Len => self.len(wt).map(drop),
-        }
+        Ok(self.bytes()?)
     }
 }
 
@@ -310,7 +140,7 @@ macro_rules! number {
             ) -> Result<(), WireError> {
                 if wt == Wt::Len && $wt != Wt::Len {
                     let mut packed = Reader::new(r.len(wt)?);
-                    while !packed.buf.is_empty() {
+                    while !packed.is_empty() {
                         out.push(Self::read(&mut packed, $wt, cx)?);
                     }
                     Ok(())
@@ -331,9 +161,9 @@ macro_rules! number {
 mod numbers {
     use super::{Cx, Reader, Wire, WireError, Wt};
 
-    number!(i32, Wt::Varint, |r| r.varint().map(|v| v as i32));
-    number!(i64, Wt::Varint, |r| r.varint().map(|v| v as i64));
-    number!(bool, Wt::Varint, |r| r.varint().map(|v| v != 0));
+    number!(i32, Wt::Varint, |r| Ok(r.varint()? as i32));
+    number!(i64, Wt::Varint, |r| Ok(r.varint()? as i64));
+    number!(bool, Wt::Varint, |r| Ok(r.varint()? != 0));
     number!(f64, Wt::I64, |r| {
         let b = r.take(8)?;
         let mut a = [0u8; 8];
@@ -520,89 +350,5 @@ wire_message!(k8s_runtime::RawExtension);
     reason = "messages without fields ignore the options"
 )]
 mod generated {
-    include!("generated/decode_gen.rs");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn varint_fast_and_slow_paths() {
-        let mut r = Reader::new(&[0x05, 0xac, 0x02, 0xff, 0xff, 0xff, 0xff, 0x0f]);
-        assert_eq!(r.varint().unwrap(), 5);
-        assert_eq!(r.varint().unwrap(), 300);
-        assert_eq!(r.varint().unwrap(), u64::from(u32::MAX));
-        assert!(r.buf.is_empty());
-    }
-
-    #[test]
-    fn truncated_varint_and_length_are_errors() {
-        assert!(matches!(
-            Reader::new(&[0x80, 0x80]).varint().unwrap_err().kind,
-            WireErrorKind::Truncated
-        ));
-        assert!(matches!(
-            Reader::new(&[0xff; 11]).varint().unwrap_err().kind,
-            WireErrorKind::VarintTooLong
-        ));
-        // A length of 5 with 2 bytes left.
-        assert!(matches!(
-            Reader::new(&[0x05, 1, 2]).len(Wt::Len).unwrap_err().kind,
-            WireErrorKind::Truncated
-        ));
-    }
-
-    #[test]
-    fn negative_int32_is_a_ten_byte_varint() {
-        let mut buf = vec![0x08];
-        buf.extend([0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
-        let mut r = Reader::new(&buf);
-        let (tag, wt) = r.key().unwrap().unwrap();
-        assert_eq!((tag, wt), (1, Wt::Varint));
-        assert_eq!(i32::read(&mut r, wt, &Cx::default()).unwrap(), -1);
-    }
-
-    #[test]
-    fn packed_and_unpacked_repeated_numbers_both_decode() {
-        let cx = Cx::default();
-        let mut out = Vec::new();
-        // Unpacked: one varint.
-        i64::read_repeated(&mut Reader::new(&[7]), Wt::Varint, &cx, &mut out).unwrap();
-        // Packed: length 3, values 1, 2, 300.
-        i64::read_repeated(
-            &mut Reader::new(&[4, 1, 2, 0xac, 0x02]),
-            Wt::Len,
-            &cx,
-            &mut out,
-        )
-        .unwrap();
-        assert_eq!(out, vec![7, 1, 2, 300]);
-    }
-
-    #[test]
-    fn wrong_wire_type_names_the_field_path() {
-        // Pod { metadata (1) = ObjectMeta { name (1) as a varint } }
-        let buf = [0x0a, 0x02, 0x08, 0x01];
-        let err =
-            <k8s_openapi::api::core::v1::Pod as WireMessage>::decode_msg(&buf, &Cx::default())
-                .unwrap_err();
-        assert_eq!(err.path(), "metadata.name");
-        assert!(err.to_string().contains("wire type 0"), "{err}");
-    }
-
-    #[test]
-    fn invalid_utf8_string_decodes_lossily() {
-        let mut r = Reader::new(&[0x02, 0xff, b'a']);
-        let s = String::read(&mut r, Wt::Len, &Cx::default()).unwrap();
-        assert_eq!(s, "\u{fffd}a");
-    }
-
-    #[test]
-    fn groups_are_rejected() {
-        assert!(matches!(
-            Reader::new(&[0x0b]).key().unwrap_err().kind,
-            WireErrorKind::UnsupportedWireType(3)
-        ));
-    }
+    include!("../generated/decode_gen.rs");
 }

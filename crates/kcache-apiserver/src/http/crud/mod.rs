@@ -1,0 +1,120 @@
+//! get / create / update / patch / delete of single objects, with the server-set
+//! metadata (uid, creationTimestamp, generation, resourceVersion), optimistic
+//! concurrency, finalizers and deletionTimestamp.
+//!
+//! This module has GET and the helpers every handler uses; `write.rs` the write path that
+//! POST, PUT and PATCH share (typed query parameters, body decoding and checks, the answer),
+//! `object.rs` the stored-object side of create and update (also used by apply and the Rust
+//! handle), `patch.rs` PATCH and server-side apply.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::response::Response;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue};
+use serde_json::{Map, Value, json};
+
+use super::list::wait_for_rv;
+use super::negotiate::{Output, output};
+use super::params::parse_rv;
+use super::table::{IncludeObject, partial_metadata, table};
+use super::{AppState, Target, bytes_response, json_response};
+use crate::object::StoredObject;
+use crate::resource::ResourceInfo;
+use crate::status::ApiError;
+
+mod object;
+mod patch;
+mod write;
+
+pub(crate) use object::{create_object, update_object};
+pub(crate) use patch::patch;
+pub(crate) use write::{create, update};
+
+pub(super) fn now_rfc3339() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+fn meta_mut(obj: &mut Map<String, Value>) -> &mut Map<String, Value> {
+    let m = obj.entry("metadata").or_insert_with(|| json!({}));
+    if !m.is_object() {
+        *m = json!({});
+    }
+    m.as_object_mut()
+        .unwrap_or_else(|| unreachable!("metadata was just made an object"))
+}
+
+pub(super) fn has_finalizers(v: &Value) -> bool {
+    v.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+}
+
+pub(super) fn is_dry_run(query: &HashMap<String, String>) -> bool {
+    query.get("dryRun").is_some_and(|v| v == "All")
+}
+
+fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        if let Ok(v) = HeaderValue::from_str(w) {
+            resp.headers_mut().append("Warning", v);
+        }
+    }
+    resp
+}
+
+fn render_object(
+    info: &ResourceInfo,
+    obj: &StoredObject,
+    code: u16,
+    out: Output,
+    include_object: Option<&str>,
+) -> Response {
+    match out {
+        Output::Table(api_version) => {
+            let include = IncludeObject::parse(include_object);
+            let meta = json!({"resourceVersion": obj.rv().to_string()});
+            json_response(
+                code,
+                &table(info, [&Arc::new(obj.clone())], api_version, include, meta),
+            )
+        }
+        Output::Metadata(api_version) => {
+            json_response(code, &partial_metadata(obj.value(), api_version))
+        }
+        Output::Json | Output::Discovery => {
+            let mut b = obj.json().to_vec();
+            b.push(b'\n');
+            bytes_response(code, "application/json", Bytes::from(b))
+        }
+    }
+}
+
+/// GET of one object.
+pub(crate) async fn get(
+    state: &Arc<AppState>,
+    target: &Target,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    let out = output(headers)?;
+    if let Some(raw) = query.get("resourceVersion").filter(|s| !s.is_empty()) {
+        let rv = parse_rv(raw)?;
+        if rv > state.store.current_rv() {
+            wait_for_rv(state, rv).await?;
+        }
+    }
+    let obj = get_object(state, target)?;
+    let include_object = query.get("includeObject").map(String::as_str);
+    Ok(render_object(&target.info, &obj, 200, out, include_object))
+}
+
+/// The current object a target names, or 404.
+pub(crate) fn get_object(state: &AppState, target: &Target) -> Result<Arc<StoredObject>, ApiError> {
+    let name = target.name.as_deref().unwrap_or("");
+    state
+        .store
+        .get(&target.info.id(), &target.key())
+        .ok_or_else(|| ApiError::not_found(&target.info, name))
+}

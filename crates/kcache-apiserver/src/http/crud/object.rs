@@ -1,0 +1,323 @@
+//! The stored-object side of create and update: server-set metadata, namespace and name
+//! checks, optimistic concurrency, generation and managed fields. Shared by POST, PUT, PATCH,
+//! apply and the Rust handle.
+
+use std::sync::Arc;
+
+use rand::Rng;
+use serde_json::{Value, json};
+
+use super::{has_finalizers, meta_mut, now_rfc3339};
+use crate::http::managed::{FieldsChange, Manager, Transition, updated as updated_fields};
+use crate::http::validate::{check_kind, check_name, check_type};
+use crate::http::{AppState, Target};
+use crate::object::{StoredObject, object_key};
+use crate::status::{ApiError, Cause};
+use crate::store::Mutation;
+
+fn generate_name(prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    let suffix: String = (0..5)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect();
+    format!("{prefix}{suffix}")
+}
+
+/// Everything of an object except `metadata` and `status` (what bumps generation).
+fn spec_part(v: &Value) -> Value {
+    let mut m = v.as_object().cloned().unwrap_or_default();
+    m.remove("metadata");
+    m.remove("status");
+    Value::Object(m)
+}
+
+/// Equal apart from resourceVersion and managedFields: an update that changes nothing.
+fn same_content(a: &Value, b: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+            m.remove("managedFields");
+        }
+        v
+    };
+    strip(a) == strip(b)
+}
+
+fn namespaces_id(state: &AppState) -> Option<crate::resource::ResourceId> {
+    state.registry.get("", "v1", "namespaces").map(|i| i.id())
+}
+
+fn ensure_namespace(state: &AppState, ns: &str) -> Result<(), ApiError> {
+    let Some(ns_id) = namespaces_id(state) else {
+        return Ok(());
+    };
+    if state.store.get(&ns_id, ns).is_some() {
+        return Ok(());
+    }
+    if state.config.auto_create_namespaces {
+        let info = state
+            .registry
+            .get("", "v1", "namespaces")
+            .ok_or_else(ApiError::unknown_resource)?;
+        let t = Target {
+            info,
+            namespace: None,
+            name: None,
+            sub: None,
+            watch_path: false,
+        };
+        let change = FieldsChange::Set(Manager::handle(), json!({}));
+        match create_object(state, &t, json!({"metadata": {"name": ns}}), false, &change) {
+            Ok(_) => return Ok(()),
+            Err(e) if e.code == 409 => return Ok(()),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(ApiError::namespace_not_found(ns))
+}
+
+/// Creates an object (already decoded); shared by POST, apply and the Rust handle.
+pub(crate) fn create_object(
+    state: &AppState,
+    target: &Target,
+    value: Value,
+    dry_run: bool,
+    change: &FieldsChange,
+) -> Result<Arc<StoredObject>, ApiError> {
+    let info = &target.info;
+    let Value::Object(mut obj) = value else {
+        return Err(ApiError::bad_request("the object must be a JSON object"));
+    };
+    check_type(info, &mut obj)?;
+    let api_version = info.api_version();
+    let meta = meta_mut(&mut obj);
+    let sent_fields = meta.remove("managedFields");
+    let now = now_rfc3339();
+    if let Some(mf) = updated_fields(None, sent_fields.as_ref(), change, None, &api_version, &now) {
+        meta.insert("managedFields".into(), mf);
+    }
+    if info.namespaced {
+        let url_ns = target.namespace.clone().unwrap_or_default();
+        match meta.get("namespace").and_then(Value::as_str) {
+            Some(ns) if !ns.is_empty() && ns != url_ns => {
+                return Err(ApiError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            _ => {
+                meta.insert("namespace".into(), json!(url_ns));
+            }
+        }
+    } else {
+        meta.remove("namespace");
+    }
+    let mut name = meta
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    if name.is_empty() {
+        let prefix = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if prefix.is_empty() {
+            return Err(ApiError::invalid(
+                info,
+                "",
+                vec![Cause::new(
+                    "FieldValueRequired",
+                    "Required value: name or generateName is required",
+                    "metadata.name",
+                )],
+            ));
+        }
+        name = generate_name(prefix);
+        meta.insert("name".into(), json!(name));
+    }
+    meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+    meta.insert("creationTimestamp".into(), json!(now));
+    for k in [
+        "resourceVersion",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+    ] {
+        meta.remove(k);
+    }
+    if info.tracks_generation {
+        meta.insert("generation".into(), json!(1));
+    } else {
+        meta.remove("generation");
+    }
+    check_name(info, &name)?;
+    check_kind(info, &mut obj)?;
+    if info.group.is_empty() && info.plural == "pods" {
+        let status = obj.entry("status").or_insert_with(|| json!({}));
+        if status.get("phase").is_none()
+            && let Some(s) = status.as_object_mut()
+        {
+            s.insert("phase".into(), json!("Pending"));
+        }
+    }
+    if info.group.is_empty() && info.plural == "namespaces" {
+        obj.insert("spec".into(), json!({"finalizers": ["kubernetes"]}));
+        obj.insert("status".into(), json!({"phase": "Active"}));
+    }
+    let ns = target.namespace.as_deref().filter(|_| info.namespaced);
+    if let Some(ns) = ns {
+        ensure_namespace(state, ns)?;
+    }
+    let value = Value::Object(obj);
+    if dry_run {
+        return Ok(Arc::new(StoredObject::without_rv(value)));
+    }
+    let key = object_key(ns, &name);
+    let outcome = state.store.mutate(&info.id(), &key, |cur, _| {
+        if cur.is_some() {
+            return Err(ApiError::already_exists(info, &name));
+        }
+        Ok(Mutation::Put(value))
+    })?;
+    outcome
+        .object
+        .ok_or_else(|| ApiError::internal("create produced no object"))
+}
+
+/// Replaces an object with `value`, keeping server-owned metadata; shared by PUT,
+/// PATCH and the Rust handle. A `status` subresource target only replaces `.status`.
+pub(crate) fn update_object(
+    state: &AppState,
+    target: &Target,
+    value: Value,
+    dry_run: bool,
+    change: &FieldsChange,
+) -> Result<Arc<StoredObject>, ApiError> {
+    let info = &target.info;
+    let name = target.name.clone().unwrap_or_default();
+    let Value::Object(mut obj) = value else {
+        return Err(ApiError::bad_request("the object must be a JSON object"));
+    };
+    check_type(info, &mut obj)?;
+    check_kind(info, &mut obj)?;
+    let status_only = target.sub.as_deref() == Some("status");
+    let sent_fields = obj
+        .get("metadata")
+        .and_then(|m| m.get("managedFields"))
+        .cloned();
+    let api_version = info.api_version();
+    let mut dry_result = None;
+    let outcome = state.store.mutate(&info.id(), &target.key(), |cur, _| {
+        let Some(cur) = cur else {
+            return Err(ApiError::not_found(info, &name));
+        };
+        let wanted_rv = obj
+            .get("metadata")
+            .and_then(|m| m.get("resourceVersion"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        if let Some(rv) = wanted_rv
+            && rv != cur.rv().to_string()
+        {
+            return Err(ApiError::conflict(info, &name));
+        }
+        let mut next = if status_only {
+            let mut v = cur.value().clone();
+            v["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
+            v
+        } else {
+            let mut v = Value::Object(obj);
+            let cur_meta = cur
+                .value()
+                .get("metadata")
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+            if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+                for k in [
+                    "uid",
+                    "creationTimestamp",
+                    "deletionTimestamp",
+                    "deletionGracePeriodSeconds",
+                    "generation",
+                    "namespace",
+                    "name",
+                ] {
+                    match cur_meta.get(k) {
+                        Some(x) => {
+                            m.insert(k.into(), x.clone());
+                        }
+                        None => {
+                            m.remove(k);
+                        }
+                    }
+                }
+            } else {
+                v["metadata"] = cur_meta;
+            }
+            let has_status_subresource = info.subresources.iter().any(|s| s == "status");
+            let keep_status = has_status_subresource
+                || (cur.value().get("status").is_some() && v.get("status").is_none());
+            if keep_status {
+                // With a status subresource, the main resource cannot change status.
+                match cur.value().get("status") {
+                    Some(st) => v["status"] = st.clone(),
+                    None => {
+                        if let Some(m) = v.as_object_mut() {
+                            m.remove("status");
+                        }
+                    }
+                }
+            }
+            v
+        };
+        if info.tracks_generation && spec_part(&next) != spec_part(cur.value()) {
+            let g = cur
+                .value()
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            next["metadata"]["generation"] = json!(g + 1);
+        }
+        if same_content(&next, cur.value()) {
+            return Ok(Mutation::Keep);
+        }
+        let cur_fields = cur.value().pointer("/metadata/managedFields");
+        let transition = Transition {
+            old: cur.value(),
+            new: &next,
+            status_only,
+        };
+        let fields = updated_fields(
+            cur_fields,
+            sent_fields.as_ref(),
+            change,
+            Some(&transition),
+            &api_version,
+            &now_rfc3339(),
+        );
+        if let Some(m) = next.get_mut("metadata").and_then(Value::as_object_mut) {
+            match fields {
+                Some(f) => m.insert("managedFields".into(), f),
+                None => m.remove("managedFields"),
+            };
+        }
+        let finishing =
+            next.pointer("/metadata/deletionTimestamp").is_some() && !has_finalizers(&next);
+        if dry_run {
+            dry_result = Some(next);
+            return Ok(Mutation::Keep);
+        }
+        if finishing {
+            return Ok(Mutation::Delete);
+        }
+        Ok(Mutation::Put(next))
+    })?;
+    if let Some(v) = dry_result {
+        return Ok(Arc::new(StoredObject::without_rv(v)));
+    }
+    outcome
+        .object
+        .ok_or_else(|| ApiError::not_found(info, &name))
+}

@@ -1,0 +1,183 @@
+//! PATCH (JSON merge, JSON patch, strategic merge) and server-side apply, simplified: both
+//! go through the shared write path (`write.rs`) and end in create or update.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::response::Response;
+use http::HeaderMap;
+use serde_json::{Value, json};
+
+use super::write::Write;
+use super::{create_object, get_object, meta_mut, update_object};
+use crate::http::AppState;
+use crate::http::Target;
+use crate::http::managed::{FieldsChange, field_set};
+use crate::http::negotiate::{BodyType, body_type};
+use crate::http::validate::go_json_error;
+use crate::object::StoredObject;
+use crate::resource::ResourceInfo;
+use crate::status::{ApiError, Cause};
+
+/// Whether a resource is one of the built-in kinds (strategic merge patch allowed).
+fn is_builtin(info: &ResourceInfo) -> bool {
+    matches!(
+        info.group.as_str(),
+        "" | "coordination.k8s.io" | "events.k8s.io"
+    )
+}
+
+/// Merges a JSON merge patch (RFC 7386) into `target`.
+fn merge(target: &mut Value, patch: &Value) {
+    json_patch::merge(target, patch);
+}
+
+fn patch_decode_error(body: &[u8]) -> ApiError {
+    ApiError::bad_request(format!("error decoding patch: {}", go_json_error(body)))
+}
+
+/// PATCH: merge, JSON, strategic-merge (treated as merge) and apply patches.
+pub(crate) fn patch(
+    state: &Arc<AppState>,
+    target: &Target,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let write = Write::open(query, headers)?;
+    let info = &target.info;
+    let name = target.name.clone().unwrap_or_default();
+    let kind = body_type(headers);
+    if kind == BodyType::ApplyPatch {
+        return apply(state, target, &write, headers, body);
+    }
+    let patch_value: Value = match kind {
+        BodyType::MergePatch | BodyType::StrategicMergePatch | BodyType::JsonPatch => {
+            serde_json::from_slice(body).map_err(|_| patch_decode_error(body))?
+        }
+        _ => return Err(ApiError::unsupported_patch()),
+    };
+    let json_ops: Option<json_patch::Patch> = if kind == BodyType::JsonPatch {
+        Some(
+            serde_json::from_value(patch_value.clone())
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
+        )
+    } else {
+        None
+    };
+    if kind == BodyType::StrategicMergePatch && !is_builtin(info) {
+        return Err(ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: \
+             application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+        ));
+    }
+    let change = FieldsChange::Update(write.manager(headers, "Update"));
+    // Like kube-apiserver, a patch without its own resourceVersion is retried when the
+    // object changed between reading and writing it.
+    let mut attempts = 0;
+    loop {
+        attempts += 1;
+        let cur = get_object(state, target)?;
+        let (next, user_rv) = patched(&cur, json_ops.as_ref(), &patch_value, kind)?;
+        if user_rv
+            .as_ref()
+            .is_some_and(|rv| *rv != cur.rv().to_string())
+        {
+            return Err(ApiError::conflict(info, &name));
+        }
+        match update_object(state, target, next, write.dry_run(), &change) {
+            Err(e) if e.code == 409 && user_rv.is_none() && attempts < 10 => continue,
+            Err(e) => return Err(e),
+            Ok(updated) => return Ok(write.respond(info, &updated, 200, &[])),
+        }
+    }
+}
+
+/// Applies a patch to the current object; returns the result (stamped with the current
+/// resourceVersion) and the resourceVersion the patch itself carried, if any.
+fn patched(
+    cur: &StoredObject,
+    json_ops: Option<&json_patch::Patch>,
+    patch_value: &Value,
+    kind: BodyType,
+) -> Result<(Value, Option<String>), ApiError> {
+    let mut next = cur.value().clone();
+    match json_ops {
+        Some(ops) => json_patch::patch(&mut next, ops).map_err(|_| {
+            ApiError::new(
+                422,
+                "Invalid",
+                "the server rejected our request due to an error in our request",
+            )
+            .with_details(json!({}))
+        })?,
+        None if kind == BodyType::StrategicMergePatch => {
+            crate::http::smp::apply(&mut next, patch_value)
+        }
+        None => merge(&mut next, patch_value),
+    }
+    // A resourceVersion the patch changed is a precondition.
+    let patched_rv = next
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .filter(|rv| *rv != cur.rv().to_string());
+    if let Some(m) = next.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.insert("resourceVersion".into(), json!(cur.rv().to_string()));
+    }
+    Ok((next, patched_rv))
+}
+
+/// Server-side apply, simplified: create when missing, else merge the applied fields.
+fn apply(
+    state: &Arc<AppState>,
+    target: &Target,
+    write: &Write,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    if write.query.field_manager().is_none() {
+        return Err(ApiError::invalid_options(
+            "PatchOptions",
+            vec![Cause::new(
+                "FieldValueRequired",
+                "Required value: is required for apply patch",
+                "fieldManager",
+            )],
+        ));
+    }
+    let Ok(Value::Object(mut applied)) = serde_json::from_slice::<Value>(body) else {
+        return Err(ApiError::unsupported_patch());
+    };
+    let name = target.name.clone().unwrap_or_default();
+    meta_mut(&mut applied).insert("name".into(), json!(name));
+    meta_mut(&mut applied).remove("resourceVersion");
+    let applied = Value::Object(applied);
+    let status_only = target.sub.as_deref() == Some("status");
+    let change = FieldsChange::Set(
+        write.manager(headers, "Apply"),
+        field_set(&applied, status_only),
+    );
+    for _ in 0..10 {
+        match state.store.get(&target.info.id(), &target.key()) {
+            None => match create_object(state, target, applied.clone(), write.dry_run(), &change) {
+                Err(e) if e.code == 409 => continue,
+                Err(e) => return Err(e),
+                Ok(obj) => return Ok(write.respond(&target.info, &obj, 201, &[])),
+            },
+            Some(cur) => {
+                let mut next = cur.value().clone();
+                merge(&mut next, &applied);
+                next["metadata"]["resourceVersion"] = json!(cur.rv().to_string());
+                match update_object(state, target, next, write.dry_run(), &change) {
+                    Err(e) if e.code == 409 => continue,
+                    Err(e) => return Err(e),
+                    Ok(obj) => return Ok(write.respond(&target.info, &obj, 200, &[])),
+                }
+            }
+        }
+    }
+    Err(ApiError::conflict(&target.info, &name))
+}
