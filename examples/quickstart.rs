@@ -1,12 +1,10 @@
 //! A shared informer over HTTP with an index by node and an event handler.
 //! Run it with `cargo run -p kcache-examples --example quickstart`.
-use std::sync::Arc;
-
 use k8s_openapi::api::core::v1::Pod;
-use kcache::store::{IndexFunc, namespace_indexers, parse_label_selector};
+use kcache::store::parse_label_selector;
 use kcache::{HandlerFns, SharedInformerFactory, factory};
 use kcache_apiserver::ApiServer;
-use kcache_client::{Client, HttpListerWatcher};
+use kcache_client::Client;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -29,17 +27,13 @@ async fn main() -> anyhow::Result<()> {
 
     // One shared informer per type; this one also indexes pods by node.
     let factory = SharedInformerFactory::new(factory::Config::default());
-    let mut indexers = namespace_indexers::<Pod>();
-    let by_node: IndexFunc<Pod> = Arc::new(|pod: &Pod| {
-        pod.spec
-            .as_ref()
-            .and_then(|s| s.node_name.clone())
-            .into_iter()
-            .collect()
-    });
-    indexers.insert("node".to_owned(), by_node);
-    let pods =
-        factory.informer_with_indexers(|_| HttpListerWatcher::<Pod>::all(client.clone()), indexers);
+    let pods = factory
+        .informer_builder::<Pod>()
+        .indexer("node", |pod: &Pod| {
+            let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
+            node.into_iter().collect()
+        })
+        .build(&client)?;
 
     // Handlers run on their own task each, after the cache holds the change.
     let printer = pods.add_event_handler(
