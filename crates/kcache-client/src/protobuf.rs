@@ -15,7 +15,7 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt, stream};
 use http::HeaderMap;
 use kcache::lister_watcher::{Error, WatchStream};
-use kcache_proto::{DecodeError, Envelope, EventType, WatchDecoder, WatchError};
+use kcache_proto::{DecodeError, Envelope, WatchDecoder, WatchError, WatchEventType};
 use kube_core::{ListMeta, ObjectList, TypeMeta, WatchEvent};
 
 use crate::decode::ItemDecoder;
@@ -120,13 +120,13 @@ fn event<K, D: ItemDecoder<K>>(
     ev: kcache_proto::RawWatchEvent,
 ) -> Result<WatchEvent<K>, Error> {
     Ok(match ev.event_type {
-        EventType::Added => WatchEvent::Added(object(decoder, ev.object)?),
-        EventType::Modified => WatchEvent::Modified(object(decoder, ev.object)?),
-        EventType::Deleted => WatchEvent::Deleted(object(decoder, ev.object)?),
-        EventType::Bookmark => {
+        WatchEventType::Added => WatchEvent::Added(object(decoder, ev.object)?),
+        WatchEventType::Modified => WatchEvent::Modified(object(decoder, ev.object)?),
+        WatchEventType::Deleted => WatchEvent::Deleted(object(decoder, ev.object)?),
+        WatchEventType::Bookmark => {
             WatchEvent::Bookmark(kcache_proto::decode_object(ev.object).map_err(decode_error)?)
         }
-        EventType::Error => {
+        WatchEventType::Error => {
             let status = kcache_proto::decode_status(ev.object).map_err(decode_error)?;
             let json = serde_json::to_value(status).map_err(Error::decode)?;
             let mut status: kube_core::Status =

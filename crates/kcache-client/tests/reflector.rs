@@ -13,7 +13,7 @@ use kcache::{
     lister_watcher::ListParams,
     reflector::{Config, Reflector, ReflectorHandle},
     store::ObjectKey,
-    testing::{Op, RecordingStore},
+    testing::{RecordingStore, StoreOp},
 };
 use kcache_apiserver::{ApiServer, InjectedFailure};
 use kcache_client::HttpListerWatcher;
@@ -49,7 +49,7 @@ impl Running {
         }
     }
 
-    async fn wait_ops(&self, pred: impl FnMut(&[Op]) -> bool) -> Result<()> {
+    async fn wait_ops(&self, pred: impl FnMut(&[StoreOp]) -> bool) -> Result<()> {
         tokio::time::timeout(HANG_GUARD, self.store.wait_for(pred))
             .await
             .context("reflector hung")
@@ -125,8 +125,8 @@ async fn churn(s: &TestServer, round: usize) -> Result<()> {
     Ok(())
 }
 
-fn replaced(ops: &[Op]) -> bool {
-    ops.iter().any(|o| matches!(o, Op::Replace(..)))
+fn replaced(ops: &[StoreOp]) -> bool {
+    ops.iter().any(|o| matches!(o, StoreOp::Replace(..)))
 }
 
 #[tokio::test]
@@ -183,8 +183,13 @@ async fn watch_error_410_after_compaction_relists_and_converges() -> Result<()> 
     faults.drop_watches();
     faults.stall_watches(false);
     r.converge(&s).await?;
-    r.wait_ops(|ops| ops.iter().filter(|o| matches!(o, Op::Replace(..))).count() >= 2)
-        .await?;
+    r.wait_ops(|ops| {
+        ops.iter()
+            .filter(|o| matches!(o, StoreOp::Replace(..)))
+            .count()
+            >= 2
+    })
+    .await?;
     ensure!(r.handle.metrics().relists >= 1, "{:?}", r.handle.metrics());
     r.stop().await
 }
@@ -301,8 +306,9 @@ async fn bookmarks_advance_the_resource_version() -> Result<()> {
         .context("rv")?
         .parse()?;
     r.wait_ops(|ops| {
-        ops.iter()
-            .any(|o| matches!(o, Op::Bookmark(rv) if rv.parse::<u64>().is_ok_and(|v| v >= target)))
+        ops.iter().any(
+            |o| matches!(o, StoreOp::Bookmark(rv) if rv.parse::<u64>().is_ok_and(|v| v >= target)),
+        )
     })
     .await?;
     let last: u64 = r.handle.last_sync_resource_version().parse()?;

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use kcache::controller::ControllerMetrics as Counters;
+use kcache::controller::Metrics as Counters;
 use parking_lot::Mutex;
 use prometheus_client::{
     collector::Collector,

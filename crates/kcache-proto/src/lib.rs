@@ -80,7 +80,7 @@ pub use decode::{
 };
 pub use envelope::{Envelope, EnvelopeError};
 pub use frame::{FrameDecoder, FrameError};
-pub use watch::{EventType, RawWatchEvent, WatchDecoder, WatchError};
+pub use watch::{RawWatchEvent, WatchDecoder, WatchError, WatchEventType};
 pub use wire::WireError;
 
 /// `Content-Type` of a protobuf object, list or `Status`.

@@ -28,7 +28,7 @@ pub enum WatchError {
 
 /// The type of a watch event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EventType {
+pub enum WatchEventType {
     /// `ADDED`
     Added,
     /// `MODIFIED`
@@ -41,7 +41,7 @@ pub enum EventType {
     Error,
 }
 
-impl EventType {
+impl WatchEventType {
     /// Parses the wire name.
     pub fn from_wire(s: &str) -> Option<Self> {
         Some(match s {
@@ -71,7 +71,7 @@ impl EventType {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RawWatchEvent {
     /// Event type.
-    pub event_type: EventType,
+    pub event_type: WatchEventType,
     /// The object.
     pub object: Envelope,
 }
@@ -85,7 +85,7 @@ impl RawWatchEvent {
     pub fn decode(frame: Bytes) -> Result<Self, WatchError> {
         let ev = WatchEvent::decode(frame).map_err(WatchError::Malformed)?;
         let ty = ev.r#type.unwrap_or_default();
-        let event_type = EventType::from_wire(&ty).ok_or(WatchError::UnknownEventType(ty))?;
+        let event_type = WatchEventType::from_wire(&ty).ok_or(WatchError::UnknownEventType(ty))?;
         let raw = ev.object.and_then(|o| o.raw).unwrap_or_default();
         let object = Envelope::decode(raw).map_err(WatchError::Object)?;
         Ok(Self { event_type, object })
@@ -106,10 +106,10 @@ impl RawWatchEvent {
 /// Turns a protobuf watch stream, fed as chunks split anywhere, into [`RawWatchEvent`]s.
 ///
 /// ```
-/// use kcache_proto::{WatchDecoder, frame::encode_frame, EventType, RawWatchEvent, Envelope};
+/// use kcache_proto::{WatchDecoder, frame::encode_frame, WatchEventType, RawWatchEvent, Envelope};
 ///
 /// let ev = RawWatchEvent {
-///     event_type: EventType::Added,
+///     event_type: WatchEventType::Added,
 ///     object: Envelope { api_version: "v1".into(), kind: "Pod".into(), ..Default::default() },
 /// };
 /// let mut stream = Vec::new();

@@ -11,7 +11,9 @@ mod support;
 
 use bytes::Bytes;
 use k8s_openapi::api::core::v1::Pod;
-use kcache_proto::{Envelope, EventType, WatchDecoder, decode_list, decode_object, decode_status};
+use kcache_proto::{
+    Envelope, WatchDecoder, WatchEventType, decode_list, decode_object, decode_status,
+};
 use serde_json::Value;
 use support::protobuf_fixture::{Placeholders, body, fixture, step};
 
@@ -101,7 +103,7 @@ fn protobuf_list_with_limit_carries_continue_and_remaining_count() {
 }
 
 /// Decodes a recorded watch body, fed in chunks of `chunk` bytes.
-fn watch_events(body: &Bytes, chunk: usize) -> Vec<(EventType, Pod)> {
+fn watch_events(body: &Bytes, chunk: usize) -> Vec<(WatchEventType, Pod)> {
     let mut dec = WatchDecoder::default();
     let mut out = Vec::new();
     for c in body.chunks(chunk) {

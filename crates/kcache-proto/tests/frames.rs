@@ -7,15 +7,17 @@ use k8s_openapi::api::core::v1::Pod as K8sPod;
 use kcache_proto::api::core::v1::{Container, Pod, PodSpec};
 use kcache_proto::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kcache_proto::frame::encode_frame;
-use kcache_proto::{Envelope, EventType, RawWatchEvent, WatchDecoder, WatchError, decode_object};
+use kcache_proto::{
+    Envelope, RawWatchEvent, WatchDecoder, WatchError, WatchEventType, decode_object,
+};
 use proptest::prelude::*;
 
-fn event_type() -> impl Strategy<Value = EventType> {
+fn event_type() -> impl Strategy<Value = WatchEventType> {
     prop_oneof![
-        Just(EventType::Added),
-        Just(EventType::Modified),
-        Just(EventType::Deleted),
-        Just(EventType::Bookmark),
+        Just(WatchEventType::Added),
+        Just(WatchEventType::Modified),
+        Just(WatchEventType::Deleted),
+        Just(WatchEventType::Bookmark),
     ]
 }
 
@@ -163,7 +165,7 @@ proptest! {
 fn stream_split_at_every_boundary_yields_the_same_events() {
     let evs: Vec<RawWatchEvent> = (0..3)
         .map(|i| RawWatchEvent {
-            event_type: EventType::Modified,
+            event_type: WatchEventType::Modified,
             object: Envelope::for_message(
                 "v1",
                 "Pod",
@@ -210,7 +212,7 @@ fn frame_over_the_limit_is_an_error_not_an_allocation() {
 #[test]
 fn object_with_wrong_magic_is_an_error_and_the_stream_goes_on() {
     let good = RawWatchEvent {
-        event_type: EventType::Added,
+        event_type: WatchEventType::Added,
         object: Envelope::for_message("v1", "Pod", &Pod::default()),
     };
     let mut bad = good.encode_to_vec();

@@ -7,7 +7,7 @@ use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_mai
 use futures::executor::block_on;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcache::{
-    fifo::{DeltaFifo, DeltaFifoConfig, DeltaObject, Queue, RealFifo},
+    fifo::{DeltaFifo, DeltaFifoConfig, DeltaObject, Fifo, RealFifo},
     reflector::ReflectorStore,
     store::{
         IndexFunc, NAMESPACE_INDEX, ThreadSafeStore, Transaction, meta_namespace_key_func,

@@ -14,7 +14,7 @@ use std::{
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcache::{
     SharedIndexInformer,
-    controller::{self, Action, Controller, QueueKind},
+    controller::{self, Action, Controller, WorkQueueKind},
     informer,
     testing::{FakeSource, config_map},
 };
@@ -30,7 +30,7 @@ struct Measured {
     reconciled_before: usize,
 }
 
-async fn run(kind: QueueKind) -> Measured {
+async fn run(kind: WorkQueueKind) -> Measured {
     let src = FakeSource::<ConfigMap>::new();
     for i in 0..OBJECTS {
         src.upsert(config_map(&format!("old-{i:05}")));
@@ -90,7 +90,7 @@ async fn run(kind: QueueKind) -> Measured {
 
 #[tokio::main]
 async fn main() {
-    for kind in [QueueKind::RateLimiting, QueueKind::Priority] {
+    for kind in [WorkQueueKind::RateLimiting, WorkQueueKind::Priority] {
         let mut runs = Vec::new();
         for _ in 0..5 {
             runs.push(run(kind).await);

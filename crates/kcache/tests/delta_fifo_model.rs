@@ -7,7 +7,7 @@ use std::{collections::BTreeMap, sync::Arc};
 
 use futures::executor::block_on;
 use kcache::{
-    fifo::{DeltaFifo, DeltaFifoConfig, DeltaType, Deltas, Queue},
+    fifo::{DeltaFifo, DeltaFifoConfig, DeltaType, Deltas, Fifo},
     reflector::ReflectorStore,
     store::{KeyError, KeyFunc, ObjectKey, ThreadSafeStore},
 };

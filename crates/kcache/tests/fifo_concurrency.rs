@@ -6,7 +6,7 @@ use std::{collections::HashMap, sync::Arc, thread};
 
 use futures::{FutureExt, executor::block_on};
 use kcache::{
-    fifo::{self, DeltaFifo, DeltaFifoConfig, Queue, RealFifo, RealFifoConfig},
+    fifo::{self, DeltaFifo, DeltaFifoConfig, Fifo, RealFifo, RealFifoConfig},
     reflector::ReflectorStore,
     store::{KeyFunc, ObjectKey},
 };
@@ -39,7 +39,7 @@ fn produce<Q: ReflectorStore<Obj> + Clone + Send + 'static>(
 }
 
 /// Pops until closed and drained; returns every (key, seq) in delivery order.
-fn consume<Q: Queue<Obj>>(queue: &Q) -> Vec<Obj> {
+fn consume<Q: Fifo<Obj>>(queue: &Q) -> Vec<Obj> {
     let mut seen = Vec::new();
     loop {
         let result = block_on(queue.pop_batch(|deltas, _| {

@@ -10,7 +10,7 @@ use std::{
 
 use futures::executor::block_on;
 use kcache::{
-    fifo::{DeltaObject, DeltaType, Deltas, Queue, RealFifo, RealFifoConfig},
+    fifo::{DeltaObject, DeltaType, Deltas, Fifo, RealFifo, RealFifoConfig},
     reflector::ReflectorStore,
     store::{KeyError, KeyFunc, ObjectKey, ThreadSafeStore, Transaction},
 };

@@ -2,7 +2,7 @@
 
 use std::{fmt, sync::Arc, time::Duration};
 
-use super::QueueKind;
+use super::WorkQueueKind;
 use crate::{store::ObjectKey, workqueue::RateLimiter};
 
 /// Controller settings.
@@ -32,7 +32,7 @@ pub struct Config {
     pub workers: usize,
     /// Give up on a key after this many failed retries in a row (so after `n + 1` failed
     /// reconciles): the key is forgotten by the rate limiter, the give-up is logged at error
-    /// level and counted in [`ControllerMetrics::gave_up`](super::ControllerMetrics::gave_up).
+    /// level and counted in [`Metrics::gave_up`](super::Metrics::gave_up).
     /// The next change of the object queues it afresh. Default `None`: retry forever.
     pub max_retries: Option<u32>,
     /// A reconcile that takes longer is cancelled (its future dropped) and counts as a
@@ -45,8 +45,8 @@ pub struct Config {
     /// The queue's rate limiter; `None` is client-go's default controller rate limiter
     /// (per-item exponential 5 ms → 1000 s, max'd with an overall 10 qps / burst 100 bucket).
     pub rate_limiter: Option<Arc<dyn RateLimiter<ObjectKey>>>,
-    /// The kind of work queue (default [`QueueKind::RateLimiting`]).
-    pub queue: QueueKind,
+    /// The kind of work queue (default [`WorkQueueKind::RateLimiting`]).
+    pub queue: WorkQueueKind,
 }
 
 impl fmt::Debug for Config {
@@ -79,7 +79,7 @@ impl Default for Config {
             reconcile_timeout: None,
             informer_start_timeout: Duration::from_secs(10),
             rate_limiter: None,
-            queue: QueueKind::default(),
+            queue: WorkQueueKind::default(),
         }
     }
 }
@@ -127,9 +127,9 @@ impl Config {
         self
     }
 
-    /// Sets [`Config::queue`], e.g. [`QueueKind::Priority`].
+    /// Sets [`Config::queue`], e.g. [`WorkQueueKind::Priority`].
     #[must_use]
-    pub fn queue(mut self, kind: QueueKind) -> Self {
+    pub fn queue(mut self, kind: WorkQueueKind) -> Self {
         self.queue = kind;
         self
     }

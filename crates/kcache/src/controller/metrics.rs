@@ -1,4 +1,4 @@
-//! [`ControllerMetrics`]: counters of what the reconcile workers did.
+//! [`Metrics`]: counters of what the reconcile workers did.
 
 use std::sync::{
     Arc,
@@ -26,13 +26,13 @@ impl Counters {
 /// Counters of a [`Controller`](super::Controller)'s reconciles; cheap to clone, shared with
 /// the controller (read them while it runs).
 #[derive(Debug, Clone, Default)]
-pub struct ControllerMetrics {
+pub struct Metrics {
     pub(super) counters: Arc<Counters>,
 }
 
 macro_rules! getter {
     ($($(#[$doc:meta])+ $name:ident)*) => {
-        impl ControllerMetrics {
+        impl Metrics {
             $($(#[$doc])+ pub fn $name(&self) -> u64 {
                 self.counters.$name.load(Ordering::Relaxed)
             })*

@@ -2,7 +2,7 @@
 //!
 //! A controller watches a primary type through a [`SharedIndexInformer`], turns every change into
 //! the object's key in a [`RateLimitingQueue`](crate::workqueue::RateLimitingQueue) (or a
-//! [`PriorityQueue`](crate::workqueue::PriorityQueue), see [`QueueKind`]), and runs `workers` reconcile loops over the queue:
+//! [`PriorityQueue`](crate::workqueue::PriorityQueue), see [`WorkQueueKind`]), and runs `workers` reconcile loops over the queue:
 //! a key is never reconciled by two workers at once, changes made while a key is being
 //! reconciled queue it once more, errors are retried with the queue's rate limiter (per-key
 //! exponential backoff 5 ms → 1000 s, and an overall 10 qps / burst 100 bucket), and success
@@ -14,13 +14,13 @@
 //! - **Retries**: a failed reconcile goes to the [`ErrorPolicy`] (default
 //!   [`DefaultErrorPolicy`]: rate-limited requeue), which may back off, requeue after a delay
 //!   or give up; [`Config::max_retries`] gives up after that many retries in a row.
-//!   Giving up is logged at error level and counted ([`ControllerMetrics::gave_up`]).
+//!   Giving up is logged at error level and counted ([`Metrics::gave_up`]).
 //! - **Terminal errors**: an error whose [`ReconcileError::is_terminal`] is true (e.g. wrapped
 //!   in [`Terminal`]) is logged at error level, counted, and never retried.
 //! - **Timeouts**: with [`Config::reconcile_timeout`], a reconcile that takes
 //!   longer is cancelled (its future dropped) and retried with backoff, like an error.
 //! - **Panics**: a reconcile that panics (while building or polling its future) is caught,
-//!   logged at error level with the panic message, counted ([`ControllerMetrics::panicked`])
+//!   logged at error level with the panic message, counted ([`Metrics::panicked`])
 //!   and retried with backoff; the worker keeps running. (The process's panic hook still
 //!   prints the panic as usual.) Timeouts and panics count towards `max_retries` but do not
 //!   consult the error policy, which needs an error value.
@@ -79,9 +79,9 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tracing::{debug, error};
 
 pub use config::{Config, Error};
-pub use metrics::ControllerMetrics;
+pub use metrics::Metrics;
 pub use policy::{Action, DefaultErrorPolicy, ErrorAction, ErrorPolicy, ReconcileError, Terminal};
-pub use queue::{QueueKind, WorkQueue};
+pub use queue::{WorkQueue, WorkQueueKind};
 
 use crate::{
     informer::{self, DeletedObject, EventHandler, HandlerRegistration, SharedIndexInformer},
@@ -135,7 +135,7 @@ pub struct Controller<K, P = DefaultErrorPolicy> {
     config: Config,
     registrations: Vec<HandlerRegistration>,
     policy: P,
-    metrics: ControllerMetrics,
+    metrics: Metrics,
     /// Set by [`Controller::run_sharded`].
     shards: Option<sharded::ShardCheck>,
 }
@@ -179,7 +179,7 @@ where
             config,
             registrations: vec![reg],
             policy: DefaultErrorPolicy,
-            metrics: ControllerMetrics::default(),
+            metrics: Metrics::default(),
             shards: None,
         }
     }
@@ -265,7 +265,7 @@ where
     }
 
     /// Counters of the reconciles (shared: read them while the controller runs).
-    pub fn metrics(&self) -> &ControllerMetrics {
+    pub fn metrics(&self) -> &Metrics {
         &self.metrics
     }
 

@@ -25,14 +25,14 @@ pub enum ErrorAction {
     /// towards [`Config::max_retries`](super::Config::max_retries)).
     RequeueAfter(Duration),
     /// Stop retrying: the key is forgotten until its next change (logged, counted in
-    /// [`ControllerMetrics::gave_up`](super::ControllerMetrics::gave_up)).
+    /// [`Metrics::gave_up`](super::Metrics::gave_up)).
     GiveUp,
 }
 
 /// The error type of a reconcile: displayable, and able to say that retrying is pointless.
 ///
 /// A **terminal** error (`is_terminal() == true`) is logged at error level, counted in
-/// [`ControllerMetrics::terminal`](super::ControllerMetrics::terminal) and never retried:
+/// [`Metrics::terminal`](super::Metrics::terminal) and never retried:
 /// the key is forgotten until the object changes again. The [`ErrorPolicy`] is not
 /// consulted. Any other error goes to the policy (default: retry with backoff).
 ///

@@ -1,4 +1,4 @@
-//! Which work queue a controller uses ([`QueueKind`]) and the controller's queue handle
+//! Which work queue a controller uses ([`WorkQueueKind`]) and the controller's queue handle
 //! ([`WorkQueue`]).
 
 use std::{collections::HashMap, fmt, sync::Arc, time::Duration};
@@ -19,15 +19,15 @@ use crate::{
 /// [`Config::queue`].
 ///
 /// ```
-/// use kcache::controller::{Config, QueueKind};
+/// use kcache::controller::{Config, WorkQueueKind};
 ///
-/// let config = Config::default().queue(QueueKind::Priority);
-/// assert_eq!(config.queue, QueueKind::Priority);
-/// assert_eq!(Config::default().queue, QueueKind::RateLimiting);
+/// let config = Config::default().queue(WorkQueueKind::Priority);
+/// assert_eq!(config.queue, WorkQueueKind::Priority);
+/// assert_eq!(Config::default().queue, WorkQueueKind::RateLimiting);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum QueueKind {
+pub enum WorkQueueKind {
     /// client-go's [`RateLimitingQueue`]: keys are reconciled in the order they were queued.
     #[default]
     RateLimiting,
@@ -49,7 +49,7 @@ pub enum QueueKind {
 ///
 /// ```
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kcache::controller::{self, Controller, QueueKind};
+/// use kcache::controller::{self, Controller, WorkQueueKind};
 /// use kcache::store::ObjectKey;
 /// use kcache::workqueue::priority;
 /// use kcache::{informer, testing::FakeSource, SharedIndexInformer};
@@ -57,7 +57,7 @@ pub enum QueueKind {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), informer::Config::default());
-/// let controller = Controller::new(informer, controller::Config::default().queue(QueueKind::Priority));
+/// let controller = Controller::new(informer, controller::Config::default().queue(WorkQueueKind::Priority));
 /// let queue = controller.queue();
 /// queue.add_with_priority(ObjectKey::new(Some("ns"), "old"), priority::LOW).unwrap();
 /// queue.add(ObjectKey::new(Some("ns"), "new")).unwrap();
@@ -93,7 +93,7 @@ impl WorkQueue {
     /// The queue `config` asks for (named after the controller, with its rate limiter).
     pub(super) fn new(config: &Config) -> (Self, Driver) {
         match config.queue {
-            QueueKind::RateLimiting => {
+            WorkQueueKind::RateLimiting => {
                 let mut qconfig = RateLimitingQueueConfig::default().name(config.name.clone());
                 if let Some(limiter) = &config.rate_limiter {
                     qconfig = qconfig.shared_rate_limiter(Arc::clone(limiter));
@@ -102,7 +102,7 @@ impl WorkQueue {
                 let inner = Inner::RateLimiting(queue);
                 (Self { inner }, driver)
             }
-            QueueKind::Priority => {
+            WorkQueueKind::Priority => {
                 let mut qconfig = priority::Config::default().name(config.name.clone());
                 if let Some(limiter) = &config.rate_limiter {
                     qconfig = qconfig.shared_rate_limiter(Arc::clone(limiter));
@@ -118,10 +118,10 @@ impl WorkQueue {
     }
 
     /// The kind of queue.
-    pub fn kind(&self) -> QueueKind {
+    pub fn kind(&self) -> WorkQueueKind {
         match &self.inner {
-            Inner::RateLimiting(_) => QueueKind::RateLimiting,
-            Inner::Priority { .. } => QueueKind::Priority,
+            Inner::RateLimiting(_) => WorkQueueKind::RateLimiting,
+            Inner::Priority { .. } => WorkQueueKind::Priority,
         }
     }
 
@@ -149,7 +149,7 @@ impl WorkQueue {
         self.add_with_priority(key, priority::NORMAL)
     }
 
-    /// Queues `key` at `priority` (ignored by [`QueueKind::RateLimiting`]).
+    /// Queues `key` at `priority` (ignored by [`WorkQueueKind::RateLimiting`]).
     ///
     /// # Errors
     /// [`ShutDownError`] with the key when the queue is shutting down.

@@ -14,7 +14,7 @@ use tracing::{Instrument, debug, error, info_span, warn};
 
 use super::{
     config::Config,
-    metrics::{ControllerMetrics, Counters},
+    metrics::{Counters, Metrics},
     policy::{Action, ErrorAction, ErrorPolicy, ReconcileError},
     sharded::ShardCheck,
 };
@@ -39,7 +39,7 @@ pub(super) struct Workers<K, F, P> {
     registrations: Vec<HandlerRegistration>,
     reconcile: F,
     policy: P,
-    metrics: ControllerMetrics,
+    metrics: Metrics,
     /// Failures in a row per key (the `retries` the policy sees).
     failures: Mutex<HashMap<ObjectKey, u32>>,
     /// For a sharded controller: which keys may be reconciled here.
@@ -61,7 +61,7 @@ where
         registrations: Vec<HandlerRegistration>,
         reconcile: F,
         policy: P,
-        metrics: ControllerMetrics,
+        metrics: Metrics,
     ) -> Self {
         Self {
             primary,

@@ -1,8 +1,8 @@
-//! [`AnyFifo`]: the queue an informer chose ([`QueueKind`]), behind one [`Queue`].
+//! [`AnyFifo`]: the queue an informer chose ([`QueueKind`]), behind one [`Fifo`].
 
 use std::{fmt, sync::Arc};
 
-use super::{DeltaFifo, DeltaFifoConfig, Deltas, Error, Queue, RealFifo};
+use super::{DeltaFifo, DeltaFifoConfig, Deltas, Error, Fifo, RealFifo};
 use crate::{
     reflector::{ReflectorStore, StoreError},
     store::{KeyFunc, KeyListerGetter},
@@ -21,12 +21,12 @@ pub enum QueueKind {
     DeltaFifo,
 }
 
-/// One of the informer's queues, chosen at run time by a [`QueueKind`]; every [`Queue`] and
+/// One of the informer's queues, chosen at run time by a [`QueueKind`]; every [`Fifo`] and
 /// [`ReflectorStore`] call goes to the queue inside. A cheap-`Clone` handle, like the queues.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use kcache::fifo::{AnyFifo, Queue, QueueKind};
+/// use kcache::fifo::{AnyFifo, Fifo, QueueKind};
 /// use kcache::reflector::ReflectorStore;
 /// use kcache::store::{KeyFunc, ObjectKey, ThreadSafeStore};
 ///
@@ -71,7 +71,7 @@ impl<K: Send + Sync + 'static> AnyFifo<K> {
         }
     }
 
-    /// Whether every batch [`pop_batch`](Queue::pop_batch) hands out concerns one key (a
+    /// Whether every batch [`pop_batch`](Fifo::pop_batch) hands out concerns one key (a
     /// [`DeltaFifo`]), so that its deltas must be applied one by one.
     pub fn pops_one_key(&self) -> bool {
         matches!(self, Self::Delta(_))
@@ -140,7 +140,7 @@ impl<K: Send + Sync + 'static> ReflectorStore<K> for AnyFifo<K> {
     }
 }
 
-impl<K: Send + Sync + 'static> Queue<K> for AnyFifo<K> {
+impl<K: Send + Sync + 'static> Fifo<K> for AnyFifo<K> {
     async fn pop_batch<F, R>(&self, process: F) -> Result<R, Error>
     where
         F: FnOnce(Deltas<K>, bool) -> R + Send,

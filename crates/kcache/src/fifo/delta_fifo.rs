@@ -9,7 +9,7 @@ use std::{
 use parking_lot::MutexGuard;
 
 use super::{
-    Delta, DeltaType, Deltas, Error, Queue,
+    Delta, DeltaType, Deltas, Error, Fifo,
     core::Core,
     synced::{Attempt, SyncTracker},
 };
@@ -55,7 +55,7 @@ impl<K> Default for DeltaFifoConfig<K> {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use kcache::fifo::{DeltaFifo, DeltaType, Queue};
+/// use kcache::fifo::{DeltaFifo, DeltaType, Fifo};
 /// use kcache::reflector::ReflectorStore;
 /// use kcache::store::{KeyFunc, ObjectKey};
 ///
@@ -155,13 +155,13 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
         }
     }
 
-    /// Pops the oldest key's deltas; the same as [`Queue::pop_batch`] (client-go's `Pop`).
+    /// Pops the oldest key's deltas; the same as [`Fifo::pop_batch`] (client-go's `Pop`).
     ///
     /// # Errors
     /// [`Error::Closed`] once the queue is closed and drained.
     ///
     /// # Cancel safety
-    /// Cancel safe, as [`Queue::pop_batch`].
+    /// Cancel safe, as [`Fifo::pop_batch`].
     pub async fn pop<F, R>(&self, process: F) -> Result<R, Error>
     where
         F: FnOnce(Deltas<K>, bool) -> R + Send,
@@ -317,7 +317,7 @@ impl<K: Send + Sync + 'static> ReflectorStore<K> for DeltaFifo<K> {
     }
 }
 
-impl<K: Send + Sync + 'static> Queue<K> for DeltaFifo<K> {
+impl<K: Send + Sync + 'static> Fifo<K> for DeltaFifo<K> {
     fn pop_batch<F, R>(
         &self,
         process: F,

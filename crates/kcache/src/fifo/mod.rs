@@ -1,9 +1,9 @@
 //! Queues between the reflector and the informer: [`RealFifo`] (the informers' queue) and
-//! [`DeltaFifo`] (kept for parity with client-go), both behind the [`Queue`] trait, and
+//! [`DeltaFifo`] (kept for parity with client-go), both behind the [`Fifo`] trait, and
 //! [`AnyFifo`], the one an informer's [`QueueKind`] chose.
 //!
 //! The reflector writes into a queue through [`ReflectorStore`]; one consumer (the informer)
-//! takes changes out with [`Queue::pop_batch`], applies them to its
+//! takes changes out with [`Fifo::pop_batch`], applies them to its
 //! [`ThreadSafeStore`](crate::store::ThreadSafeStore) and notifies handlers. What the
 //! consumer's `process` callback receives depends on the queue:
 //!
@@ -18,13 +18,13 @@
 //! tombstone carries the last known state), `ReplacedAll` replaces the whole content,
 //! `SyncAll` re-delivers every known object, `Bookmark` records a resourceVersion. The `bool`
 //! passed with them says whether they belong to the initial list (the first `replace`, before
-//! [`Queue::has_synced`] turned true).
+//! [`Fifo::has_synced`] turned true).
 //!
 //! # Example: the informer's consumer loop
 //!
 //! ```
 //! use std::sync::Arc;
-//! use kcache::fifo::{DeltaObject, DeltaType, Queue, RealFifo};
+//! use kcache::fifo::{DeltaObject, DeltaType, Fifo, RealFifo};
 //! use kcache::reflector::ReflectorStore;
 //! use kcache::store::{KeyFunc, ObjectKey, ThreadSafeStore, Transaction};
 //!
@@ -103,7 +103,7 @@ pub enum Error {
 ///
 /// There is meant to be **one** consumer. `process` callbacks must not call back into the
 /// queue that invoked them (some queues hold their lock while `process` runs).
-pub trait Queue<K>: ReflectorStore<K> {
+pub trait Fifo<K>: ReflectorStore<K> {
     /// Waits until deltas are queued, takes the next batch out and calls
     /// `process(deltas, is_in_initial_list)` with it; returns what `process` returned. See the
     /// [module documentation](self) for what a batch is for each queue.

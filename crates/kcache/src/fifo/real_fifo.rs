@@ -9,7 +9,7 @@ use std::{
 use parking_lot::MutexGuard;
 
 use super::{
-    DEFAULT_BATCH_SIZE, Delta, DeltaObject, DeltaType, Deltas, Error, Queue,
+    DEFAULT_BATCH_SIZE, Delta, DeltaObject, DeltaType, Deltas, Error, Fifo,
     core::Core,
     synced::{Attempt, SyncTracker},
 };
@@ -107,12 +107,12 @@ impl<K> RealFifoConfig<K> {
 /// order — nothing is merged, deletions are never lost (client-go's `RealFIFO`).
 ///
 /// A cheap-`Clone` handle: the reflector writes through one clone ([`ReflectorStore`]), the
-/// informer pops through another ([`Queue`]). See the [module documentation](super) for what
+/// informer pops through another ([`Fifo`]). See the [module documentation](super) for what
 /// `process` receives.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use kcache::fifo::{DeltaType, Queue, RealFifo};
+/// use kcache::fifo::{DeltaType, Fifo, RealFifo};
 /// use kcache::reflector::ReflectorStore;
 /// use kcache::store::{KeyFunc, ObjectKey};
 ///
@@ -206,7 +206,7 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
     /// [`Error::Closed`] once the queue is closed and drained.
     ///
     /// # Cancel safety
-    /// Cancel safe, as [`Queue::pop_batch`].
+    /// Cancel safe, as [`Fifo::pop_batch`].
     pub async fn pop<F, R>(&self, process: F) -> Result<R, Error>
     where
         F: FnOnce(Deltas<K>, bool) -> R + Send,
@@ -441,7 +441,7 @@ fn vanished<K>(
     tombstones
 }
 
-impl<K: Send + Sync + 'static> Queue<K> for RealFifo<K> {
+impl<K: Send + Sync + 'static> Fifo<K> for RealFifo<K> {
     fn pop_batch<F, R>(
         &self,
         process: F,

@@ -10,7 +10,7 @@ use tracing::debug;
 
 use super::{SharedIndexInformer, shared_informer::Inner, sink::QueueSink};
 use crate::{
-    fifo::{self, Queue},
+    fifo::{self, Fifo},
     reflector::{self, ReflectorHandle, ReflectorStore, TransformFunc, WatchErrorHandler},
 };
 

@@ -23,7 +23,7 @@ use super::{
     run::ReflectorStarter,
 };
 use crate::{
-    fifo::{AnyFifo, Queue},
+    fifo::{AnyFifo, Fifo},
     lister_watcher::ListerWatcher,
     reflector::{self, Reflector, ReflectorHandle, TransformFunc, WatchErrorHandler},
     store::{Indexers, Lister, Reader, ThreadSafeStore, meta_namespace_key_func},

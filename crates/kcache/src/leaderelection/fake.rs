@@ -8,7 +8,7 @@ use super::lock::{LeaseLock, LeaseRecord, LockError, VersionedRecord};
 
 /// A call made on a [`FakeLock`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Op {
+pub enum LockOp {
     /// [`LeaseLock::get`].
     Get,
     /// [`LeaseLock::create`].
@@ -45,7 +45,7 @@ struct State {
     record: Option<LeaseRecord>,
     version: u64,
     failing: bool,
-    ops: Vec<Op>,
+    ops: Vec<LockOp>,
 }
 
 impl FakeLock {
@@ -79,7 +79,7 @@ impl FakeLock {
     }
 
     /// The calls made so far, in order (failed ones included).
-    pub fn ops(&self) -> Vec<Op> {
+    pub fn ops(&self) -> Vec<LockOp> {
         self.state.lock().ops.clone()
     }
 
@@ -88,7 +88,7 @@ impl FakeLock {
         self.state.lock().ops.clear();
     }
 
-    fn enter(&self, op: Op) -> Result<parking_lot::MutexGuard<'_, State>, LockError> {
+    fn enter(&self, op: LockOp) -> Result<parking_lot::MutexGuard<'_, State>, LockError> {
         let mut s = self.state.lock();
         s.ops.push(op);
         if s.failing {
@@ -100,7 +100,7 @@ impl FakeLock {
 
 impl LeaseLock for FakeLock {
     async fn get(&self) -> Result<VersionedRecord, LockError> {
-        let s = self.enter(Op::Get)?;
+        let s = self.enter(LockOp::Get)?;
         match &s.record {
             Some(record) => Ok(VersionedRecord {
                 record: record.clone(),
@@ -111,7 +111,7 @@ impl LeaseLock for FakeLock {
     }
 
     async fn create(&self, record: &LeaseRecord) -> Result<String, LockError> {
-        let mut s = self.enter(Op::Create)?;
+        let mut s = self.enter(LockOp::Create)?;
         if s.record.is_some() {
             return Err(LockError::Conflict("fake lease already exists".to_owned()));
         }
@@ -125,7 +125,7 @@ impl LeaseLock for FakeLock {
         record: &LeaseRecord,
         resource_version: &str,
     ) -> Result<String, LockError> {
-        let mut s = self.enter(Op::Update)?;
+        let mut s = self.enter(LockOp::Update)?;
         if s.record.is_none() {
             return Err(LockError::NotFound("fake lease".to_owned()));
         }

@@ -49,7 +49,7 @@ mod tests;
 
 pub use config::{Config, Error, JITTER_FACTOR};
 pub use elector::LeaderElector;
-pub use fake::{FakeLock, Op};
+pub use fake::{FakeLock, LockOp};
 pub use leading::run_leading;
 pub use lock::{LeaseLock, LeaseRecord, LockError, VersionedRecord};
 pub use state::LeaderState;

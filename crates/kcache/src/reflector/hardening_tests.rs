@@ -17,7 +17,7 @@ use parking_lot::Mutex;
 use super::*;
 use crate::{
     lister_watcher::{self, ListParams, ObjectList, WatchEvent, WatchParams},
-    testing::{Call, FakeSource, Op, RecordingStore, status},
+    testing::{Call, FakeSource, RecordingStore, StoreOp, status},
 };
 
 use crate::testing::config_map as cm;
@@ -341,7 +341,10 @@ async fn a_list_without_a_resource_version_is_a_protocol_error_and_leaves_the_ca
         run.errors.lock()
     );
     assert!(
-        !run.store.ops().iter().any(|o| matches!(o, Op::Replace(..))),
+        !run.store
+            .ops()
+            .iter()
+            .any(|o| matches!(o, StoreOp::Replace(..))),
         "the store was never replaced: {:?}",
         run.store.ops()
     );
@@ -450,7 +453,12 @@ async fn a_streaming_list_that_ends_before_its_bookmark_backs_off() {
         "{:?}",
         run.errors.lock()
     );
-    assert!(!run.store.ops().iter().any(|o| matches!(o, Op::Replace(..))));
+    assert!(
+        !run.store
+            .ops()
+            .iter()
+            .any(|o| matches!(o, StoreOp::Replace(..)))
+    );
     s.heal();
     settle().await;
     assert_eq!(run.names(), ["a"]);

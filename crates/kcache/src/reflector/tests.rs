@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 
 use super::*;
-use crate::testing::{Call, FakeSource, Op, RecordingStore, status};
+use crate::testing::{Call, FakeSource, RecordingStore, StoreOp, status};
 use crate::{
     lister_watcher::{self, WatchEvent},
     store::ObjectKey,
@@ -116,7 +116,7 @@ async fn first_list_is_at_rv_0_with_page_size_500() {
     }
     let h = Harness::start(&src, list_config());
     h.store
-        .wait_for(|ops| ops.iter().any(|o| matches!(o, Op::Replace(3, _))))
+        .wait_for(|ops| ops.iter().any(|o| matches!(o, StoreOp::Replace(3, _))))
         .await;
     let calls = src.calls();
     assert_eq!(
@@ -141,7 +141,7 @@ async fn paginated_list_follows_continue_tokens_and_replaces_once() {
     let rv = src.resource_version();
     let h = Harness::start(&src, list_config());
     h.store.wait_for(|ops| !ops.is_empty()).await;
-    assert_eq!(h.store.ops()[0], Op::Replace(1200, rv.clone()));
+    assert_eq!(h.store.ops()[0], StoreOp::Replace(1200, rv.clone()));
     let calls = lists(&src.calls()).into_iter().cloned().collect::<Vec<_>>();
     assert_eq!(calls.len(), 3, "1200 objects in pages of 500: {calls:?}");
     for c in &calls[1..] {
@@ -244,7 +244,7 @@ async fn expired_continue_token_falls_back_to_a_full_list() {
     src.compact_after_lists(1);
     let h = Harness::start(&src, list_config());
     h.store.wait_for(|ops| !ops.is_empty()).await;
-    assert!(matches!(h.store.ops()[0], Op::Replace(700, _)));
+    assert!(matches!(h.store.ops()[0], StoreOp::Replace(700, _)));
     let calls = src.calls();
     let l = lists(&calls);
     assert_eq!(l.len(), 3, "page 1, expired page 2, full list: {l:?}");
@@ -295,16 +295,14 @@ async fn bookmark_only_advances_the_resource_version() {
     let rv = src.advance_resource_version();
     src.bookmark();
     h.store
-        .wait_for(|ops| ops.iter().any(|o| matches!(o, Op::Bookmark(_))))
+        .wait_for(|ops| ops.iter().any(|o| matches!(o, StoreOp::Bookmark(_))))
         .await;
     assert_eq!(h.handle.last_sync_resource_version(), rv);
     assert_eq!(h.store.snapshot(), before, "a bookmark changes no object");
-    assert!(
-        !h.store
-            .ops()
-            .iter()
-            .any(|o| matches!(o, Op::Add(..) | Op::Update(..) | Op::Delete(..)))
-    );
+    assert!(!h.store.ops().iter().any(|o| matches!(
+        o,
+        StoreOp::Add(..) | StoreOp::Update(..) | StoreOp::Delete(..)
+    )));
     h.stop().await;
 }
 
@@ -328,7 +326,7 @@ async fn unknown_event_types_are_skipped_without_advancing_the_rv() {
     h.store
         .wait_for(|ops| {
             ops.iter()
-                .any(|o| matches!(o, Op::Add(k, _) if *k == key("b")))
+                .any(|o| matches!(o, StoreOp::Add(k, _) if *k == key("b")))
         })
         .await;
     assert_ne!(rv, new_rv);
@@ -470,13 +468,13 @@ async fn streaming_initial_list_replaces_at_the_end_bookmark_and_keeps_the_strea
     let rv = src.resource_version();
     let h = Harness::start(&src, Config::default());
     h.store.wait_for(|ops| !ops.is_empty()).await;
-    assert_eq!(h.store.ops()[0], Op::Replace(3, rv.clone()));
+    assert_eq!(h.store.ops()[0], StoreOp::Replace(3, rv.clone()));
     assert_eq!(h.handle.last_sync_resource_version(), rv);
     src.upsert(cm("d"));
     h.store
         .wait_for(|ops| {
             ops.iter()
-                .any(|o| matches!(o, Op::Add(k, _) if *k == key("d")))
+                .any(|o| matches!(o, StoreOp::Add(k, _) if *k == key("d")))
         })
         .await;
     let calls = src.calls();
@@ -513,7 +511,7 @@ async fn streaming_list_refused_falls_back_to_list() {
         }
     ));
     assert!(matches!(&calls[1], Call::List { resource_version: Some(rv), .. } if rv == "0"));
-    assert!(matches!(h.store.ops()[0], Op::Replace(1, _)));
+    assert!(matches!(h.store.ops()[0], StoreOp::Replace(1, _)));
     h.stop().await;
 }
 
@@ -561,7 +559,12 @@ async fn periodic_resync_asks_should_resync_first() {
     );
     h.wait_watching().await;
     tokio::time::sleep(Duration::from_secs(125)).await;
-    let resyncs = h.store.ops().iter().filter(|o| **o == Op::Resync).count();
+    let resyncs = h
+        .store
+        .ops()
+        .iter()
+        .filter(|o| **o == StoreOp::Resync)
+        .count();
     let asked = asked.load(Ordering::SeqCst);
     assert_eq!(asked, 4, "asked once per 30 s period");
     assert_eq!(resyncs, 2, "resynced only when should_resync said so");
@@ -580,7 +583,7 @@ async fn object_without_a_name_is_reported_and_the_cache_keeps_its_state() {
     h.store
         .wait_for(|ops| {
             ops.iter()
-                .any(|o| matches!(o, Op::Add(k, _) if *k == key("b")))
+                .any(|o| matches!(o, StoreOp::Add(k, _) if *k == key("b")))
         })
         .await;
     assert!(

@@ -201,7 +201,7 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
     /// object that was stored under its key just before it (client-go's `Transaction`).
     ///
     /// Readers see either none or all of the batch. The informer applies each
-    /// [`pop_batch`](crate::fifo::Queue::pop_batch) through this.
+    /// [`pop_batch`](crate::fifo::Fifo::pop_batch) through this.
     pub fn apply(&self, txns: Vec<Transaction<K>>) -> Vec<Option<Arc<K>>> {
         self.apply_at(txns, None)
     }

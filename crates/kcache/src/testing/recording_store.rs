@@ -13,7 +13,7 @@ use crate::{
 
 /// One call made on a [`RecordingStore`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Op {
+pub enum StoreOp {
     /// `add` of the object with this key and RV.
     Add(ObjectKey, String),
     /// `update` of the object with this key and RV.
@@ -46,7 +46,7 @@ impl<K> std::fmt::Debug for RecordingStore<K> {
 
 struct Inner<K> {
     objects: BTreeMap<ObjectKey, Arc<K>>,
-    ops: Vec<Op>,
+    ops: Vec<StoreOp>,
 }
 
 impl<K: Resource> Default for RecordingStore<K> {
@@ -68,7 +68,7 @@ impl<K: Resource> RecordingStore<K> {
     }
 
     /// The calls so far.
-    pub fn ops(&self) -> Vec<Op> {
+    pub fn ops(&self) -> Vec<StoreOp> {
         self.inner.lock().ops.clone()
     }
 
@@ -93,7 +93,7 @@ impl<K: Resource> RecordingStore<K> {
     }
 
     /// Waits until `pred` holds over the recorded calls.
-    pub async fn wait_for(&self, mut pred: impl FnMut(&[Op]) -> bool) {
+    pub async fn wait_for(&self, mut pred: impl FnMut(&[StoreOp]) -> bool) {
         loop {
             let notified = self.changed.notified();
             tokio::pin!(notified);
@@ -107,7 +107,7 @@ impl<K: Resource> RecordingStore<K> {
 
     fn record(
         &self,
-        f: impl FnOnce(&mut Inner<K>) -> Result<Op, StoreError>,
+        f: impl FnOnce(&mut Inner<K>) -> Result<StoreOp, StoreError>,
     ) -> Result<(), StoreError> {
         let mut inner = self.inner.lock();
         let op = f(&mut inner)?;
@@ -126,7 +126,7 @@ impl<K: Resource + Send + Sync> ReflectorStore<K> for RecordingStore<K> {
     fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
         let key = meta_namespace_key(&*obj)?;
         self.record(|i| {
-            let op = Op::Add(key.clone(), rv_of(&*obj));
+            let op = StoreOp::Add(key.clone(), rv_of(&*obj));
             i.objects.insert(key, obj);
             Ok(op)
         })
@@ -135,7 +135,7 @@ impl<K: Resource + Send + Sync> ReflectorStore<K> for RecordingStore<K> {
     fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
         let key = meta_namespace_key(&*obj)?;
         self.record(|i| {
-            let op = Op::Update(key.clone(), rv_of(&*obj));
+            let op = StoreOp::Update(key.clone(), rv_of(&*obj));
             i.objects.insert(key, obj);
             Ok(op)
         })
@@ -145,7 +145,7 @@ impl<K: Resource + Send + Sync> ReflectorStore<K> for RecordingStore<K> {
         let key = meta_namespace_key(&*obj)?;
         self.record(|i| {
             i.objects.remove(&key);
-            Ok(Op::Delete(key))
+            Ok(StoreOp::Delete(key))
         })
     }
 
@@ -155,17 +155,17 @@ impl<K: Resource + Send + Sync> ReflectorStore<K> for RecordingStore<K> {
             objects.insert(meta_namespace_key(&*obj)?, obj);
         }
         self.record(|i| {
-            let op = Op::Replace(objects.len(), resource_version);
+            let op = StoreOp::Replace(objects.len(), resource_version);
             i.objects = objects;
             Ok(op)
         })
     }
 
     fn resync(&self) -> Result<(), StoreError> {
-        self.record(|_| Ok(Op::Resync))
+        self.record(|_| Ok(StoreOp::Resync))
     }
 
     fn bookmark(&self, resource_version: &str) -> Result<(), StoreError> {
-        self.record(|_| Ok(Op::Bookmark(resource_version.to_owned())))
+        self.record(|_| Ok(StoreOp::Bookmark(resource_version.to_owned())))
     }
 }

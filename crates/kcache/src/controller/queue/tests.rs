@@ -24,7 +24,7 @@ async fn eventually(mut cond: impl FnMut() -> bool) {
 
 /// Starts a one-worker controller over `initial` objects, holds its first reconcile until an
 /// object named `new` has been created and queued, and returns the reconcile order.
-async fn order_after_initial_list(kind: QueueKind, initial: usize) -> Vec<String> {
+async fn order_after_initial_list(kind: WorkQueueKind, initial: usize) -> Vec<String> {
     let src = FakeSource::<ConfigMap>::new();
     for i in 0..initial {
         src.upsert(cm(&format!("old-{i:03}")));
@@ -72,13 +72,13 @@ async fn order_after_initial_list(kind: QueueKind, initial: usize) -> Vec<String
 
 #[tokio::test(start_paused = true)]
 async fn priority_queue_reconciles_an_object_created_after_the_initial_list_first() {
-    let order = order_after_initial_list(QueueKind::Priority, 20).await;
+    let order = order_after_initial_list(WorkQueueKind::Priority, 20).await;
     assert_eq!(order[1], "new", "{order:?}");
 }
 
 #[tokio::test(start_paused = true)]
 async fn rate_limiting_queue_reconciles_in_arrival_order() {
-    let order = order_after_initial_list(QueueKind::RateLimiting, 20).await;
+    let order = order_after_initial_list(WorkQueueKind::RateLimiting, 20).await;
     assert_eq!(order.last().map(String::as_str), Some("new"), "{order:?}");
 }
 
@@ -107,7 +107,7 @@ fn initial_list_adds_and_resyncs_are_low_priority() {
 #[tokio::test(start_paused = true)]
 async fn retries_keep_the_priority_the_key_was_reconciled_at() {
     let (queue, driver) =
-        WorkQueue::new(&super::super::Config::default().queue(QueueKind::Priority));
+        WorkQueue::new(&super::super::Config::default().queue(WorkQueueKind::Priority));
     tokio::spawn(driver);
     let (low, other) = (
         ObjectKey::new(Some("ns"), "low"),
@@ -130,7 +130,7 @@ async fn retries_keep_the_priority_the_key_was_reconciled_at() {
 #[tokio::test]
 async fn the_default_queue_is_rate_limiting_and_ignores_priorities() {
     let (queue, _driver) = WorkQueue::new(&super::super::Config::default());
-    assert_eq!(queue.kind(), QueueKind::RateLimiting);
+    assert_eq!(queue.kind(), WorkQueueKind::RateLimiting);
     assert!(queue.as_rate_limiting().is_some() && queue.as_priority().is_none());
     let (a, b) = (ObjectKey::new(None, "a"), ObjectKey::new(None, "b"));
     queue.add_with_priority(a.clone(), priority::LOW).unwrap();

@@ -5,7 +5,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{ME, config, held_by, holder, spawn_holder, start, wait_until};
-use crate::leaderelection::{FakeLock, LeaderState, LeaseRecord, Op};
+use crate::leaderelection::{FakeLock, LeaderState, LeaseRecord, LockOp};
 
 /// client-go "acquire from no object".
 #[tokio::test(start_paused = true)]
@@ -14,7 +14,7 @@ async fn acquires_a_missing_lease_by_creating_it() {
     let me = start(&lock, config(ME, false));
     me.wait_leading().await;
     assert!(me.elector.is_leader());
-    assert_eq!(lock.ops()[..2], [Op::Get, Op::Create]);
+    assert_eq!(lock.ops()[..2], [LockOp::Get, LockOp::Create]);
     let record = lock.record().unwrap();
     assert_eq!(record.holder_identity, ME);
     assert_eq!(record.lease_duration_seconds, 15);
@@ -31,7 +31,11 @@ async fn acquires_an_unheld_lease_at_once() {
     let lock = FakeLock::with_record(held_by("", 15));
     let me = start(&lock, config(ME, false));
     me.wait_leading().await;
-    assert_eq!(lock.ops()[..2], [Op::Get, Op::Update], "first attempt");
+    assert_eq!(
+        lock.ops()[..2],
+        [LockOp::Get, LockOp::Update],
+        "first attempt"
+    );
     assert_eq!(holder(&lock), ME);
     assert_eq!(lock.record().unwrap().leader_transitions, 1);
 }
@@ -42,7 +46,7 @@ async fn acquires_a_lease_with_an_empty_record() {
     let lock = FakeLock::with_record(LeaseRecord::default());
     let me = start(&lock, config(ME, false));
     me.wait_leading().await;
-    assert_eq!(lock.ops()[..2], [Op::Get, Op::Update]);
+    assert_eq!(lock.ops()[..2], [LockOp::Get, LockOp::Update]);
     assert_eq!(lock.record().unwrap().leader_transitions, 1);
 }
 
@@ -79,7 +83,7 @@ async fn does_not_acquire_a_valid_lease_held_by_another() {
     assert!(!me.elector.is_leader());
     assert_eq!(holder(&lock), "bing");
     assert!(
-        lock.ops().iter().all(|op| *op == Op::Get),
+        lock.ops().iter().all(|op| *op == LockOp::Get),
         "{:?}",
         lock.ops()
     );

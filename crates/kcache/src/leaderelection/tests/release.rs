@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{ME, config, held_by, holder, spawn_holder, start};
-use crate::leaderelection::{FakeLock, LeaderElector, LeaderState, Op, run_leading};
+use crate::leaderelection::{FakeLock, LeaderElector, LeaderState, LockOp, run_leading};
 
 /// Cancelled while leading with `release_on_cancel`: the lease is written with an empty
 /// holder and a 1 s duration, keeping the transition count, before `on_stopped_leading`.
@@ -73,7 +73,7 @@ async fn release_reads_and_leaves_another_holders_lease_alone() {
     let lock = FakeLock::with_record(held_by("bing", 15));
     let elector = LeaderElector::new(config(ME, true), lock.clone()).unwrap();
     assert!(elector.release().await);
-    assert_eq!(lock.ops(), [Op::Get]);
+    assert_eq!(lock.ops(), [LockOp::Get]);
     assert_eq!(holder(&lock), "bing");
 }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{ME, config, held_by, holder, start, wait_until};
-use crate::leaderelection::{FakeLock, LeaderState, LeaseRecord, Op};
+use crate::leaderelection::{FakeLock, LeaderState, LeaseRecord, LockOp};
 
 /// client-go "renew already acquired object" and "Exercise fast path after lock acquired":
 /// the leader renews with updates alone, keeping its acquire time and transition count.
@@ -20,7 +20,7 @@ async fn renews_the_lease_while_leading() {
     assert!(me.elector.is_leader());
     let ops = lock.ops();
     assert!(
-        ops.len() >= 2 && ops.iter().all(|op| *op == Op::Update),
+        ops.len() >= 2 && ops.iter().all(|op| *op == LockOp::Update),
         "{ops:?}"
     );
     let renewed = lock.record().unwrap();
@@ -45,7 +45,10 @@ async fn falls_back_to_the_slow_path_when_the_optimistic_renewal_conflicts() {
     lock.set_record(record);
     lock.clear_ops();
     wait_until("three calls", || lock.ops().len() >= 3).await;
-    assert_eq!(lock.ops()[..3], [Op::Update, Op::Get, Op::Update]);
+    assert_eq!(
+        lock.ops()[..3],
+        [LockOp::Update, LockOp::Get, LockOp::Update]
+    );
     assert!(me.elector.is_leader());
     assert_eq!(lock.record().unwrap().leader_transitions, 0);
     assert!(lock.record().unwrap().renew_time.is_some());
@@ -77,7 +80,7 @@ async fn steps_down_when_another_candidate_takes_over() {
     assert_eq!(holder(&lock), "other");
     let ops = lock.ops();
     assert!(
-        ops.contains(&Op::Get) && ops.contains(&Op::Update),
+        ops.contains(&LockOp::Get) && ops.contains(&LockOp::Update),
         "{ops:?}"
     );
 }
@@ -96,7 +99,7 @@ async fn steps_down_when_renewals_fail_past_the_deadline() {
         failing_since.elapsed() >= Duration::from_secs(10),
         "stepped down before the renew deadline"
     );
-    assert!(lock.ops().iter().filter(|op| **op == Op::Get).count() >= 2);
+    assert!(lock.ops().iter().filter(|op| **op == LockOp::Get).count() >= 2);
     assert!(me.leading_token().is_cancelled());
     assert_eq!(me.events(), ["new leader baz", "started", "stopped"]);
     assert_eq!(
