@@ -4,7 +4,7 @@ use std::time::Duration;
 use futures::FutureExt;
 
 use super::*;
-use crate::workqueue::metrics::{CounterMetric, GaugeMetric, HistogramMetric};
+use crate::workqueue::metrics::{CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider};
 use crate::workqueue::{ItemExponentialFailureRateLimiter, NoopMetricsProvider};
 
 /// `get` without waiting: `Some(Some(item))`, `Some(None)` (shut down and empty), or `None`.

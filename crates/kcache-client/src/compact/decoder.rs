@@ -1,0 +1,192 @@
+//! [`CompactDecoder`]: list and watch items decoded into [`Compact<K>`], their bytes kept
+//! verbatim or re-assembled without `metadata.managedFields` (JSON by a visitor over the
+//! top-level map, protobuf by kcache-proto's wire walker), their metadata parsed once.
+
+use std::{fmt, marker::PhantomData, sync::Arc};
+
+use kube_core::ObjectMeta;
+use serde::{
+    Deserialize, Deserializer,
+    de::{self, IgnoredAny, MapAccess, Visitor},
+};
+use serde_json::value::RawValue;
+
+use super::{Compact, Repr};
+use crate::decode::{ItemDecoder, Key, StripManagedFields};
+
+/// Decodes items into [`Compact<K>`]: the object's bytes are kept verbatim (or re-assembled
+/// without `metadata.managedFields`), the metadata is parsed once.
+///
+/// JSON items keep their JSON; protobuf items (feature `protobuf`; asked for when `K` is the
+/// k8s-openapi type of a built-in kind) keep their protobuf message, rewritten without
+/// `managedFields` by a wire walker when stripping (never decoded and re-encoded).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompactDecoder {
+    strip_managed_fields: bool,
+}
+
+impl CompactDecoder {
+    /// Keeps the bytes verbatim, `managedFields` included.
+    pub const fn new() -> Self {
+        Self {
+            strip_managed_fields: false,
+        }
+    }
+
+    /// Drops `metadata.managedFields` from the stored bytes too.
+    #[must_use]
+    pub const fn strip_managed_fields(mut self, strip: bool) -> Self {
+        self.strip_managed_fields = strip;
+        self
+    }
+}
+
+impl<K: 'static> ItemDecoder<Compact<K>> for CompactDecoder {
+    fn decode_item<'de, D: Deserializer<'de>>(&self, d: D) -> Result<Compact<K>, D::Error> {
+        if self.strip_managed_fields {
+            d.deserialize_map(StrippingVisitor(PhantomData))
+        } else {
+            let raw = <&'de RawValue>::deserialize(d)?;
+            let metadata = parse_metadata(raw.get()).map_err(de::Error::custom)?;
+            Ok(Compact {
+                metadata,
+                repr: Repr::Json(Arc::from(raw.get().as_bytes())),
+                _k: PhantomData,
+            })
+        }
+    }
+
+    /// Keeps the object's protobuf message when the envelope holds `K`'s kind.
+    #[cfg(feature = "protobuf")]
+    fn decode_protobuf(
+        &self,
+        envelope: kcache_proto::Envelope,
+    ) -> Option<Result<Compact<K>, kcache_proto::DecodeError>> {
+        Some(self.decode_envelope(envelope))
+    }
+
+    /// True when `K` is the k8s-openapi type of a built-in kind.
+    #[cfg(feature = "protobuf")]
+    fn accepts_protobuf(&self) -> bool {
+        kcache_proto::native_kind::<K>().is_some()
+    }
+}
+
+#[cfg(feature = "protobuf")]
+impl CompactDecoder {
+    fn decode_envelope<K: 'static>(
+        self,
+        env: kcache_proto::Envelope,
+    ) -> Result<Compact<K>, kcache_proto::DecodeError> {
+        use kcache_proto::DecodeError;
+        if !env.content_type.is_empty() && env.content_type != kcache_proto::CONTENT_TYPE {
+            return Err(DecodeError::UnsupportedContentType(env.content_type));
+        }
+        if env.kind == "Status" && env.api_version == "v1" {
+            return Err(match kcache_proto::decode_status(env) {
+                Ok(status) => DecodeError::Status(Box::new(status)),
+                Err(e) => e,
+            });
+        }
+        if kcache_proto::native_kind::<K>() != Some((env.api_version.as_str(), env.kind.as_str())) {
+            return Err(DecodeError::UnknownKind {
+                api_version: env.api_version,
+                kind: env.kind,
+            });
+        }
+        Compact::from_protobuf(&env.raw, self.strip_managed_fields)
+    }
+}
+
+/// `{"metadata": …}` with everything else skipped, and `managedFields` skipped in metadata.
+fn parse_metadata(object: &str) -> Result<ObjectMeta, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct MetaOnly {
+        #[serde(default)]
+        metadata: ObjectMeta,
+    }
+    let mut de = serde_json::Deserializer::from_str(object);
+    let m = MetaOnly::deserialize(StripManagedFields::new(&mut de))?;
+    Ok(m.metadata)
+}
+
+/// Walks the top-level map, keeping each value's raw bytes; the metadata map is re-assembled
+/// without `managedFields` and parsed.
+struct StrippingVisitor<K>(PhantomData<fn() -> K>);
+
+impl<'de, K> Visitor<'de> for StrippingVisitor<K> {
+    type Value = Compact<K>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a Kubernetes object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut out = Vec::with_capacity(4096);
+        out.push(b'{');
+        let mut metadata = ObjectMeta::default();
+        let mut first = true;
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            let raw = map.next_value::<&'de RawValue>()?;
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            write_key(&mut out, key.as_str());
+            if key.as_str() == "metadata" {
+                let stripped = strip_metadata(raw.get()).map_err(de::Error::custom)?;
+                metadata = serde_json::from_slice(&stripped).map_err(de::Error::custom)?;
+                out.extend_from_slice(&stripped);
+            } else {
+                out.extend_from_slice(raw.get().as_bytes());
+            }
+        }
+        out.push(b'}');
+        Ok(Compact {
+            metadata,
+            repr: Repr::Json(Arc::from(out)),
+            _k: PhantomData,
+        })
+    }
+}
+
+/// The metadata object's JSON without its `managedFields` member.
+fn strip_metadata(meta: &str) -> Result<Vec<u8>, serde_json::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Vec<u8>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object's metadata")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<u8>, A::Error> {
+            let mut out = Vec::with_capacity(1024);
+            out.push(b'{');
+            let mut first = true;
+            while let Some(key) = map.next_key::<Key<'de>>()? {
+                if key.as_str() == "managedFields" {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+                let raw = map.next_value::<&'de RawValue>()?;
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                write_key(&mut out, key.as_str());
+                out.extend_from_slice(raw.get().as_bytes());
+            }
+            out.push(b'}');
+            Ok(out)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(meta);
+    let out = de.deserialize_map(V)?;
+    de.end()?;
+    Ok(out)
+}
+
+fn write_key(out: &mut Vec<u8>, key: &str) {
+    // Serialising a &str into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, key);
+    out.push(b':');
+}

@@ -1,0 +1,82 @@
+//! Compact objects: verbatim and stripped bytes, parsed metadata, the typed view, key
+//! functions through [`Resource`](kube_core::Resource), lists.
+
+use k8s_openapi::api::core::v1::Pod;
+use kcache::store::ObjectKey;
+
+use super::*;
+use crate::decode::{Typed, decode_list, decode_object};
+
+const POD: &str = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns",
+    "labels":{"app":"web"},"managedFields":[{"manager":"kubectl","operation":"Update",
+    "fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:labels":{".":{},"f:app":{}}}}}],
+    "resourceVersion":"7"},"spec":{"containers":[{"name":"c","image":"nginx"}]}}"#;
+
+#[test]
+fn compact_keeps_verbatim_bytes_and_parsed_metadata() {
+    let c: Compact<Pod> = decode_object(POD.as_bytes(), &CompactDecoder::new()).unwrap();
+    assert_eq!(c.json(), Some(POD.as_bytes()));
+    assert_eq!(c.bytes(), POD.as_bytes());
+    assert_eq!(c.format(), Format::Json);
+    assert!(c.protobuf().is_none());
+    assert_eq!(c.metadata().labels.as_ref().unwrap()["app"], "web");
+    assert!(c.metadata().managed_fields.is_none());
+    let typed = c.typed().unwrap();
+    assert_eq!(typed, serde_json::from_str::<Pod>(POD).unwrap());
+}
+
+#[test]
+fn stripped_compact_bytes_decode_to_the_stripped_object() {
+    let c: Compact<Pod> = decode_object(
+        POD.as_bytes(),
+        &CompactDecoder::new().strip_managed_fields(true),
+    )
+    .unwrap();
+    assert!(c.bytes().len() < POD.len());
+    let expected: Pod =
+        decode_object(POD.as_bytes(), &Typed::new().strip_managed_fields(true)).unwrap();
+    assert_eq!(c.typed().unwrap(), expected);
+    assert_eq!(serde_json::from_slice::<Pod>(c.bytes()).unwrap(), expected);
+}
+
+#[test]
+fn key_functions_work_on_compact_objects_through_resource() {
+    let c: Compact<Pod> = decode_object(POD.as_bytes(), &CompactDecoder::new()).unwrap();
+    let key = kcache::store::meta_namespace_key(&c).unwrap();
+    assert_eq!(key, ObjectKey::new(Some("ns"), "p"));
+}
+
+#[test]
+fn meta_mut_edits_show_in_the_typed_view() {
+    let mut c: Compact<Pod> = decode_object(POD.as_bytes(), &CompactDecoder::new()).unwrap();
+    c.meta_mut().labels = None;
+    let typed = c.typed().unwrap();
+    assert!(typed.metadata.labels.is_none());
+    assert!(typed.metadata.managed_fields.is_some());
+}
+
+#[test]
+fn compact_lists_decode_every_item() {
+    let body = format!(
+        r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"9"}},"items":[{POD},{POD}]}}"#
+    );
+    for strip in [false, true] {
+        let list = decode_list::<Compact<Pod>, _>(
+            body.as_bytes(),
+            &CompactDecoder::new().strip_managed_fields(strip),
+        )
+        .unwrap();
+        assert_eq!(list.items.len(), 2);
+        assert_eq!(list.items[1].metadata().name.as_deref(), Some("p"));
+    }
+}
+
+#[test]
+fn invalid_metadata_is_an_error() {
+    let bad = br#"{"metadata":{"name":7}}"#;
+    assert!(decode_object::<Compact<Pod>, _>(bad, &CompactDecoder::new()).is_err());
+    assert!(
+        decode_object::<Compact<Pod>, _>(bad, &CompactDecoder::new().strip_managed_fields(true))
+            .is_err()
+    );
+}
