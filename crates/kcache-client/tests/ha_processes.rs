@@ -20,10 +20,10 @@ use std::{
     path::{Path, PathBuf},
     process::{Child, Command, Stdio},
     sync::{Arc, Mutex},
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+    time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use common::TestServer;
 use serde_json::json;
 
@@ -234,23 +234,6 @@ impl Fleet {
     }
 }
 
-async fn eventually<T>(
-    what: &str,
-    within: Duration,
-    mut f: impl AsyncFnMut() -> Result<Option<T>>,
-) -> Result<T> {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(t) = f().await? {
-            return Ok(t);
-        }
-        if Instant::now() >= deadline {
-            bail!("timed out after {within:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 async fn annotation_of(s: &TestServer, name: &str) -> Result<Option<String>> {
     let cm = s
         .request("GET", &format!("{}/{name}", s.configmaps()), None)
@@ -282,7 +265,7 @@ async fn run(s: &TestServer, kubeconfig: &Path, bin: &Path, fleet: &mut Fleet) -
     for id in ["ha-0", "ha-1", "ha-2"] {
         fleet.spawn(bin, kubeconfig, &s.ns, id)?;
     }
-    eventually(
+    common::eventually(
         "3 SYNCED and one leader",
         Duration::from_secs(20),
         async || {
@@ -297,7 +280,7 @@ async fn run(s: &TestServer, kubeconfig: &Path, bin: &Path, fleet: &mut Fleet) -
     s.create_cm("cm-1", labels.clone(), json!({"k": "v"}))
         .await?;
     s.create_cm("plain", json!({}), json!({"k": "v"})).await?;
-    let by = eventually("cm-1 annotated", Duration::from_secs(10), async || {
+    let by = common::eventually("cm-1 annotated", Duration::from_secs(10), async || {
         annotation_of(s, "cm-1").await
     })
     .await?;
@@ -314,7 +297,7 @@ async fn run(s: &TestServer, kubeconfig: &Path, bin: &Path, fleet: &mut Fleet) -
     s.create_cm("cm-2", labels.clone(), json!({"k": "v"}))
         .await?;
     let bound = Duration::from_secs(LEASE_S + RETRY_S + 3);
-    let second = eventually(
+    let second = common::eventually(
         "a new leader after SIGKILL",
         bound + Duration::from_secs(2),
         async || Ok(fleet.leaders().first().cloned()),
@@ -330,7 +313,7 @@ async fn run(s: &TestServer, kubeconfig: &Path, bin: &Path, fleet: &mut Fleet) -
         took <= bound.as_millis(),
         "takeover after SIGKILL took {took} ms > {bound:?}"
     );
-    let by = eventually(
+    let by = common::eventually(
         "cm-2 annotated by the new leader",
         Duration::from_secs(10),
         async || Ok(annotation_of(s, "cm-2").await?.filter(|by| *by == second)),
@@ -351,7 +334,7 @@ async fn run(s: &TestServer, kubeconfig: &Path, bin: &Path, fleet: &mut Fleet) -
         .status()?;
     ensure!(st.success(), "kill -TERM failed");
     let bound = Duration::from_secs(RETRY_S + 2);
-    let third = eventually(
+    let third = common::eventually(
         "a new leader after SIGTERM",
         bound + Duration::from_secs(2),
         async || Ok(fleet.leaders().into_iter().find(|l| *l != second)),
@@ -366,7 +349,7 @@ async fn run(s: &TestServer, kubeconfig: &Path, bin: &Path, fleet: &mut Fleet) -
         took <= bound.as_millis(),
         "takeover after SIGTERM took {took} ms > {bound:?}"
     );
-    let status = eventually(
+    let status = common::eventually(
         "the SIGTERMed replica to exit",
         Duration::from_secs(10),
         async || Ok(fleet.replica(&second).child.try_wait()?),
@@ -381,7 +364,7 @@ async fn run(s: &TestServer, kubeconfig: &Path, bin: &Path, fleet: &mut Fleet) -
         "{second} printed no STOPPED"
     );
     s.create_cm("cm-3", labels, json!({"k": "v"})).await?;
-    eventually(
+    common::eventually(
         "cm-3 annotated by the third leader",
         Duration::from_secs(10),
         async || Ok(annotation_of(s, "cm-3").await?.filter(|by| *by == third)),

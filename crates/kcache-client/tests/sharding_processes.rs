@@ -24,7 +24,7 @@ use std::{
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use common::TestServer;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcache::{
@@ -36,6 +36,8 @@ use kcache_client::HttpListerWatcher;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+/// How often the scenario re-reads the server and the replicas' lines while it waits.
+const POLL: Duration = Duration::from_millis(200);
 const SHARDS: u32 = 12;
 const OBJECTS: usize = 3_000;
 const LEASE_S: f64 = 4.0;
@@ -224,23 +226,6 @@ impl Fleet {
     }
 }
 
-async fn eventually<T>(
-    what: &str,
-    within: Duration,
-    mut f: impl AsyncFnMut() -> Result<Option<T>>,
-) -> Result<T> {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(t) = f().await? {
-            return Ok(t);
-        }
-        if Instant::now() >= deadline {
-            bail!("timed out after {within:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
 /// Every ConfigMap of the namespace: key → (shard, annotation, labelled).
 async fn server_objects(
     s: &TestServer,
@@ -422,7 +407,8 @@ async fn run(s: &TestServer, gate_on: Option<bool>, fleet: &mut Fleet) -> Result
             fleet.spawn(id)?;
         }
         let t0 = Instant::now();
-        eventually(
+        common::eventually_every(
+            POLL,
             "3 replicas at 4/4/4 and every ConfigMap annotated by its shard's holder",
             Duration::from_secs(90),
             async || {
@@ -451,7 +437,8 @@ async fn run(s: &TestServer, gate_on: Option<bool>, fleet: &mut Fleet) -> Result
         // A 4th replica joins: 3/3/3/3.
         let join = Instant::now();
         fleet.spawn("shard-d")?;
-        eventually(
+        common::eventually_every(
+            POLL,
             "4 replicas at 3/3/3/3, converged",
             Duration::from_secs(60),
             async || {
@@ -480,7 +467,8 @@ async fn run(s: &TestServer, gate_on: Option<bool>, fleet: &mut Fleet) -> Result
         fleet.children.remove(victim);
         create_many(s, "after-kill", 20).await?;
         let bound = Duration::from_secs_f64(LEASE_S + 2.0 * RETRY_S + 1.0);
-        let took = eventually(
+        let took = common::eventually_every(
+            POLL,
             "the killed replica's shards taken over",
             bound + Duration::from_secs(10),
             async || {
@@ -507,7 +495,8 @@ async fn run(s: &TestServer, gate_on: Option<bool>, fleet: &mut Fleet) -> Result
             took <= bound.as_millis(),
             "takeover took {took} ms > {bound:?}"
         );
-        eventually(
+        common::eventually_every(
+            POLL,
             "3 replicas at 4/4/4 again, converged (after-kill ConfigMaps included)",
             Duration::from_secs(60),
             async || {
@@ -530,7 +519,8 @@ async fn run(s: &TestServer, gate_on: Option<bool>, fleet: &mut Fleet) -> Result
     let churned = churned?;
     phases_result?;
     eprintln!("{}: {churned} churn rounds", s.name);
-    eventually(
+    common::eventually_every(
+        POLL,
         "converged after the churn",
         Duration::from_secs(30),
         async || converged(s, layout, fleet).await,
@@ -546,7 +536,8 @@ async fn run(s: &TestServer, gate_on: Option<bool>, fleet: &mut Fleet) -> Result
     }
     for id in fleet.live() {
         let child = fleet.children.get_mut(&id).context("child")?;
-        let status = eventually(
+        let status = common::eventually_every(
+            POLL,
             "a SIGTERMed replica to exit",
             Duration::from_secs(20),
             async || Ok(child.try_wait()?),

@@ -33,3 +33,6 @@ pub mod workqueue;
 pub use factory::SharedInformerFactory;
 pub use informer::{EventHandler, HandlerFns, HandlerRegistration, SharedIndexInformer};
 pub use lister_watcher::ListerWatcher;
+
+#[cfg(test)]
+mod test_support;

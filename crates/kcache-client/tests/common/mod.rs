@@ -21,7 +21,7 @@ use std::{
     path::{Path, PathBuf},
     process::Command,
     sync::atomic::{AtomicUsize, Ordering},
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 use anyhow::{Context, Result, bail, ensure};
@@ -406,5 +406,34 @@ impl TestServer {
         };
         s.ns = s.create_namespace().await?;
         Ok(Some((s, guard)))
+    }
+}
+
+/// Polls `f` every 50 ms until it returns `Some`, for at most `within`; an `Err` from `f` ends
+/// the wait at once. The error names `what`.
+pub(crate) async fn eventually<T>(
+    what: &str,
+    within: Duration,
+    f: impl AsyncFnMut() -> Result<Option<T>>,
+) -> Result<T> {
+    eventually_every(Duration::from_millis(50), what, within, f).await
+}
+
+/// [`eventually`], polling every `every`.
+pub(crate) async fn eventually_every<T>(
+    every: Duration,
+    what: &str,
+    within: Duration,
+    mut f: impl AsyncFnMut() -> Result<Option<T>>,
+) -> Result<T> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(t) = f().await? {
+            return Ok(t);
+        }
+        if Instant::now() >= deadline {
+            bail!("timed out after {within:?} waiting for {what}");
+        }
+        tokio::time::sleep(every).await;
     }
 }

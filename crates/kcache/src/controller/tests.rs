@@ -1,5 +1,6 @@
 //! The controller's unit tests (FakeSource, paused time).
 
+use crate::test_support::eventually;
 use std::{
     collections::HashMap,
     sync::atomic::{AtomicUsize, Ordering},
@@ -35,16 +36,6 @@ fn setup() -> Setup {
         informer,
         cancel,
     }
-}
-
-async fn eventually(mut cond: impl FnMut() -> bool) {
-    for _ in 0..10_000 {
-        if cond() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("condition never held");
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,6 +1,7 @@
 //! Informer semantics (DESIGN.md §4 items 10–14), each pinned by a named test against
 //! [`FakeSource`] with paused time.
 
+use crate::test_support::eventually;
 use std::{
     collections::BTreeMap,
     sync::{
@@ -107,16 +108,6 @@ impl Running {
         self.task.await.unwrap();
         assert!(self.informer.is_stopped());
     }
-}
-
-async fn eventually(mut cond: impl FnMut() -> bool) {
-    for _ in 0..10_000 {
-        if cond() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("condition never held");
 }
 
 fn config() -> Config {

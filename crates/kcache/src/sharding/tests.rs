@@ -233,7 +233,7 @@ mod filter {
     //! the gate off): the informer holds exactly the selected objects, and follows the
     //! selection when it changes.
 
-    use std::{collections::BTreeSet, time::Duration};
+    use std::collections::BTreeSet;
 
     use k8s_openapi::api::core::v1::ConfigMap;
     use kube_core::{ObjectList, Resource as _};
@@ -281,14 +281,10 @@ mod filter {
         cm
     }
 
-    async fn eventually(what: &str, mut ok: impl FnMut() -> bool) {
-        for _ in 0..400 {
-            if ok() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("timed out waiting for {what}");
+    /// Waits up to 400 polls of 10 ms for `ok`.
+    async fn eventually(what: &str, ok: impl FnMut() -> bool) {
+        let what = format!("timed out waiting for {what}");
+        crate::test_support::eventually_tries(&what, 400, ok).await;
     }
 
     #[tokio::test(flavor = "current_thread")]

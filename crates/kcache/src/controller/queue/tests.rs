@@ -1,5 +1,6 @@
 //! The controller's queue kinds (FakeSource, paused time).
 
+use crate::test_support::eventually;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -11,16 +12,6 @@ use super::*;
 use crate::controller::{Action, Controller};
 use crate::informer::{self, SharedIndexInformer};
 use crate::testing::{FakeSource, config_map as cm};
-
-async fn eventually(mut cond: impl FnMut() -> bool) {
-    for _ in 0..10_000 {
-        if cond() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("condition never held");
-}
 
 /// Starts a one-worker controller over `initial` objects, holds its first reconcile until an
 /// object named `new` has been created and queued, and returns the reconcile order.
