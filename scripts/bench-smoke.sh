@@ -17,7 +17,8 @@ command -v python3 >/dev/null || fail "python3 is not installed (needed to check
 client_go_peer="$(scripts/build-harness.sh client-go-peer)" || fail "build harness/client-go-peer"
 cargo build --locked -p kcache-cli -p kube-rs-peer -p kcache-peer || fail "cargo build of the bench binaries"
 out="$(mktemp -d "${TMPDIR:-/tmp}/kcache-bench-smoke.XXXXXX")"
-trap 'rm -rf "$out"' EXIT
+# The peers' logs stay when the smoke fails (their path is printed), for the post-mortem.
+trap 'rc=$?; if [[ $rc -eq 0 ]]; then rm -rf "$out"; else echo "bench-smoke: peer logs kept in $out/logs" >&2; fi' EXIT
 
 cargo run --locked -q -p kcache-cli --bin kcache -- bench \
   --server kubeconfig "$KCACHE_UPSTREAM_KUBECONFIG" --objects 500 --runs 1 \

@@ -332,8 +332,7 @@ async fn run_peer(ctx: &Context<'_>, config: &Config, run: usize) -> anyhow::Res
     let status = tokio::time::timeout_at(deadline, child.wait()).await;
     let stderr_tail = || {
         let text = std::fs::read_to_string(&err_path).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(5)..].join(" | ")
+        stderr_summary(&text)
     };
     let status = match status {
         Ok(status) => status?,
@@ -437,5 +436,46 @@ mod tests {
         );
         let err = select(all(), &["kcache list-watch typed json".to_owned()]).unwrap_err();
         assert!(err.to_string().contains("names no configuration"), "{err}");
+    }
+}
+
+/// What a failed peer said: its error report (`Error: …` and its causes, as `anyhow` prints
+/// them from `main`, or a panic message), else its last 5 lines of stderr; never a backtrace
+/// alone.
+fn stderr_summary(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines
+        .iter()
+        .rposition(|l| l.starts_with("Error: ") || l.contains("panicked at"));
+    let picked: Vec<&str> = match start {
+        Some(i) => lines[i..]
+            .iter()
+            .take_while(|l| !l.trim_start().starts_with("Stack backtrace:"))
+            .take(12)
+            .copied()
+            .collect(),
+        None => lines[lines.len().saturating_sub(5)..].to_vec(),
+    };
+    picked.join(" | ")
+}
+
+#[cfg(test)]
+mod stderr_tests {
+    use super::stderr_summary;
+
+    #[test]
+    fn a_failed_peer_is_reported_by_its_error_not_the_end_of_its_backtrace() {
+        let text = "log line\nError: the list answered 500\n\nCaused by:\n    boom\n\n\
+                    Stack backtrace:\n   0: main\n   1: _start\n";
+        let summary = stderr_summary(text);
+        assert!(
+            summary.starts_with("Error: the list answered 500"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("boom") && !summary.contains("_start"),
+            "{summary}"
+        );
+        assert_eq!(stderr_summary("a\nb"), "a | b");
     }
 }
