@@ -178,7 +178,7 @@ pub fn pod(namespace: &str, i: usize) -> Value {
 }
 
 /// Creates `namespace` (an existing one is reused) and pods `0..n` in it, `concurrency`
-/// requests in flight.
+/// requests in flight, then waits until a list at resourceVersion "0" returns them all.
 ///
 /// # Errors
 /// [`DatasetError::Api`] for the first failed request.
@@ -222,7 +222,29 @@ pub async fn load(
         })
         .buffer_unordered(concurrency.max(1))
         .try_collect::<()>()
-        .await
+        .await?;
+    cached(&pods, namespace, n).await
+}
+
+/// Waits (up to 60 s) until kube-apiserver's watch cache serves all `n` pods, so that the
+/// first peer's initial list at resourceVersion "0" (served from that cache, which may lag the
+/// last writes by a moment) sees the whole dataset like every later peer.
+async fn cached(pods: &Api<Pod>, namespace: &str, n: usize) -> Result<(), DatasetError> {
+    let params = kube_client::api::ListParams::default().match_any();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let listed = pods
+            .list(&params)
+            .await
+            .map_err(|source| DatasetError::Api {
+                what: format!("list pods of {namespace} from the watch cache"),
+                source,
+            })?;
+        if listed.items.len() >= n || std::time::Instant::now() >= deadline {
+            return Ok(());
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 /// The size of pod 0 as the server returns it (JSON bytes, re-encoded from the typed object),
