@@ -15,6 +15,10 @@
 // (a plain list, a streaming watch-list with sendInitialEvents=true, plain watches) so a run can
 // prove which mode it really used.
 //
+// With --follow the informer keeps running after that line: each line read from stdin is
+// answered with one line {"pods":{"<name>":"<resourceVersion>",...}} (the cache now), until
+// stdin closes; the fault-proxy test compares it with a fresh LIST.
+//
 // Exit status: 0 when synced (and, with --updates, all updates seen) and the object count equals
 // --n (when given); 1 otherwise, with the reason on stderr (the JSON line is still printed when
 // sync succeeded). 2 for bad flags.
@@ -58,6 +62,7 @@ type options struct {
 	updates    int
 	timeout    time.Duration
 	readyFile  string
+	follow     bool
 }
 
 // result is the one JSON line; pointers are null when not measured.
@@ -92,6 +97,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.updates, "updates", 0, "after sync, wait for this many update events and measure their rate")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up (exit 1) if sync plus updates take longer")
 	fs.StringVar(&o.readyFile, "ready-file", "", "create this file once the informer has synced (for drivers that then send updates)")
+	fs.BoolVar(&o.follow, "follow", false, "after the JSON line, keep the informer running and answer each stdin line with a snapshot line {\"pods\":{name:resourceVersion}} until stdin closes (no --timeout then)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -106,6 +112,8 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("--updates must be >= 0")
 	case o.timeout <= 0:
 		return o, errors.New("--timeout must be positive")
+	case o.follow && o.updates > 0:
+		return o, errors.New("--follow and --updates cannot be combined")
 	}
 	return o, nil
 }
@@ -134,6 +142,18 @@ func main() {
 func run(o options) error {
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
+	// --timeout bounds the sync; in --follow mode the informer then runs until stdin closes.
+	runCtx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		select {
+		case <-ctx.Done():
+			if !o.follow {
+				stop()
+			}
+		case <-runCtx.Done():
+		}
+	}()
 
 	counts := &requestCounts{}
 	cs, err := newClient(o, counts)
@@ -152,7 +172,7 @@ func run(o options) error {
 		return err
 	}
 	start := time.Now()
-	factory.Start(ctx.Done())
+	factory.Start(runCtx.Done())
 	synced := factory.WaitForCacheSync(ctx.Done())
 	syncWall := time.Since(start)
 	cpu1, err := cpuSeconds()
@@ -209,6 +229,9 @@ func run(o options) error {
 		return fmt.Errorf("encode result: %w", err)
 	}
 	fmt.Println(string(line))
+	if o.follow && waitErr == nil {
+		return follow(informer.GetStore(), os.Stdin, os.Stdout)
+	}
 
 	switch {
 	case waitErr != nil:

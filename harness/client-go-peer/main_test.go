@@ -15,6 +15,7 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{"--kubeconfig", "k", "--updates", "-1"},
 		{"--kubeconfig", "k", "--timeout", "0s"},
 		{"--kubeconfig", "k", "extra"},
+		{"--kubeconfig", "k", "--follow", "--updates", "2"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted bad input", args)

@@ -1,6 +1,7 @@
 //! The transport: kube-client's [`Client`](kube_client::Client) (kubeconfig and in-cluster
-//! inference, auth plugins and token refresh, TLS with verification on), with responses read as
-//! raw bodies so that decoding is ours.
+//! inference, auth plugins and token refresh, TLS with verification on) on our own hyper stack
+//! (HTTP/2 with client-go's connection health pings where the server offers it, see
+//! `transport`), with responses read as raw bodies so that decoding is ours.
 //!
 //! Failed requests become errors in `errors`; server-provided text in them is made safe to
 //! show in `redact`.
@@ -9,6 +10,7 @@ mod errors;
 mod redact;
 #[cfg(test)]
 mod tests;
+mod transport;
 
 use std::{path::Path, sync::Arc};
 
@@ -101,8 +103,9 @@ impl Client {
     /// [`Error::Client`] when the TLS or proxy settings cannot be used.
     pub fn from_config(mut config: Config) -> Result<Self> {
         let server: Arc<str> = config.cluster_url.to_string().trim_end_matches('/').into();
+        let keepalive = transport::Keepalive::from_env();
         let build = |config: Config| {
-            kube_client::Client::try_from(config)
+            transport::build(&config, keepalive)
                 .map_err(|e| Error::Client(redact_quoted(&e.to_string())))
         };
         config.default_retry = true;

@@ -65,7 +65,9 @@ pub struct Config {
     pub reconnect_backoff: BackoffConfig,
     /// A watch that delivers nothing, not even a bookmark, for this long is taken for a dead
     /// (half-open) connection: it is cut and re-watched. Default 90 s: kube-apiserver sends a
-    /// bookmark about every minute to watches that ask for them. Zero disables it.
+    /// bookmark about every minute to watches that ask for them. Zero disables it. Over HTTP/2
+    /// (kcache-client with kube-apiserver over TLS) the connection's health pings find a dead
+    /// connection sooner (about 45 s, as client-go); this is the backstop for HTTP/1.1.
     pub watch_idle_timeout: Duration,
     /// Deadline for one list request (one page, or the whole body of an unpaged list).
     /// Default 5 min; zero disables it.
