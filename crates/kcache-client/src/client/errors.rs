@@ -70,6 +70,16 @@ pub(crate) fn transport_error(e: kube_client::Error, server: &str) -> LwError {
                 )
             } else if lower.contains("dns") || lower.contains("lookup") {
                 format!("cannot resolve the API server's host name in {server}: {chain}")
+            } else if lower.contains("parsed")
+                || lower.contains("invalid http")
+                || lower.contains("message head")
+            {
+                // hyper refused what came back (a header with a forbidden byte, a broken
+                // status line): the server is reachable but speaks broken HTTP.
+                format!(
+                    "the API server at {server} sent a malformed HTTP response: {}",
+                    display_safe(&chain, MAX_DECODE_MESSAGE)
+                )
             } else if lower.contains("timed out") || lower.contains("timeout") {
                 format!("the API server at {server} did not answer in time: {chain}")
             } else {

@@ -1,7 +1,7 @@
 //! Network faults between informers and the upstream kube-apiserver, kcache side by side with
 //! client-go (`harness/client-go-peer --follow`), both behind the same [`FaultProxy`] and
 //! watching the same pods while a writer (straight to the server, not through the proxy)
-//! patches, deletes and creates them at about 50 writes/s.
+//! patches, deletes and creates them, one write at a time (about 20 writes/s here).
 //!
 //! Each phase: churn, inject a fault, keep churning through it, end it, stop the churn; then the
 //! kcache informer's cache and the state rebuilt by its event handler, and client-go's cache,
@@ -49,7 +49,7 @@ use proxy::FaultProxy;
 
 /// Pods in the namespace at any time.
 const PODS: usize = 40;
-/// Pause between two writes of the churn (about 50 writes/s).
+/// Least pause between two writes of the churn (each also waits for its answer).
 const WRITE_EVERY: Duration = Duration::from_millis(20);
 
 /// name → resourceVersion.
@@ -210,12 +210,18 @@ async fn tls_servers_are_spoken_to_in_http2_and_plain_http_ones_in_http1() -> Re
     };
     let embedded = kcache_apiserver::ApiServer::builder().start().await?;
     let v = version(Client::from_url(&embedded.url())?).await?;
-    ensure!(v == http::Version::HTTP_11, "the embedded server answered in {v:?}");
+    ensure!(
+        v == http::Version::HTTP_11,
+        "the embedded server answered in {v:?}"
+    );
     let Some(s) = TestServer::upstream().await? else {
         return common::upstream_missing();
     };
     let v = version(s.client.clone()).await?;
-    ensure!(v == http::Version::HTTP_2, "kube-apiserver answered in {v:?}");
+    ensure!(
+        v == http::Version::HTTP_2,
+        "kube-apiserver answered in {v:?}"
+    );
     Ok(())
 }
 

@@ -33,6 +33,8 @@ pub(crate) struct Case {
     pub max_rate: f64,
     /// Most requests in the fault window, when the rate bound does not hold (a known problem).
     pub max_requests: Option<u64>,
+    /// Words the first reported error must contain (what went wrong, said plainly).
+    pub says: Option<&'static str>,
 }
 
 fn case(name: impl Into<String>, what: M, scope: Scope) -> Case {
@@ -49,10 +51,15 @@ fn case(name: impl Into<String>, what: M, scope: Scope) -> Case {
         backoff_max: None,
         max_rate: MAX_RATE,
         max_requests: None,
+        says: None,
     }
 }
 
 impl Case {
+    fn says(mut self, words: &'static str) -> Self {
+        self.says = Some(words);
+        self
+    }
     fn times(mut self, n: u32) -> Self {
         self.lasts = Some(n);
         self
@@ -246,12 +253,14 @@ pub(crate) fn all() -> Vec<Case> {
         case("list_429_retry_after_0", retry(429, "0"), List),
         case("list_429_retry_after_negative", retry(429, "-1"), List),
         case("list_429_retry_after_garbage", retry(429, "soon"), List),
-        // A DEL in a header: hyper refuses the response (a transport error).
+        // A DEL in a header: hyper refuses the response, which is reported as a malformed
+        // response, not as an unreachable server.
         case(
             "list_429_retry_after_invalid_header_byte",
             retry(429, "soon\u{7f}ish"),
             List,
-        ),
+        )
+        .says("malformed HTTP response"),
         case(
             "list_429_retry_after_u64_max",
             retry(429, "18446744073709551615"),

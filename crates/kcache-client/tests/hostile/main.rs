@@ -230,6 +230,14 @@ async fn run_case(case: Case) -> Outcome {
         .first()
         .map(|(_, m, _)| m.chars().take(110).collect())
         .unwrap_or_default();
+    if let Some(words) = case.says
+        && !own.iter().any(|(_, m, _)| m.contains(words))
+    {
+        out.failures.push(format!(
+            "no reported error says {words:?}: {:?}",
+            trunc(&out.first_error)
+        ));
+    }
     if case.expect_error && own.is_empty() {
         out.failures
             .push("no error reported through the watch error handler".into());
