@@ -357,6 +357,13 @@ impl Drop for OwnUpstream {
     }
 }
 
+impl OwnUpstream {
+    /// The state dir (`scripts/kube-up.sh etcd|apiserver` restarts a server of it).
+    pub(crate) fn state(&self) -> &Path {
+        &self.state
+    }
+}
+
 impl TestServer {
     /// A fresh upstream kube-apiserver with `feature_gates` (e.g.
     /// `ShardedListAndWatch=true`), when the upstream is requested (as for

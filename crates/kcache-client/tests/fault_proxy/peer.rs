@@ -9,7 +9,7 @@ use tokio::{
     process::{Child, ChildStdin, ChildStdout, Command},
 };
 
-use super::State;
+use super::rig::State;
 
 /// The running peer; killed when dropped.
 pub(crate) struct Peer {
