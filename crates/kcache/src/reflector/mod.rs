@@ -71,7 +71,7 @@ pub use config::{
     Config, MIN_WATCH_TIMEOUT_FLOOR, ShouldResyncFunc, TransformFunc, WatchErrorHandler,
 };
 pub use error::Error;
-pub use handle::{Health, Metrics, ReflectorHandle};
+pub use handle::{Health, Metrics, ReflectorHandle, RelistCauses, WatchEventCounts};
 pub use store::{ReflectorStore, StoreError};
 
 use crate::{
@@ -79,7 +79,7 @@ use crate::{
     store::{KeyListerGetter, meta_namespace_key},
 };
 use backoff::Backoff;
-use handle::Shared;
+use handle::{RelistCause, Shared};
 use recovery::{Action, Context, Phase, Wait};
 use resync::Resync;
 
@@ -264,6 +264,9 @@ where
                     // The retry at RV "" is part of the list, silent as in client-go.
                     self.report(&err);
                 }
+                if matches!(action, Action::Relist(_) | Action::RelistConsistent) {
+                    self.shared.relist_caused_by(relist_cause(&err));
+                }
                 let (wait, then) = match action {
                     Action::Stop => break,
                     Action::RelistConsistent => (Wait::None, Next::ListConsistent),
@@ -359,26 +362,15 @@ where
         }
     }
 
-    fn set_last_sync(&self, resource_version: String) {
-        self.shared.rv.lock().last_sync = resource_version;
-    }
-
     fn set_unavailable(&self, unavailable: bool) {
         self.shared.rv.lock().unavailable = unavailable;
     }
 
-    /// A sync (list or streaming list) completed at `resource_version`.
-    fn synced(&self, resource_version: String) {
-        {
-            let mut rv = self.shared.rv.lock();
-            rv.last_sync = resource_version;
-            rv.unavailable = false;
-        }
+    /// A sync (list or streaming list) of `items` objects, begun at `started`, completed at
+    /// `resource_version`.
+    fn synced(&self, resource_version: String, items: usize, started: Instant) {
         self.shared
-            .counters
-            .syncs
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.shared.synced();
+            .sync_completed(resource_version, items, started.elapsed());
     }
 
     /// Sleeps `d`, running due resyncs meanwhile; `false` when cancelled first.
@@ -446,6 +438,16 @@ where
 /// The server's `Retry-After` behind an error, if any.
 fn retry_after(err: &Error) -> Option<Duration> {
     err.lister_watcher_error().and_then(|e| e.retry_after())
+}
+
+/// What a failure that leads to a relist counts as in [`RelistCauses`].
+fn relist_cause(err: &Error) -> RelistCause {
+    match err.lister_watcher_error() {
+        Some(e) if e.is_expired() => RelistCause::Expired,
+        Some(e) if e.is_too_large_resource_version() => RelistCause::TooLarge,
+        Some(e) if e.is_selection_changed() => RelistCause::SelectionChanged,
+        _ => RelistCause::Error,
+    }
 }
 
 /// The message of a caught panic.
