@@ -45,11 +45,12 @@
 
 mod checks;
 mod controller;
+mod encode;
 mod informer;
 mod server;
 mod workqueue;
 
-pub use checks::{Check, Checks};
+pub use checks::{Check, Checks, leader_election_check};
 pub use controller::ControllerMetrics;
 pub use informer::{InformerMetrics, InformerView};
 pub use server::{router, serve};
