@@ -70,7 +70,10 @@ mod tests {
                 "h_seconds",
                 "help",
                 MetricType::Histogram,
-                vec![(vec![("resource", "pods".to_owned())], ConstHistogram(snapshot))],
+                vec![(
+                    vec![("resource", "pods".to_owned())],
+                    ConstHistogram(snapshot),
+                )],
             )
         }
     }

@@ -98,7 +98,12 @@ async fn reflector_and_handler_families_over_http() {
     src.delete(&ObjectKey::new(Some("ns"), "b")); // DELETED
     src.advance_resource_version();
     src.bookmark(); // BOOKMARK
-    eventually(async || informer.reflector_metrics().is_some_and(|m| m.watch_events == 4)).await;
+    eventually(async || {
+        informer
+            .reflector_metrics()
+            .is_some_and(|m| m.watch_events == 4)
+    })
+    .await;
     // A 410 in the stream (an ERROR event): one relist, cause expired.
     src.inject_watch_error(status(410, "Expired", "too old resource version: 1 (2)"));
     eventually(async || informer.reflector_metrics().is_some_and(|m| m.relists == 1)).await;
@@ -137,7 +142,11 @@ async fn reflector_and_handler_families_over_http() {
     }
     assert_eq!(value(&m, "kcache_reflector_bookmarks_total", &[r]), 1.0);
     assert_eq!(value(&m, "kcache_reflector_lists_total", &[r]), 2.0);
-    let age = value(&m, "kcache_reflector_last_resource_version_age_seconds", &[r]);
+    let age = value(
+        &m,
+        "kcache_reflector_last_resource_version_age_seconds",
+        &[r],
+    );
     assert!(age >= 0.0, "{age}");
 
     // Two lists: 5 objects, then 5 again (a, c, d, e, f).
@@ -146,10 +155,17 @@ async fn reflector_and_handler_families_over_http() {
     assert_eq!(value(&m, "kcache_reflector_list_items_sum", &[r]), 10.0);
     let items = buckets(&h, "kcache_reflector_list_items", &[r]);
     assert_eq!(items.first(), Some(&(0.0, 0.0)), "{items:?}");
-    assert!(items.contains(&(1.0, 0.0)) && items.contains(&(10.0, 2.0)), "{items:?}");
+    assert!(
+        items.contains(&(1.0, 0.0)) && items.contains(&(10.0, 2.0)),
+        "{items:?}"
+    );
     assert_eq!(items.last(), Some(&(f64::INFINITY, 2.0)));
     let durations = buckets(&h, "kcache_reflector_list_duration_seconds", &[r]);
-    assert_eq!(durations.len(), 13, "client-go's 12 buckets and +Inf: {durations:?}");
+    assert_eq!(
+        durations.len(),
+        13,
+        "client-go's 12 buckets and +Inf: {durations:?}"
+    );
     assert_eq!(durations[0].0, 0.005);
     assert_eq!(durations.last(), Some(&(f64::INFINITY, 2.0)));
     assert_eq!(
@@ -241,7 +257,11 @@ async fn controller_active_workers_and_reconcile_time_over_http() {
     );
     let h = histograms(&body);
     let b = buckets(&h, "controller_runtime_reconcile_time_seconds", &c);
-    assert_eq!(b.len(), 41, "controller-runtime's 40 buckets and +Inf: {b:?}");
+    assert_eq!(
+        b.len(),
+        41,
+        "controller-runtime's 40 buckets and +Inf: {b:?}"
+    );
     assert_eq!((b[0].0, b[39].0), (0.005, 60.0));
     assert_eq!(b[40], (f64::INFINITY, 3.0));
     cancel.cancel();

@@ -32,9 +32,9 @@ pub const LIST_ITEMS_BUCKETS: &[f64] = &[
 
 /// controller-runtime's `controller_runtime_reconcile_time_seconds` buckets (seconds).
 pub const RECONCILE_TIME_BUCKETS: &[f64] = &[
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8,
-    0.9, 1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0,
-    20.0, 25.0, 30.0, 40.0, 50.0, 60.0,
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
+    1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
+    25.0, 30.0, 40.0, 50.0, 60.0,
 ];
 
 /// A histogram read at one moment: per-bucket counts (not cumulative) and the sum.
@@ -126,7 +126,11 @@ mod tests {
             h.observe(v);
         }
         let s = h.snapshot();
-        assert_eq!(s.counts, vec![2, 2, 2], "le=1 takes 0.5 and 1.0 (bounds are inclusive)");
+        assert_eq!(
+            s.counts,
+            vec![2, 2, 2],
+            "le=1 takes 0.5 and 1.0 (bounds are inclusive)"
+        );
         assert_eq!(s.count(), 6);
         assert_eq!(s.sum, 0.5 + 1.0 + 1.5 + 10.0 + 11.0 + 1e9);
         assert_eq!(

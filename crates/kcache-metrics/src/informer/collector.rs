@@ -31,10 +31,7 @@ impl Row {
     }
 
     fn with(&self, key: &'static str, value: &str) -> Labels {
-        vec![
-            ("resource", self.resource.clone()),
-            (key, value.to_owned()),
-        ]
+        vec![("resource", self.resource.clone()), (key, value.to_owned())]
     }
 }
 
@@ -205,12 +202,16 @@ fn reflector_gauges_and_histograms(
 fn informer_gauges(e: &mut DescriptorEncoder<'_>, rows: &[Row]) -> Result<(), std::fmt::Error> {
     type GaugeRow = (&'static str, &'static str, fn(&dyn InformerView) -> i64);
     let gauges: [GaugeRow; 3] = [
-        ("kcache_informer_synced", "1 once the initial list is applied", |i| {
-            i64::from(i.has_synced())
-        }),
-        ("kcache_informer_objects", "Objects in the informer's cache", |i| {
-            as_i64(i.objects())
-        }),
+        (
+            "kcache_informer_synced",
+            "1 once the initial list is applied",
+            |i| i64::from(i.has_synced()),
+        ),
+        (
+            "kcache_informer_objects",
+            "Objects in the informer's cache",
+            |i| as_i64(i.objects()),
+        ),
         (
             "kcache_informer_queue_length",
             "Entries waiting in the informer's queue",

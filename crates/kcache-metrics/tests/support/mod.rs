@@ -22,10 +22,7 @@ fn scrape(body: &str) -> prometheus_parse::Scrape {
 }
 
 fn sorted(labels: &prometheus_parse::Labels) -> Labels {
-    let mut l: Labels = labels
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
+    let mut l: Labels = labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     l.sort();
     l
 }
@@ -76,12 +73,8 @@ fn key(name: &str, labels: &[(&str, &str)]) -> (String, Labels) {
 /// The sample `name{labels}`; panics, listing what there is, when it is missing.
 pub(crate) fn value(m: &Samples, name: &str, labels: &[(&str, &str)]) -> f64 {
     let k = key(name, labels);
-    *m.get(&k).unwrap_or_else(|| {
-        panic!(
-            "no sample {k:?} in {:?}",
-            m.keys().collect::<Vec<_>>()
-        )
-    })
+    *m.get(&k)
+        .unwrap_or_else(|| panic!("no sample {k:?} in {:?}", m.keys().collect::<Vec<_>>()))
 }
 
 /// The buckets of histogram `name{labels}`.

@@ -47,6 +47,16 @@
 //! [`ReflectorHandle::health`], so a reflector that keeps failing is visible to readiness
 //! checks. Spans, logs and errors carry the reflector's name: [`Config::name`], or what the
 //! lister-watcher says it watches ([`ListerWatcher::describe`]).
+//!
+//! # Metrics
+//!
+//! A [`ReflectorHandle`] reads, without locking the reflector out: [`Metrics`] (lists, relists
+//! by cause — [`RelistCauses`] —, watches, watch events by type — [`WatchEventCounts`] —,
+//! errors, panics; relaxed atomics bumped on the hot path), the histograms
+//! [`ReflectorHandle::list_items`] and [`ReflectorHandle::list_duration`] (one observation per
+//! completed LIST or streaming list), the age of the last resourceVersion
+//! ([`ReflectorHandle::since_last_resource_version`]) and [`Health`]. `kcache-metrics` exports
+//! them as Prometheus families (`kcache_reflector_*`).
 
 mod backoff;
 mod config;
@@ -79,7 +89,7 @@ use crate::{
     store::{KeyListerGetter, meta_namespace_key},
 };
 use backoff::Backoff;
-use handle::{RelistCause, Shared};
+use handle::Shared;
 use recovery::{Action, Context, Phase, Wait};
 use resync::Resync;
 
@@ -265,7 +275,7 @@ where
                     self.report(&err);
                 }
                 if matches!(action, Action::Relist(_) | Action::RelistConsistent) {
-                    self.shared.relist_caused_by(relist_cause(&err));
+                    self.shared.relist_caused_by(recovery::relist_cause(&err));
                 }
                 let (wait, then) = match action {
                     Action::Stop => break,
@@ -438,16 +448,6 @@ where
 /// The server's `Retry-After` behind an error, if any.
 fn retry_after(err: &Error) -> Option<Duration> {
     err.lister_watcher_error().and_then(|e| e.retry_after())
-}
-
-/// What a failure that leads to a relist counts as in [`RelistCauses`].
-fn relist_cause(err: &Error) -> RelistCause {
-    match err.lister_watcher_error() {
-        Some(e) if e.is_expired() => RelistCause::Expired,
-        Some(e) if e.is_too_large_resource_version() => RelistCause::TooLarge,
-        Some(e) if e.is_selection_changed() => RelistCause::SelectionChanged,
-        _ => RelistCause::Error,
-    }
 }
 
 /// The message of a caught panic.

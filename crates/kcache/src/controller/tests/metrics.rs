@@ -41,8 +41,10 @@ async fn reconcile_time_observes_every_reconcile_in_controller_runtime_buckets()
     for n in ["ok", "fails"] {
         s.src.upsert(cm(n));
     }
-    let controller =
-        Controller::new(s.informer.clone(), Config::default().workers(1).max_retries(0));
+    let controller = Controller::new(
+        s.informer.clone(),
+        Config::default().workers(1).max_retries(0),
+    );
     let metrics = controller.metrics().clone();
     let run = tokio::spawn(controller.run(
         move |key: ObjectKey, _obj: Option<Arc<ConfigMap>>| async move {
@@ -60,7 +62,13 @@ async fn reconcile_time_observes_every_reconcile_in_controller_runtime_buckets()
     assert_eq!(t.bounds, RECONCILE_TIME_BUCKETS);
     assert_eq!(t.count(), 2, "a failed reconcile is observed too");
     assert_eq!(t.sum, 0.6);
-    let le = |bound: f64| t.cumulative().into_iter().find(|(b, _)| *b == bound).unwrap().1;
+    let le = |bound: f64| {
+        t.cumulative()
+            .into_iter()
+            .find(|(b, _)| *b == bound)
+            .unwrap()
+            .1
+    };
     assert_eq!((le(0.25), le(0.3)), (0, 2));
     s.cancel.cancel();
     run.await.unwrap().unwrap();

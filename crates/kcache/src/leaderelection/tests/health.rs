@@ -33,8 +33,15 @@ async fn a_leader_that_cannot_renew_fails_the_check_after_lease_duration_plus_to
     tokio::time::sleep(Duration::from_millis(1)).await;
     let err = me.elector.check(TOLERANCE).expect_err("overdue");
     assert_eq!(err.identity, ME);
-    assert_eq!(err.since, Duration::from_secs(20) + Duration::from_millis(1));
-    assert!(err.to_string().contains("failed election to renew leadership"), "{err}");
+    assert_eq!(
+        err.since,
+        Duration::from_secs(20) + Duration::from_millis(1)
+    );
+    assert!(
+        err.to_string()
+            .contains("failed election to renew leadership"),
+        "{err}"
+    );
 
     // The server is back and the process competes again: it renews, and is healthy.
     lock.set_failing(false);

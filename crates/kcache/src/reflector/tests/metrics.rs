@@ -127,7 +127,10 @@ async fn a_streaming_list_counts_its_added_events_and_end_bookmark() {
     let h = Harness::start(&src, Config::default());
     let m = wait_metrics(&h, |m| m.watch_lists == 1).await;
     assert_eq!(m.watch_events_by_type.added, 3, "{m:?}");
-    assert_eq!(m.watch_events_by_type.bookmark, 1, "the initial-events-end bookmark");
+    assert_eq!(
+        m.watch_events_by_type.bookmark, 1,
+        "the initial-events-end bookmark"
+    );
     assert_eq!(h.handle.list_items().count(), 1);
     h.stop().await;
 }
@@ -173,7 +176,11 @@ async fn resource_version_age_grows_until_an_event_bookmark_or_list_advances_it(
     let src = FakeSource::new();
     src.upsert(cm("a"));
     let h = Harness::start(&src, list_config());
-    assert_eq!(h.handle.since_last_resource_version(), None, "before the first sync");
+    assert_eq!(
+        h.handle.since_last_resource_version(),
+        None,
+        "before the first sync"
+    );
     h.wait_watching().await;
     let at_sync = h.handle.since_last_resource_version().expect("synced");
     tokio::time::sleep(Duration::from_secs(7)).await;
