@@ -94,7 +94,7 @@ where
 /// | `kcache_informer_synced` | gauge | 1 once the initial list is applied |
 /// | `kcache_informer_objects` | gauge | objects in the cache |
 /// | `kcache_informer_queue_length` | gauge | entries waiting in the informer's queue |
-/// | `kcache_informer_handler_buffer_depth{handler}` | gauge | notifications waiting for a handler ([`HandlerRegistration::pending`]) |
+/// | `kcache_informer_handler_buffer_depth{handler}` | gauge | notifications waiting in a handler's buffer ([`HandlerRegistration::pending`]; the batch the handler is working through is not counted) |
 /// | `kcache_informer_handler_buffer_max_depth{handler}` | gauge | the deepest that handler's buffer has been ([`HandlerRegistration::max_pending`]) |
 ///
 /// `handler` is the registration's name ([`HandlerRegistration::name`]: set with

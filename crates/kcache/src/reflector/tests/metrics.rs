@@ -64,6 +64,17 @@ async fn relists_are_counted_by_cause_and_add_up_to_the_relist_total() {
             error: 1,
         }
     );
+
+    // The shard selection changed (a sharded lister-watcher says so in the stream).
+    h.wait_watching().await;
+    src.inject_watch_item(|| Err(lister_watcher::Error::selection_changed()));
+    let m = wait_metrics(&h, |m| m.relists == 4).await;
+    assert_eq!(m.relists_by_cause.selection_changed, 1, "{m:?}");
+    let c = m.relists_by_cause;
+    assert_eq!(
+        c.expired + c.too_large + c.selection_changed + c.error,
+        m.relists
+    );
     h.stop().await;
 }
 
