@@ -1,11 +1,12 @@
 //! What a running reflector shares with its readers: resourceVersions, counters, health.
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicBool, AtomicU64, Ordering},
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::Duration,
 };
-
-use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::time::Instant;
@@ -141,7 +142,7 @@ pub(crate) struct RvState {
     pub(crate) unavailable: bool,
     /// When the RV last advanced (an event, a bookmark or a sync).
     pub(crate) advanced_at: Option<Instant>,
-    /// Why the next sync is a relist: the first failure since the last sync that led to one.
+    /// Why the next sync is a relist (see [`Shared::relist_caused_by`]); taken by the sync.
     pub(crate) relist_cause: Option<RelistCause>,
 }
 
