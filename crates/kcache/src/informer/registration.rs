@@ -163,10 +163,13 @@ where
     /// use kcache::testing::FakeSource;
     ///
     /// let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), informer::Config::default());
-    /// informer.add_event_handler(HandlerFns::new())?;
+    /// let first = informer.add_event_handler(HandlerFns::new())?;
     /// informer.add_event_handler_with_options(HandlerFns::new(), HandlerConfig::default().name("audit"))?;
-    /// let names: Vec<_> = informer.handlers().iter().map(|h| h.name().to_owned()).collect();
-    /// assert_eq!(names, ["handler-1", "audit"]);
+    /// informer.add_event_handler(HandlerFns::new())?;
+    /// let names = || -> Vec<String> { informer.handlers().iter().map(|h| h.name().to_owned()).collect() };
+    /// assert_eq!(names(), ["handler-1", "audit", "handler-3"]);
+    /// first.remove();
+    /// assert_eq!(names(), ["audit", "handler-3"]);
     /// # Ok::<(), kcache::informer::Error>(())
     /// ```
     pub fn handlers(&self) -> Vec<HandlerRegistration> {
