@@ -132,7 +132,7 @@ async fn main() -> anyhow::Result<()> {
     config.retry_period = Duration::from_secs_f64(args.retry_period);
     config.release_on_cancel = true;
     let lock = HttpLeaseLock::new(LeaseClient::new(client.clone(), &ns, &args.lease_name));
-    let elector = LeaderElector::new(config, lock)?;
+    let elector = Arc::new(LeaderElector::new(config, lock)?);
 
     // The informer runs on every replica, leading or not.
     let informer = SharedIndexInformer::new(
@@ -154,7 +154,13 @@ async fn main() -> anyhow::Result<()> {
         controllers.register_controller("ha-configmaps", 2, controller.metrics());
         let state = elector.watch();
         controllers.register_leader(args.lease_name.clone(), move || state.borrow().is_leading());
-        let checks = kcache_metrics::Checks::new().with_informers(informers);
+        // client-go's HealthzAdaptor: /healthz fails while this replica believes it leads but
+        // has not renewed for longer than the lease duration + 20 s.
+        let leader_check =
+            kcache_metrics::leader_election_check(Arc::clone(&elector), Duration::from_secs(20));
+        let checks = kcache_metrics::Checks::new()
+            .with_informers(informers)
+            .live("leaderElection", leader_check);
         let listener = tokio::net::TcpListener::bind(addr).await?;
         eprintln!("metrics on http://{}/metrics", listener.local_addr()?);
         tokio::spawn(kcache_metrics::serve(

@@ -1,6 +1,8 @@
 //! Health and readiness checks.
 
-use std::sync::Arc;
+use std::{sync::Arc, time::Duration};
+
+use kcache::leaderelection::LeaderElector;
 
 use crate::InformerMetrics;
 
@@ -12,8 +14,9 @@ pub type Check = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 /// Readiness: every informer of the attached [`InformerMetrics`] has synced and its reflector
 /// has failed fewer than [`Checks::failure_threshold`] times in a row (default 5), and every
 /// readiness check passes. Liveness (`/healthz`): the runtime answers, and every liveness
-/// check passes — for a leader elector, a check that fails when it believes it leads but has
-/// not renewed within its lease (client-go's `HealthzAdaptor`).
+/// check passes — for a leader elector, [`leader_election_check`], which fails when it
+/// believes it leads but has not renewed within its lease plus a tolerance (client-go's
+/// `HealthzAdaptor`).
 #[derive(Clone, Default)]
 pub struct Checks {
     informers: Option<InformerMetrics>,
@@ -112,4 +115,29 @@ fn run(checks: &[(String, Check)]) -> Vec<Outcome> {
             error: check().err(),
         })
         .collect()
+}
+
+/// client-go's leader-election `HealthzAdaptor` as a [`Check`]: it fails while `elector`
+/// believes it leads but has not renewed the lease for longer than the lease duration plus
+/// `tolerance` ([`LeaderElector::check`]) — a leader that should have stepped down and did
+/// not. Add it as a liveness check, so that such a process is restarted; a standby always
+/// passes.
+///
+/// ```
+/// use std::{sync::Arc, time::Duration};
+/// use kcache::leaderelection::{Config, FakeLock, LeaderElector};
+/// use kcache_metrics::{Checks, leader_election_check};
+///
+/// let elector = Arc::new(LeaderElector::new(Config::new("replica-0"), FakeLock::new())?);
+/// let check = leader_election_check(Arc::clone(&elector), Duration::from_secs(20));
+/// assert_eq!(check(), Ok(()), "not leading: healthy");
+/// let checks = Checks::new().live("leaderElection", check);
+/// # drop(checks);
+/// # Ok::<(), kcache::leaderelection::Error>(())
+/// ```
+pub fn leader_election_check<L>(elector: Arc<LeaderElector<L>>, tolerance: Duration) -> Check
+where
+    L: Send + Sync + 'static,
+{
+    Arc::new(move || elector.check(tolerance).map_err(|e| e.to_string()))
 }

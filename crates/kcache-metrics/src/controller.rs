@@ -6,10 +6,12 @@ use kcache::controller::Metrics as Counters;
 use parking_lot::Mutex;
 use prometheus_client::{
     collector::Collector,
-    encoding::{DescriptorEncoder, EncodeMetric},
+    encoding::DescriptorEncoder,
     metrics::{MetricType, counter::ConstCounter, gauge::ConstGauge},
     registry::Registry,
 };
+
+use crate::encode::{ConstHistogram, family};
 
 type IsLeader = Arc<dyn Fn() -> bool + Send + Sync>;
 
@@ -30,6 +32,10 @@ struct Registered {
 /// - `controller_runtime_terminal_reconcile_errors_total{controller}`,
 /// - `controller_runtime_reconcile_panics_total{controller}`,
 /// - `controller_runtime_max_concurrent_reconciles{controller}`,
+/// - `controller_runtime_active_workers{controller}` (workers inside a reconcile now),
+/// - `controller_runtime_reconcile_time_seconds{controller}` (a histogram of every
+///   reconcile's duration, whatever its outcome, in controller-runtime's buckets: 5 ms … 60 s,
+///   [`RECONCILE_TIME_BUCKETS`](kcache::histogram::RECONCILE_TIME_BUCKETS)),
 /// - `leader_election_master_status{name}` (1 while leading),
 ///
 /// and kcache's own `kcache_controller_retries_total`, `kcache_controller_gave_up_total`,
@@ -82,20 +88,6 @@ impl ControllerMetrics {
             .leaders
             .push((name.into(), Arc::new(is_leader)));
     }
-}
-
-fn family<M: EncodeMetric>(
-    encoder: &mut DescriptorEncoder<'_>,
-    name: &str,
-    help: &str,
-    kind: MetricType,
-    rows: Vec<(Vec<(&'static str, String)>, M)>,
-) -> Result<(), std::fmt::Error> {
-    let mut f = encoder.encode_descriptor(name, help, None, kind)?;
-    for (labels, metric) in rows {
-        metric.encode(f.encode_family(&labels)?)?;
-    }
-    Ok(())
 }
 
 impl Collector for ControllerMetrics {
@@ -174,6 +166,33 @@ impl Collector for ControllerMetrics {
             "Maximum number of concurrent reconciles per controller",
             MetricType::Gauge,
             workers,
+        )?;
+        let active = r
+            .controllers
+            .iter()
+            .map(|(n, _, c)| {
+                let v = i64::try_from(c.active_workers()).unwrap_or(i64::MAX);
+                (by(n), ConstGauge::new(v))
+            })
+            .collect();
+        family(
+            &mut encoder,
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            MetricType::Gauge,
+            active,
+        )?;
+        let times = r
+            .controllers
+            .iter()
+            .map(|(n, _, c)| (by(n), ConstHistogram(c.reconcile_time())))
+            .collect();
+        family(
+            &mut encoder,
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            MetricType::Histogram,
+            times,
         )?;
         let leaders = r
             .leaders

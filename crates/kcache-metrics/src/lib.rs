@@ -7,14 +7,25 @@
 //!   kcache's work queues under client-go's names and buckets (`workqueue_depth`,
 //!   `workqueue_adds_total`, `workqueue_queue_duration_seconds`, …, label `name`), so that
 //!   dashboards written for client-go and controller-runtime work unchanged;
-//! - [`InformerMetrics`]: the reflector and cache of each registered informer as real counters
-//!   and gauges labelled by resource (`kcache_reflector_lists_total{resource="pods"}`, …);
-//! - [`ControllerMetrics`]: controllers' reconcile counters and leader-election status under
-//!   controller-runtime's names (`controller_runtime_reconcile_total{controller,result}`,
+//! - [`InformerMetrics`]: the reflector, cache and handlers of each registered informer as
+//!   real counters, gauges and histograms labelled by resource
+//!   (`kcache_reflector_lists_total{resource="pods"}`, relists by cause, watch events by type,
+//!   bookmarks, list items and duration, the age of the last resourceVersion, each handler's
+//!   buffer depth and maximum; the full table is on [`InformerMetrics`]);
+//! - [`ControllerMetrics`]: controllers' reconcile counters, active workers, reconcile time and
+//!   leader-election status under controller-runtime's names
+//!   (`controller_runtime_reconcile_total{controller,result}`,
+//!   `controller_runtime_active_workers{controller}`,
+//!   `controller_runtime_reconcile_time_seconds{controller}`,
 //!   `leader_election_master_status{name}`, …);
 //! - [`Checks`] and [`serve`]: `/metrics`, `/healthz` and `/readyz` on one small axum server;
 //!   readiness is "every registered informer synced and healthy" plus any named check the
-//!   application adds (a leader elector, a downstream dependency).
+//!   application adds (a downstream dependency); [`leader_election_check`] is client-go's
+//!   leader-election `HealthzAdaptor` for `/healthz`.
+//!
+//! Counters and histograms live in kcache as atomics (no metrics library there) and are read
+//! at scrape time; histograms are kept in fixed buckets (`kcache::histogram`) and exposed as
+//! Prometheus histograms.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -45,11 +56,12 @@
 
 mod checks;
 mod controller;
+mod encode;
 mod informer;
 mod server;
 mod workqueue;
 
-pub use checks::{Check, Checks};
+pub use checks::{Check, Checks, leader_election_check};
 pub use controller::ControllerMetrics;
 pub use informer::{InformerMetrics, InformerView};
 pub use server::{router, serve};

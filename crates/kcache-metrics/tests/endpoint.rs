@@ -14,54 +14,10 @@ use kcache::{
 };
 use kcache_metrics::{Checks, InformerMetrics, WorkqueueMetrics};
 use prometheus_client::registry::Registry;
-use support::{Samples, parse};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use support::{eventually, get, parse, value};
 use tokio_util::sync::CancellationToken;
 
 use kcache::testing::config_map as cm;
-
-/// GET `path` on `addr`: (status code, body).
-async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    let mut s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-    s.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await
-    .expect("send");
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).await.expect("read");
-    let (head, body) = raw.split_once("\r\n\r\n").expect("an HTTP response");
-    let code = head
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .expect("a status code");
-    (code, body.to_owned())
-}
-
-fn value(m: &Samples, name: &str, labels: &[(&str, &str)]) -> f64 {
-    let mut l: Vec<(String, String)> = labels
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    l.sort();
-    *m.get(&(name.to_owned(), l.clone())).unwrap_or_else(|| {
-        panic!(
-            "no sample {name}{l:?} in {:?}",
-            m.keys().collect::<Vec<_>>()
-        )
-    })
-}
-
-async fn eventually(mut cond: impl AsyncFnMut() -> bool) {
-    for _ in 0..200 {
-        if cond().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("condition never held");
-}
 
 #[tokio::test]
 async fn workqueue_and_informer_metrics_and_readiness_over_http() {
@@ -145,7 +101,11 @@ async fn workqueue_and_informer_metrics_and_readiness_over_http() {
     assert_eq!(value(&m, "workqueue_depth", &q), 2.0, "{body}");
     let r = [("resource", "objects")];
     assert_eq!(
-        value(&m, "kcache_reflector_relists_total", &r),
+        value(
+            &m,
+            "kcache_reflector_relists_total",
+            &[("resource", "objects"), ("cause", "expired")]
+        ),
         1.0,
         "{body}"
     );

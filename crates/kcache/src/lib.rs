@@ -19,6 +19,7 @@
 pub mod controller;
 pub mod factory;
 pub mod fifo;
+pub mod histogram;
 pub mod informer;
 pub mod leaderelection;
 pub mod lister_watcher;

@@ -5,8 +5,40 @@ use std::sync::{
     atomic::{AtomicU64, Ordering},
 };
 
+use crate::histogram::{AtomicHistogram, HistogramSnapshot, RECONCILE_TIME_BUCKETS};
+
+/// Seconds per reconcile, in controller-runtime's buckets.
+#[derive(Debug)]
+pub(super) struct ReconcileTime(pub(super) AtomicHistogram);
+
+impl Default for ReconcileTime {
+    fn default() -> Self {
+        Self(AtomicHistogram::new(RECONCILE_TIME_BUCKETS))
+    }
+}
+
+/// Counts the workers inside a reconcile: up on creation, down on drop (so a reconcile whose
+/// future is dropped, or that panics, still leaves).
+pub(super) struct Active<'a>(&'a AtomicU64);
+
+impl<'a> Active<'a> {
+    pub(super) fn enter(counter: &'a AtomicU64) -> Self {
+        counter.fetch_add(1, Ordering::Relaxed);
+        Self(counter)
+    }
+}
+
+impl Drop for Active<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 #[derive(Debug, Default)]
 pub(super) struct Counters {
+    /// Workers inside a reconcile now.
+    pub(super) active: AtomicU64,
+    pub(super) reconcile_time: ReconcileTime,
     pub(super) reconciles: AtomicU64,
     pub(super) succeeded: AtomicU64,
     pub(super) failed: AtomicU64,
@@ -58,4 +90,19 @@ getter! {
     panicked
     /// Reconciles cancelled by [`reconcile_timeout`](super::Config::reconcile_timeout).
     timed_out
+}
+
+impl Metrics {
+    /// Workers reconciling right now (controller-runtime's `active_workers`): at most
+    /// [`workers`](super::Config::workers).
+    pub fn active_workers(&self) -> u64 {
+        self.counters.active.load(Ordering::Relaxed)
+    }
+
+    /// Seconds per reconcile, whatever its outcome (controller-runtime's
+    /// `reconcile_time_seconds`), in
+    /// [`RECONCILE_TIME_BUCKETS`](crate::histogram::RECONCILE_TIME_BUCKETS).
+    pub fn reconcile_time(&self) -> HistogramSnapshot {
+        self.counters.reconcile_time.0.snapshot()
+    }
 }

@@ -169,7 +169,9 @@ where
         let reg = informer
             .add_event_handler_with_options(
                 enqueue,
-                informer::HandlerConfig::default().inline(true),
+                informer::HandlerConfig::default()
+                    .inline(true)
+                    .name(format!("controller {}", config.name)),
             )
             .expect("the primary informer has stopped");
         Self {
@@ -209,7 +211,9 @@ where
         let reg = informer
             .add_event_handler_with_options(
                 enqueue,
-                informer::HandlerConfig::default().inline(true),
+                informer::HandlerConfig::default()
+                    .inline(true)
+                    .name(format!("controller {}", self.config.name)),
             )
             .expect("the related informer has stopped");
         self.registrations.push(reg);

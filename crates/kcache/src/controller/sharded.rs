@@ -134,7 +134,9 @@ where
                 layout,
                 deleted: Arc::clone(&deleted),
             },
-            HandlerConfig::default().inline(true),
+            HandlerConfig::default()
+                .inline(true)
+                .name(format!("controller {} shards", self.config.name)),
         ) {
             self.registrations.push(reg);
         }

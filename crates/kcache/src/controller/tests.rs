@@ -17,6 +17,8 @@ use crate::{informer, testing::FakeSource};
 
 use crate::testing::config_map as cm;
 
+mod metrics;
+
 struct Setup {
     src: FakeSource<ConfigMap>,
     informer: SharedIndexInformer<ConfigMap>,

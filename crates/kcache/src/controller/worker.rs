@@ -14,7 +14,7 @@ use tracing::{Instrument, debug, error, info_span, warn};
 
 use super::{
     config::Config,
-    metrics::{Counters, Metrics},
+    metrics::{Active, Counters, Metrics},
     policy::{Action, ErrorAction, ErrorPolicy, ReconcileError},
     sharded::ShardCheck,
 };
@@ -137,7 +137,14 @@ where
         Counters::inc(&c.reconciles);
         let obj = self.primary.indexer().get_by_key(key.as_str());
         let name = &self.config.name;
-        match self.call(key.clone(), obj).await {
+        let outcome = {
+            let _active = Active::enter(&c.active);
+            let started = tokio::time::Instant::now();
+            let outcome = self.call(key.clone(), obj).await;
+            c.reconcile_time.0.observe(started.elapsed().as_secs_f64());
+            outcome
+        };
+        match outcome {
             Outcome::Returned(Ok(action)) => {
                 Counters::inc(&c.succeeded);
                 self.reset(key);

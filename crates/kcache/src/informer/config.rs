@@ -54,8 +54,11 @@ impl Config {
 }
 
 /// Options of one handler registration.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HandlerConfig {
+    /// The handler's name in metrics (`kcache_informer_handler_buffer_depth{handler}`) and
+    /// logs; `None` names it `handler-N`, N counting the informer's registrations from 1.
+    pub name: Option<String>,
     /// This handler's resync period; `None` takes the informer's default.
     pub resync_period: Option<Duration>,
     /// How pending notifications are buffered.
@@ -67,6 +70,20 @@ pub struct HandlerConfig {
 }
 
 impl HandlerConfig {
+    /// Sets [`HandlerConfig::name`].
+    ///
+    /// ```
+    /// use kcache::informer::HandlerConfig;
+    ///
+    /// let config = HandlerConfig::default().name("enqueue-pods");
+    /// assert_eq!(config.name.as_deref(), Some("enqueue-pods"));
+    /// ```
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
     /// Sets [`HandlerConfig::resync_period`].
     #[must_use]
     pub fn resync_period(mut self, period: Duration) -> Self {

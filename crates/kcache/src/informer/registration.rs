@@ -4,7 +4,9 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-use super::listener::Listener;
+use kube_core::Resource;
+
+use super::{SharedIndexInformer, listener::Listener};
 
 /// What a registration needs from its informer (type-erased over the object type).
 pub(crate) trait InformerOps: Send + Sync {
@@ -16,6 +18,8 @@ pub(crate) trait InformerOps: Send + Sync {
 /// What a registration needs from its listener.
 pub(crate) trait ListenerOps: Send + Sync {
     fn id(&self) -> u64;
+    fn name(&self) -> &str;
+    fn max_pending(&self) -> usize;
     fn initial_done(&self) -> bool;
     fn pending(&self) -> usize;
     fn delivered(&self) -> u64;
@@ -27,6 +31,12 @@ pub(crate) trait ListenerOps: Send + Sync {
 impl<K: Send + Sync + 'static> ListenerOps for Listener<K> {
     fn id(&self) -> u64 {
         self.id
+    }
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn max_pending(&self) -> usize {
+        Listener::max_pending(self)
     }
     fn initial_done(&self) -> bool {
         Listener::initial_done(self)
@@ -94,6 +104,18 @@ impl HandlerRegistration {
         self.listener.pending()
     }
 
+    /// The largest [`pending`](Self::pending) this handler's buffer has reached: how far it
+    /// fell behind at worst.
+    pub fn max_pending(&self) -> usize {
+        self.listener.max_pending()
+    }
+
+    /// The handler's name: [`HandlerConfig::name`](super::HandlerConfig::name), or
+    /// `handler-N` (N counting the informer's registrations from 1).
+    pub fn name(&self) -> &str {
+        self.listener.name()
+    }
+
     /// Notifications delivered to this handler so far.
     pub fn delivered(&self) -> u64 {
         self.listener.delivered()
@@ -122,7 +144,41 @@ impl std::fmt::Debug for HandlerRegistration {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HandlerRegistration")
             .field("id", &self.listener.id())
+            .field("name", &self.listener.name())
             .field("pending", &self.listener.pending())
             .finish()
+    }
+}
+
+impl<K> SharedIndexInformer<K>
+where
+    K: Resource + Clone + Send + Sync + 'static,
+{
+    /// The handlers registered now, in registration order (removed ones are not listed): their
+    /// names, buffer depths and sync state, for metrics.
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kcache::informer::{self, HandlerConfig, HandlerFns, SharedIndexInformer};
+    /// use kcache::testing::FakeSource;
+    ///
+    /// let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), informer::Config::default());
+    /// let first = informer.add_event_handler(HandlerFns::new())?;
+    /// informer.add_event_handler_with_options(HandlerFns::new(), HandlerConfig::default().name("audit"))?;
+    /// informer.add_event_handler(HandlerFns::new())?;
+    /// let names = || -> Vec<String> { informer.handlers().iter().map(|h| h.name().to_owned()).collect() };
+    /// assert_eq!(names(), ["handler-1", "audit", "handler-3"]);
+    /// first.remove();
+    /// assert_eq!(names(), ["audit", "handler-3"]);
+    /// # Ok::<(), kcache::informer::Error>(())
+    /// ```
+    pub fn handlers(&self) -> Vec<HandlerRegistration> {
+        let ops = Arc::clone(&self.inner) as Arc<dyn InformerOps>;
+        self.inner
+            .processor
+            .listeners()
+            .into_iter()
+            .map(|l| HandlerRegistration::new(Arc::clone(&ops), l))
+            .collect()
     }
 }

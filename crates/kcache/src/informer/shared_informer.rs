@@ -210,6 +210,7 @@ where
         let resync = determine_resync_period(period, start.check_period);
         let listener = Arc::new(Listener::new(
             inner.processor.next_id(),
+            options.name,
             Box::new(handler),
             options.buffer,
             options.inline,

@@ -15,6 +15,10 @@
 //! - optionally releases the lease when cancelled (`release_on_cancel`), so that a standby
 //!   takes over at once instead of after `lease_duration`.
 //!
+//! [`LeaderElector::check`] is client-go's leader-election health check (its
+//! `HealthzAdaptor`): it fails while this replica believes it leads but has not renewed for
+//! longer than the lease duration plus a tolerance.
+//!
 //! Like client-go, this is not fencing: for a short time around a lost lease two
 //! candidates may both believe they lead.
 //!
@@ -41,6 +45,7 @@ mod attempt;
 mod config;
 mod elector;
 mod fake;
+mod health;
 mod leading;
 mod lock;
 mod state;
@@ -50,6 +55,7 @@ mod tests;
 pub use config::{Config, Error, JITTER_FACTOR};
 pub use elector::LeaderElector;
 pub use fake::{FakeLock, LockOp};
+pub use health::HealthError;
 pub use leading::run_leading;
 pub use lock::{LeaseLock, LeaseRecord, LockError, VersionedRecord};
 pub use state::LeaderState;

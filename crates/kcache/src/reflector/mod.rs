@@ -47,6 +47,16 @@
 //! [`ReflectorHandle::health`], so a reflector that keeps failing is visible to readiness
 //! checks. Spans, logs and errors carry the reflector's name: [`Config::name`], or what the
 //! lister-watcher says it watches ([`ListerWatcher::describe`]).
+//!
+//! # Metrics
+//!
+//! A [`ReflectorHandle`] reads, without locking the reflector out: [`Metrics`] (lists, relists
+//! by cause — [`RelistCauses`] —, watches, watch events by type — [`WatchEventCounts`] —,
+//! errors, panics; relaxed atomics bumped on the hot path), the histograms
+//! [`ReflectorHandle::list_items`] and [`ReflectorHandle::list_duration`] (one observation per
+//! completed LIST or streaming list), the age of the last resourceVersion
+//! ([`ReflectorHandle::since_last_resource_version`]) and [`Health`]. `kcache-metrics` exports
+//! them as Prometheus families (`kcache_reflector_*`).
 
 mod backoff;
 mod config;
@@ -71,7 +81,7 @@ pub use config::{
     Config, MIN_WATCH_TIMEOUT_FLOOR, ShouldResyncFunc, TransformFunc, WatchErrorHandler,
 };
 pub use error::Error;
-pub use handle::{Health, Metrics, ReflectorHandle};
+pub use handle::{Health, Metrics, ReflectorHandle, RelistCauses, WatchEventCounts};
 pub use store::{ReflectorStore, StoreError};
 
 use crate::{
@@ -264,6 +274,9 @@ where
                     // The retry at RV "" is part of the list, silent as in client-go.
                     self.report(&err);
                 }
+                if matches!(action, Action::Relist(_) | Action::RelistConsistent) {
+                    self.shared.relist_caused_by(recovery::relist_cause(&err));
+                }
                 let (wait, then) = match action {
                     Action::Stop => break,
                     Action::RelistConsistent => (Wait::None, Next::ListConsistent),
@@ -359,26 +372,15 @@ where
         }
     }
 
-    fn set_last_sync(&self, resource_version: String) {
-        self.shared.rv.lock().last_sync = resource_version;
-    }
-
     fn set_unavailable(&self, unavailable: bool) {
         self.shared.rv.lock().unavailable = unavailable;
     }
 
-    /// A sync (list or streaming list) completed at `resource_version`.
-    fn synced(&self, resource_version: String) {
-        {
-            let mut rv = self.shared.rv.lock();
-            rv.last_sync = resource_version;
-            rv.unavailable = false;
-        }
+    /// A sync (list or streaming list) of `items` objects, begun at `started`, completed at
+    /// `resource_version`.
+    fn synced(&self, resource_version: String, items: usize, started: Instant) {
         self.shared
-            .counters
-            .syncs
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.shared.synced();
+            .sync_completed(resource_version, items, started.elapsed());
     }
 
     /// Sleeps `d`, running due resyncs meanwhile; `false` when cancelled first.

@@ -34,18 +34,20 @@ where
     pub(crate) async fn list(&self, rv: &str) -> Result<(), Error> {
         let span = debug_span!("list", resource_version = %rv);
         async {
+            let started = tokio::time::Instant::now();
             let listed = self.list_pages(rv).await?;
             if rv == "0" && listed.paginated {
                 self.shared.paginated_result.store(true, Ordering::Relaxed);
             }
-            debug!(items = listed.items.len(), resource_version = %listed.resource_version, "listed");
+            let items = listed.items.len();
+            debug!(items, resource_version = %listed.resource_version, "listed");
             self.store
                 .replace(listed.items, listed.resource_version.clone())
                 .map_err(|source| Error::Store {
                     type_name: self.name.to_string(),
                     source,
                 })?;
-            self.synced(listed.resource_version);
+            self.synced(listed.resource_version, items, started);
             self.shared.counters.lists.fetch_add(1, Ordering::Relaxed);
             Ok(())
         }

@@ -4,7 +4,7 @@
 //! [`super::Reflector::run`] only carries the action out. The table is in the module docs of
 //! [`crate::reflector`].
 
-use super::Error;
+use super::{Error, handle::RelistCause};
 use crate::lister_watcher;
 
 /// Where the reflector was when it failed.
@@ -115,6 +115,16 @@ fn decide_lw(cx: Context, e: &lister_watcher::Error) -> Action {
 pub(crate) fn forgets_resource_version(err: &Error) -> bool {
     err.lister_watcher_error()
         .is_some_and(|e| e.is_expired() || e.is_too_large_resource_version())
+}
+
+/// What a failure that leads to a relist counts as in [`RelistCauses`](super::RelistCauses).
+pub(crate) fn relist_cause(err: &Error) -> RelistCause {
+    match err.lister_watcher_error() {
+        Some(e) if e.is_expired() => RelistCause::Expired,
+        Some(e) if e.is_too_large_resource_version() => RelistCause::TooLarge,
+        Some(e) if e.is_selection_changed() => RelistCause::SelectionChanged,
+        _ => RelistCause::Error,
+    }
 }
 
 #[cfg(test)]

@@ -19,6 +19,8 @@ use crate::{
 
 use crate::testing::config_map as cm;
 
+mod metrics;
+
 fn key(name: &str) -> ObjectKey {
     ObjectKey::new(Some("ns"), name)
 }

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::debug;
 
-use super::{Error, Reflector, resync::Resync};
+use super::{Error, Reflector, handle::Counters, resync::Resync};
 use crate::{
     lister_watcher::{
         self, INITIAL_EVENTS_END_ANNOTATION, ListerWatcher, WatchEvent, WatchParams, WatchStream,
@@ -114,6 +114,7 @@ where
             type_name: self.name.to_string(),
             source: Box::new(e),
         };
+        let started = Instant::now();
         let rv = self.rewatch_resource_version();
         let Some(stream) = self.open_watch(true, &rv, cancel).await.map_err(wrap)? else {
             return Ok(None);
@@ -137,14 +138,15 @@ where
         match end {
             WatchEnd::InitialEventsEnd(stream) => {
                 let items: Vec<Arc<K>> = temporary.into_values().collect();
-                debug!(items = items.len(), resource_version = %list_rv, "streamed initial list");
+                let count = items.len();
+                debug!(items = count, resource_version = %list_rv, "streamed initial list");
                 self.store
                     .replace(items, list_rv.clone())
                     .map_err(|source| Error::Store {
                         type_name: self.name.to_string(),
                         source,
                     })?;
-                self.synced(list_rv);
+                self.synced(list_rv, count, started);
                 self.shared
                     .counters
                     .watch_lists
@@ -185,7 +187,7 @@ where
         };
         let end = self
             .handle_watch(stream, Sink::Store, cancel, Some(resync), &mut |rv, _| {
-                self.set_last_sync(rv.to_owned())
+                self.shared.advance(rv.to_owned())
             })
             .await?;
         match end {
@@ -265,6 +267,14 @@ where
                 .counters
                 .watch_events
                 .fetch_add(1, Ordering::Relaxed);
+            let c = &self.shared.counters;
+            Counters::inc(match &event {
+                WatchEvent::Added(_) => &c.added,
+                WatchEvent::Modified(_) => &c.modified,
+                WatchEvent::Deleted(_) => &c.deleted,
+                WatchEvent::Bookmark(_) => &c.bookmarks,
+                WatchEvent::Error(_) => &c.error_events,
+            });
             let mut initial_events_end = false;
             let rv = match event {
                 WatchEvent::Error(status) => {

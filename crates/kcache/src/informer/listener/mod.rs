@@ -36,6 +36,10 @@ pub(crate) use buffer::Notification;
 /// A handler with its buffer, resync schedule and sync tracking.
 pub(crate) struct Listener<K> {
     pub(crate) id: u64,
+    /// The handler's name (`handler-N` unless the registration named it).
+    pub(crate) name: Arc<str>,
+    /// The largest buffer depth reached.
+    max_depth: AtomicUsize,
     handler: Box<dyn EventHandler<K>>,
     buffer: Mutex<Buffer<K>>,
     wake: Notify,
@@ -57,8 +61,10 @@ struct ResyncState {
 }
 
 impl<K: Send + Sync + 'static> Listener<K> {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         id: u64,
+        name: Option<String>,
         handler: Box<dyn EventHandler<K>>,
         mode: BufferMode,
         inline: bool,
@@ -68,6 +74,8 @@ impl<K: Send + Sync + 'static> Listener<K> {
     ) -> Self {
         Self {
             id,
+            name: name.unwrap_or_else(|| format!("handler-{id}")).into(),
+            max_depth: AtomicUsize::new(0),
             handler,
             buffer: Mutex::new(Buffer::new(mode)),
             wake: Notify::new(),
@@ -92,8 +100,18 @@ impl<K: Send + Sync + 'static> Listener<K> {
         if matches!(n, Notification::Add { initial: true, .. }) {
             self.pending_initial.fetch_add(1, Ordering::AcqRel);
         }
-        self.buffer.lock().push(n);
+        let depth = {
+            let mut buffer = self.buffer.lock();
+            buffer.push(n);
+            buffer.len()
+        };
+        self.max_depth.fetch_max(depth, Ordering::Relaxed);
         self.wake.notify_one();
+    }
+
+    /// The largest [`pending`](Self::pending) reached so far.
+    pub(crate) fn max_pending(&self) -> usize {
+        self.max_depth.load(Ordering::Relaxed)
     }
 
     /// Pending notifications (keys, in coalescing mode).
@@ -182,7 +200,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
                 | Notification::Update { key, .. }
                 | Notification::Delete { key, .. } => key,
             };
-            error!(listener = self.id, %key, "event handler panicked; the notification is dropped for this handler");
+            error!(handler = %self.name, %key, "event handler panicked; the notification is dropped for this handler");
         }
     }
 
@@ -232,6 +250,56 @@ pub(crate) fn determine_resync_period(desired: Duration, check: Duration) -> Dur
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{informer::HandlerFns, store::ObjectKey, testing::config_map};
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    fn listener(name: Option<&str>) -> Arc<Listener<ConfigMap>> {
+        Arc::new(Listener::new(
+            7,
+            name.map(str::to_owned),
+            Box::new(HandlerFns::<ConfigMap>::new()),
+            BufferMode::Unbounded,
+            true,
+            Duration::ZERO,
+            Duration::ZERO,
+            Arc::new(Notify::new()),
+        ))
+    }
+
+    fn add(l: &Listener<ConfigMap>, name: &str) {
+        l.add(Notification::Add {
+            key: ObjectKey::new(Some("ns"), name),
+            obj: Arc::new(config_map(name)),
+            initial: false,
+        });
+    }
+
+    #[test]
+    fn a_listener_is_named_after_its_registration_or_handler_n() {
+        assert_eq!(&*listener(None).name, "handler-7");
+        assert_eq!(&*listener(Some("audit")).name, "audit");
+    }
+
+    #[tokio::test]
+    async fn max_pending_keeps_the_deepest_backlog_after_it_drains() {
+        let l = listener(None);
+        for n in ["a", "b", "c", "d", "e"] {
+            add(&l, n);
+        }
+        assert_eq!((l.pending(), l.max_pending()), (5, 5));
+        let task = tokio::spawn(Arc::clone(&l).run());
+        while l.delivered() < 5 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!((l.pending(), l.max_pending()), (0, 5));
+        add(&l, "f");
+        while l.delivered() < 6 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(l.max_pending(), 5, "a shallower backlog leaves the maximum");
+        l.close();
+        task.await.unwrap();
+    }
 
     #[test]
     fn resync_period_rules_follow_client_go() {

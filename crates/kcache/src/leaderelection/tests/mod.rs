@@ -3,6 +3,7 @@
 
 mod acquire;
 mod config;
+mod health;
 mod release;
 mod renew;
 
