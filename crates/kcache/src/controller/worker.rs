@@ -125,7 +125,9 @@ where
                     }
                 }
             };
-            let span = info_span!("reconcile", controller = %self.config.name, worker, key = %key);
+            // `retries` > 0: this run was triggered by a failed earlier one, not by an event.
+            let retries = self.retries(&key);
+            let span = info_span!("reconcile", controller = %self.config.name, worker, key = %key, retries);
             self.process(&key).instrument(span).await;
             drop(guard);
             self.queue.done(&key);

@@ -6,7 +6,7 @@ use std::sync::{Arc, atomic::Ordering};
 use futures::future::BoxFuture;
 use kube_core::Resource;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
-use tracing::debug;
+use tracing::{Instrument as _, debug};
 
 use super::{SharedIndexInformer, shared_informer::Inner, sink::QueueSink};
 use crate::{
@@ -67,7 +67,7 @@ where
             };
             // Listener tasks, under the start lock so that none is spawned twice.
             for l in inner.processor.listeners() {
-                tasks.spawn(l.run());
+                tasks.spawn(l.run().instrument(inner.span.clone()));
             }
             (starter, hooks, tasks)
         };
@@ -79,7 +79,9 @@ where
         let (handle, reflector_fut) = starter(sink, rconfig, hooks, reflector_cancel.clone());
         *inner.reflector.lock() = Some(handle);
         let reflector_task = tokio::spawn(reflector_fut);
-        let process = Arc::clone(&inner).process_loop();
+        let process = Arc::clone(&inner)
+            .process_loop()
+            .instrument(inner.span.clone());
         tokio::select! {
             () = cancel.cancelled() => {}
             () = process => {}

@@ -12,7 +12,7 @@ use kube_core::Resource;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio_util::task::TaskTracker;
-use tracing::warn;
+use tracing::{Instrument as _, warn};
 
 use super::{
     Config, Error, HandlerConfig, MINIMUM_RESYNC_PERIOD,
@@ -57,6 +57,8 @@ pub(crate) struct Inner<K> {
     pub(super) synced_flag: AtomicBool,
     pub(crate) sync_notify: Arc<Notify>,
     pub(super) reflector: Mutex<Option<ReflectorHandle>>,
+    /// `informer{resource}`: the span of the process loop and of every handler task.
+    pub(super) span: tracing::Span,
 }
 
 /// client-go's `SharedIndexInformer`: one reflector and one cache shared by many handlers.
@@ -114,6 +116,14 @@ where
         indexers: Indexers<K>,
     ) -> Self {
         let key_func = meta_namespace_key_func::<K>();
+        // The reflector's name (its span carries it too): the handler tasks and the process
+        // loop log under it, so every line names the resource.
+        let resource = if config.reflector.name.is_empty() {
+            lw.describe()
+        } else {
+            config.reflector.name.clone()
+        };
+        let span = tracing::info_span!("informer", resource = %resource);
         let indexer = ThreadSafeStore::with_indexers(Arc::clone(&key_func), indexers);
         let queue = AnyFifo::new(
             config.queue,
@@ -154,6 +164,7 @@ where
             synced_flag: AtomicBool::new(false),
             sync_notify: Arc::new(Notify::new()),
             reflector: Mutex::new(None),
+            span,
         };
         Self {
             inner: Arc::new(inner),
@@ -229,7 +240,10 @@ where
                 });
             }
             if let Some((tasks, runtime)) = &start.tasks {
-                tasks.spawn_on(Arc::clone(&listener).run(), runtime);
+                tasks.spawn_on(
+                    Arc::clone(&listener).run().instrument(inner.span.clone()),
+                    runtime,
+                );
             }
         } else {
             inner.processor.add(Arc::clone(&listener));

@@ -160,9 +160,17 @@ impl<K: Send + Sync + 'static> Listener<K> {
                 self.deliver_all(batch)
             } else {
                 let this = Arc::clone(&self);
-                tokio::task::spawn_blocking(move || this.deliver_all(batch))
-                    .await
-                    .unwrap_or(false)
+                // The handler's log lines keep the informer's span (and a scoped subscriber)
+                // on the blocking thread.
+                let span = tracing::Span::current();
+                let dispatch = tracing::dispatcher::get_default(Clone::clone);
+                tokio::task::spawn_blocking(move || {
+                    tracing::dispatcher::with_default(&dispatch, || {
+                        span.in_scope(|| this.deliver_all(batch))
+                    })
+                })
+                .await
+                .unwrap_or(false)
             };
             if initial > 0 {
                 self.pending_initial.fetch_sub(initial, Ordering::AcqRel);
