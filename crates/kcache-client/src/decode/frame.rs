@@ -47,6 +47,9 @@ pub struct JsonFrameDecoder {
     /// Bytes of `buf` already known to hold no newline.
     scanned: usize,
     max_frame_size: usize,
+    /// An unfinished frame outgrew the limit: its bytes were dropped, and
+    /// [`next_frame`](Self::next_frame) reports [`JsonFrameError::TooLarge`].
+    overflowed: bool,
 }
 
 impl JsonFrameDecoder {
@@ -56,11 +59,24 @@ impl JsonFrameDecoder {
             buf: BytesMut::new(),
             scanned: 0,
             max_frame_size,
+            overflowed: false,
         }
     }
 
-    /// Appends a chunk of the body.
+    /// Appends a chunk of the body. A chunk that would make the unfinished frame outgrow the
+    /// limit is not kept (nor is the frame): the buffer never holds much more than the limit.
     pub fn push(&mut self, chunk: &[u8]) {
+        if self.overflowed {
+            return;
+        }
+        let unfinished_grows = memchr::memchr(b'\n', chunk).is_none()
+            && memchr::memchr(b'\n', &self.buf[self.scanned..]).is_none();
+        if unfinished_grows && self.buf.len() + chunk.len() > self.max_frame_size {
+            self.overflowed = true;
+            self.buf = BytesMut::new();
+            self.scanned = 0;
+            return;
+        }
         self.buf.extend_from_slice(chunk);
     }
 
@@ -70,6 +86,11 @@ impl JsonFrameDecoder {
     /// [`JsonFrameError::TooLarge`] when the unfinished frame exceeds the limit; the decoder should
     /// then be dropped.
     pub fn next_frame(&mut self) -> Result<Option<Bytes>, JsonFrameError> {
+        if self.overflowed {
+            return Err(JsonFrameError::TooLarge {
+                limit: self.max_frame_size,
+            });
+        }
         loop {
             let Some(pos) = memchr::memchr(b'\n', &self.buf[self.scanned..]) else {
                 self.scanned = self.buf.len();
@@ -160,6 +181,24 @@ mod tests {
         let mut d = JsonFrameDecoder::new(4);
         d.push(b"1234\n");
         assert_eq!(d.next_frame().unwrap().as_deref(), Some(&b"1234"[..]));
+    }
+
+    #[test]
+    fn an_endless_frame_is_not_buffered_past_the_limit() {
+        // A caller may push several chunks before asking for frames.
+        let mut d = JsonFrameDecoder::new(10_000);
+        for _ in 0..100 {
+            d.push(&[b'x'; 1000]);
+        }
+        assert!(
+            d.buf.capacity() <= 2 * (10_000 + 1000),
+            "{} bytes held for a 10,000-byte limit",
+            d.buf.capacity()
+        );
+        assert_eq!(
+            d.next_frame(),
+            Err(JsonFrameError::TooLarge { limit: 10_000 })
+        );
     }
 
     #[test]
