@@ -15,8 +15,9 @@ use serde::ser::{self, Serialize};
 /// use kcache::memory::estimate;
 ///
 /// assert_eq!(estimate(&String::from("abc")), 24 + 3);
-/// // Two 24-byte elements in the Vec's buffer, plus their heap.
-/// assert_eq!(estimate(&vec![String::from("ab"), String::new()]), 24 + 2 * 24 + 2);
+/// // A buffer of four 24-byte elements (two pushed: std's first allocation holds four), plus
+/// // their heap.
+/// assert_eq!(estimate(&vec![String::from("ab"), String::new()]), 24 + 4 * 24 + 2);
 /// // One BTreeMap leaf: parent pointer, index, length and 11 slots of 24 + 24 bytes, rounded
 /// // up to 8 (544), then the keys' and values' bytes.
 /// let labels = BTreeMap::from([("app".to_owned(), "web".to_owned())]);
@@ -319,7 +320,8 @@ impl<'a> ser::Serializer for &'a mut Counter {
 
 /// A sequence: its elements are in its heap buffer.
 ///
-/// serde hands a sequence's elements over by reference (`&&U`), so their inline size is not
+/// Its buffer is counted at [`pushed_capacity`]. serde hands a sequence's elements over by
+/// reference (`&&U`), so their inline size is not
 /// `size_of_val` of what is given. For an element that is a struct it is the stride between
 /// consecutive elements (the distance between the same field of two of them); a one-element
 /// sequence takes the size learned for the struct's name from a longer one, else the span of
@@ -350,14 +352,31 @@ impl ser::SerializeSeq for Seq<'_> {
         result
     }
     fn end(self) -> Result<(), Failed> {
-        let stride = struct_stride(&self.elements);
-        for element in &self.elements {
-            self.counter.bytes += match element {
-                Ok(p) => stride.unwrap_or_else(|| learned_or_span(p)),
-                Err(inline) => *inline,
-            };
-        }
+        let Some(first) = self.elements.first() else {
+            return Ok(());
+        };
+        let element = match first {
+            Ok(p) => struct_stride(&self.elements).unwrap_or_else(|| learned_or_span(p)),
+            Err(inline) => *inline,
+        };
+        self.counter.bytes += pushed_capacity(self.elements.len(), element) * element;
         Ok(())
+    }
+}
+
+/// The capacity of a `Vec` of `len` elements of `size` bytes grown by pushing them one by one
+/// (what serde's and kcache-proto's decoders do): the next power of two, from std's first
+/// allocation of 8 elements of 1 byte, 4 of up to 1 KiB, 1 above.
+pub(super) fn pushed_capacity(len: usize, size: usize) -> usize {
+    let first = match size {
+        1 => 8,
+        2..=1024 => 4,
+        _ => 1,
+    };
+    if len == 0 {
+        0
+    } else {
+        len.next_power_of_two().max(first)
     }
 }
 

@@ -8,7 +8,10 @@ use k8s_openapi::{
 };
 use serde_json::{Value, json};
 
-use super::{estimate::btree_bytes, *};
+use super::{
+    estimate::{btree_bytes, pushed_capacity},
+    *,
+};
 
 /// One `BTreeMap<String, String>` leaf: parent pointer, index, length, 11 × (24 + 24).
 const STRING_LEAF: usize = 544;
@@ -28,12 +31,19 @@ fn scalars_and_strings_count_their_buffer_only() {
 
 #[test]
 fn a_sequence_counts_each_element_inline_plus_its_heap() {
+    // Buffers are counted at the capacity pushing gives.
+    assert_eq!(pushed_capacity(0, 24), 0);
+    assert_eq!(pushed_capacity(2, 24), 4);
+    assert_eq!(pushed_capacity(5, 24), 8);
+    assert_eq!(pushed_capacity(3, 1), 8);
+    assert_eq!(pushed_capacity(3, 2000), 4);
+    assert_eq!(pushed_capacity(1, 2000), 1);
     let v = vec![String::from("a"), String::from("bcd")];
-    assert_eq!(heap_size(&v), 2 * 24 + 1 + 3);
+    assert_eq!(heap_size(&v), 4 * 24 + 1 + 3);
     let empty: Vec<String> = Vec::new();
     assert_eq!(heap_size(&empty), 0);
     let numbers = vec![1u16, 2, 3];
-    assert_eq!(heap_size(&numbers), 3 * 2);
+    assert_eq!(heap_size(&numbers), 4 * 2);
     // Struct elements: the stride between two elements is the struct's size.
     let env = vec![
         EnvVar {
@@ -46,7 +56,8 @@ fn a_sequence_counts_each_element_inline_plus_its_heap() {
             ..EnvVar::default()
         },
     ];
-    assert_eq!(heap_size(&env), 2 * size_of::<EnvVar>() + 1 + 2 + 1);
+    let cap = pushed_capacity(2, size_of::<EnvVar>());
+    assert_eq!(heap_size(&env), cap * size_of::<EnvVar>() + 1 + 2 + 1);
 }
 
 #[test]
@@ -118,7 +129,8 @@ fn a_pod_counts_its_containers_in_the_vec_buffer() {
         }),
         ..Pod::default()
     };
-    let container = size_of::<Container>() + 4 + 5 + size_of::<EnvVar>() + 1 + 1;
+    let (c, e) = (size_of::<Container>(), size_of::<EnvVar>());
+    let container = pushed_capacity(1, c) * c + 4 + 5 + pushed_capacity(1, e) * e + 1 + 1;
     assert_eq!(estimate(&pod), size_of::<Pod>() + 5 + container);
 }
 
@@ -129,7 +141,7 @@ fn json_values_are_sized_by_what_they_serialize_as() {
     // not as the 32-byte enum it is (documented as an under-count).
     let v: Value = json!({"a": [1, "xy"]});
     let leaf: usize = 8 + 2 + 2 + 11 * (24 + 24) + 4;
-    assert_eq!(estimate(&v), size_of::<Value>() + leaf + 1 + (8 + 24) + 2);
+    assert_eq!(estimate(&v), size_of::<Value>() + leaf + 1 + 4 * 8 + 2);
 }
 
 #[test]
