@@ -57,6 +57,8 @@ pub(crate) struct Inner<K> {
     pub(super) synced_flag: AtomicBool,
     pub(crate) sync_notify: Arc<Notify>,
     pub(super) reflector: Mutex<Option<ReflectorHandle>>,
+    /// Whether the cache was over its memory budget at the last check.
+    pub(super) over_budget: AtomicBool,
 }
 
 /// client-go's `SharedIndexInformer`: one reflector and one cache shared by many handlers.
@@ -154,6 +156,7 @@ where
             synced_flag: AtomicBool::new(false),
             sync_notify: Arc::new(Notify::new()),
             reflector: Mutex::new(None),
+            over_budget: AtomicBool::new(false),
         };
         Self {
             inner: Arc::new(inner),
