@@ -4,16 +4,17 @@ use std::{sync::Arc, time::Duration};
 
 use kcache::leaderelection::LeaderElector;
 
-use crate::InformerMetrics;
+use crate::{InformerMetrics, InformerView};
 
 /// A named check: `Ok(())` when healthy, else why not.
 pub type Check = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
 /// What `/readyz` and `/healthz` ask.
 ///
-/// Readiness: every informer of the attached [`InformerMetrics`] has synced and its reflector
-/// has failed fewer than [`Checks::failure_threshold`] times in a row (default 5), and every
-/// readiness check passes. Liveness (`/healthz`): the runtime answers, and every liveness
+/// Readiness: every informer of the attached [`InformerMetrics`] has synced, its reflector
+/// has failed fewer than [`Checks::failure_threshold`] times in a row (default 5) and its cache
+/// is within its memory budget (when it has one: `informer::Config::memory_budget_bytes` with
+/// memory accounted; ready again once back under it), and every readiness check passes. Liveness (`/healthz`): the runtime answers, and every liveness
 /// check passes — for a leader elector, [`leader_election_check`], which fails when it
 /// believes it leads but has not renewed within its lease plus a tolerance (client-go's
 /// `HealthzAdaptor`).
@@ -95,6 +96,7 @@ impl Checks {
                             h.last_error.unwrap_or_default()
                         )
                     })
+                    .or_else(|| over_budget(&*informer))
             };
             out.push(Outcome { name, error });
         }
@@ -105,6 +107,19 @@ impl Checks {
     pub(crate) fn liveness(&self) -> Vec<Outcome> {
         run(&self.live)
     }
+}
+
+/// Why an informer whose cache holds more than its memory budget is not ready.
+fn over_budget(informer: &dyn InformerView) -> Option<String> {
+    let (usage, budget) = (informer.memory()?, informer.memory_budget()?);
+    (usage.bytes > budget).then(|| {
+        format!(
+            "the {} cache holds {} bytes ({} objects), over its memory budget of {budget} bytes",
+            informer.resource(),
+            usage.bytes,
+            usage.objects
+        )
+    })
 }
 
 fn run(checks: &[(String, Check)]) -> Vec<Outcome> {

@@ -11,7 +11,8 @@
 //!   real counters, gauges and histograms labelled by resource
 //!   (`kcache_reflector_lists_total{resource="pods"}`, relists by cause, watch events by type,
 //!   bookmarks, list items and duration, the age of the last resourceVersion, each handler's
-//!   buffer depth and maximum; the full table is on [`InformerMetrics`]);
+//!   buffer depth and maximum, and the bytes an accounted cache holds,
+//!   `kcache_informer_cache_bytes`; the full table is on [`InformerMetrics`]);
 //! - [`ControllerMetrics`]: controllers' reconcile counters, active workers, reconcile time and
 //!   leader-election status under controller-runtime's names
 //!   (`controller_runtime_reconcile_total{controller,result}`,
@@ -19,7 +20,8 @@
 //!   `controller_runtime_reconcile_time_seconds{controller}`,
 //!   `leader_election_master_status{name}`, …);
 //! - [`Checks`] and [`serve`]: `/metrics`, `/healthz` and `/readyz` on one small axum server;
-//!   readiness is "every registered informer synced and healthy" plus any named check the
+//!   readiness is "every registered informer synced, healthy and within its memory budget"
+//!   plus any named check the
 //!   application adds (a downstream dependency); [`leader_election_check`] is client-go's
 //!   leader-election `HealthzAdaptor` for `/healthz`.
 //!

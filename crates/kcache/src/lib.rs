@@ -23,6 +23,7 @@ pub mod histogram;
 pub mod informer;
 pub mod leaderelection;
 pub mod lister_watcher;
+pub mod memory;
 pub mod reflector;
 pub mod sharding;
 pub mod store;

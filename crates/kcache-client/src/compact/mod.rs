@@ -209,18 +209,13 @@ impl<K> Compact<K> {
         }
     }
 
-    /// Bytes held by this object: the wire bytes, the struct, the buffer's shared header, and
-    /// an estimate of the metadata's heap (strings and map entries).
+    /// Bytes held by this object: the struct, the wire bytes (exact), their buffer's shared
+    /// header, and the parsed metadata's heap estimated by [`kcache::memory::heap_size`].
+    ///
+    /// It is the memory sizer for a cache of compact objects:
+    /// `informer.set_memory_sizer(Compact::<Pod>::heap_size)` or
+    /// `InformerBuilder::memory_sizer(Compact::<Pod>::heap_size)` (see [`kcache::memory`]).
     pub fn heap_size(&self) -> usize {
-        let m = &self.metadata;
-        let s = |o: &Option<String>| o.as_ref().map_or(0, String::capacity);
-        let map = |o: &Option<std::collections::BTreeMap<String, String>>| {
-            o.as_ref().map_or(0, |m| {
-                m.iter()
-                    .map(|(k, v)| k.capacity() + v.capacity() + 48)
-                    .sum()
-            })
-        };
         // Arc's counts; a shared `Bytes`' header once the object has been cloned.
         let header = match self.format() {
             Format::Json => 16,
@@ -229,13 +224,7 @@ impl<K> Compact<K> {
         std::mem::size_of::<Self>()
             + self.bytes().len()
             + header
-            + s(&m.name)
-            + s(&m.namespace)
-            + s(&m.uid)
-            + s(&m.resource_version)
-            + s(&m.generate_name)
-            + map(&m.labels)
-            + map(&m.annotations)
+            + kcache::memory::heap_size(&self.metadata)
     }
 }
 

@@ -225,7 +225,37 @@ fn informer_gauges(e: &mut DescriptorEncoder<'_>, rows: &[Row]) -> Result<(), st
             .collect();
         family(e, name, help, MetricType::Gauge, values)?;
     }
-    Ok(())
+    let accounted: Vec<_> = rows
+        .iter()
+        .filter_map(|r| Some((r, r.informer.memory()?)))
+        .collect();
+    let bytes = accounted
+        .iter()
+        .map(|(r, m)| (r.labels(), ConstGauge::new(as_i64(m.bytes))))
+        .collect();
+    family(
+        e,
+        "kcache_informer_cache_bytes",
+        "Bytes the informer's cache holds (estimated, kept up to date incrementally)",
+        MetricType::Gauge,
+        bytes,
+    )?;
+    let budgets = accounted
+        .iter()
+        .filter_map(|(r, _)| {
+            Some((
+                r.labels(),
+                ConstGauge::new(as_i64(r.informer.memory_budget()?)),
+            ))
+        })
+        .collect();
+    family(
+        e,
+        "kcache_informer_cache_budget_bytes",
+        "The informer cache's memory budget in bytes",
+        MetricType::Gauge,
+        budgets,
+    )
 }
 
 fn handler_gauges(e: &mut DescriptorEncoder<'_>, rows: &[Row]) -> Result<(), std::fmt::Error> {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use kcache::{
     HandlerRegistration, SharedIndexInformer,
+    memory::MemoryUsage,
     reflector::{Health, ReflectorHandle},
 };
 use kube_core::Resource;
@@ -37,6 +38,14 @@ pub trait InformerView: Send + Sync + 'static {
     /// The handlers registered now, for their buffer depths (default: none).
     fn handlers(&self) -> Vec<HandlerRegistration> {
         Vec::new()
+    }
+    /// What the cache holds when its memory is accounted (default: not accounted).
+    fn memory(&self) -> Option<MemoryUsage> {
+        None
+    }
+    /// The cache's memory budget in bytes (default: none).
+    fn memory_budget(&self) -> Option<usize> {
+        None
     }
 }
 
@@ -70,6 +79,12 @@ where
     fn handlers(&self) -> Vec<HandlerRegistration> {
         SharedIndexInformer::handlers(self)
     }
+    fn memory(&self) -> Option<MemoryUsage> {
+        SharedIndexInformer::memory(self)
+    }
+    fn memory_budget(&self) -> Option<usize> {
+        SharedIndexInformer::memory_budget(self)
+    }
 }
 
 /// The informers whose reflector, cache and handlers are exported, as a collector registered
@@ -94,6 +109,8 @@ where
 /// | `kcache_informer_synced` | gauge | 1 once the initial list is applied |
 /// | `kcache_informer_objects` | gauge | objects in the cache |
 /// | `kcache_informer_queue_length` | gauge | entries waiting in the informer's queue |
+/// | `kcache_informer_cache_bytes` | gauge | bytes the cache holds, for an informer whose memory is accounted (`SharedIndexInformer::account_memory`; see `kcache::memory` for what is counted) |
+/// | `kcache_informer_cache_budget_bytes` | gauge | the cache's memory budget, for an accounted informer that has one |
 /// | `kcache_informer_handler_buffer_depth{handler}` | gauge | notifications waiting in a handler's buffer ([`HandlerRegistration::pending`]; the batch the handler is working through is not counted) |
 /// | `kcache_informer_handler_buffer_max_depth{handler}` | gauge | the deepest that handler's buffer has been ([`HandlerRegistration::max_pending`]) |
 ///

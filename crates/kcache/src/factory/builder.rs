@@ -8,6 +8,7 @@ use super::{Error, SharedInformerFactory, Source};
 use crate::{
     fifo::QueueKind,
     informer::{self, SharedIndexInformer},
+    memory::{self, Sizer},
     reflector::{self, TransformFunc},
     store::{IndexFunc, Indexers, namespace_indexers},
 };
@@ -25,6 +26,39 @@ pub(super) struct Settings {
     pub(super) strip_managed_fields: bool,
     /// Whether a transform of the caller's was set (closures cannot be compared).
     pub(super) transform: bool,
+    /// How the cache's memory is accounted.
+    pub(super) memory: Accounting,
+}
+
+/// How an informer's cache memory is accounted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Accounting {
+    /// Not at all.
+    Off,
+    /// With [`memory::estimate`].
+    Estimated,
+    /// With the caller's sizer (closures cannot be compared).
+    Custom,
+}
+
+impl Accounting {
+    fn existing(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Estimated => "estimated",
+            Self::Custom => "a custom sizer",
+        }
+    }
+
+    fn requested(self) -> &'static str {
+        match self {
+            Self::Custom => {
+                "a custom sizer (a sizer cannot be compared with another: set it only on the \
+                 request that creates the informer)"
+            }
+            other => other.existing(),
+        }
+    }
 }
 
 impl Settings {
@@ -32,7 +66,7 @@ impl Settings {
     /// differ, with both values, for [`Error::Conflict`].
     pub(super) fn first_difference(&self, other: &Self) -> Option<(&'static str, String, String)> {
         let (a, b) = (&self.config.reflector, &other.config.reflector);
-        let rows: [(&'static str, String, String); 8] = [
+        let rows: [(&'static str, String, String); 10] = [
             (
                 "namespace",
                 show(&self.namespace, "all namespaces"),
@@ -79,6 +113,16 @@ impl Settings {
                 }
                 .to_owned(),
             ),
+            (
+                "memory accounting",
+                self.memory.existing().to_owned(),
+                other.memory.requested().to_owned(),
+            ),
+            (
+                "memory budget",
+                show_bytes(self.config.memory_budget_bytes),
+                show_bytes(other.config.memory_budget_bytes),
+            ),
         ];
         if let Some(row) = rows.into_iter().find(|(_, x, y)| x != y) {
             return Some(row);
@@ -91,6 +135,10 @@ impl Settings {
             )
         })
     }
+}
+
+fn show_bytes(budget: Option<usize>) -> String {
+    budget.map_or_else(|| "none".to_owned(), |b| format!("{b} bytes"))
 }
 
 fn show(value: &Option<String>, none: &str) -> String {
@@ -150,6 +198,7 @@ pub struct InformerBuilder<'f, K> {
     indexers: Indexers<K>,
     strip_managed_fields: bool,
     transform: Option<TransformFunc<K>>,
+    sizer: Option<(Accounting, Sizer<K>)>,
     _kind: PhantomData<fn() -> K>,
 }
 
@@ -166,6 +215,7 @@ where
             indexers: namespace_indexers::<K>(),
             strip_managed_fields: defaults.strip_managed_fields,
             transform: None,
+            sizer: None,
             _kind: PhantomData,
         }
     }
@@ -238,6 +288,23 @@ where
         self
     }
 
+    /// Accounts the cache's memory with `sizer` (the bytes one object holds), e.g.
+    /// `kcache_client::compact::Compact::heap_size` for compact storage; see
+    /// [`account_memory`](Self::account_memory). Only the request that creates the informer
+    /// may set one.
+    pub fn memory_sizer(mut self, sizer: impl Fn(&K) -> usize + Send + Sync + 'static) -> Self {
+        self.sizer = Some((Accounting::Custom, Arc::new(sizer)));
+        self
+    }
+
+    /// The cache's memory budget in bytes
+    /// ([`informer::Config::memory_budget_bytes`]): over it the informer warns and reports
+    /// itself over budget (kcache-metrics' readiness fails). Needs memory accounting.
+    pub fn memory_budget_bytes(mut self, bytes: usize) -> Self {
+        self.config.memory_budget_bytes = Some(bytes);
+        self
+    }
+
     /// The factory's informer for `K` with these settings, its lister-watcher made by `source`
     /// for the namespace set here.
     ///
@@ -251,10 +318,11 @@ where
             indexers: self.indexers.keys().cloned().collect(),
             strip_managed_fields: self.strip_managed_fields,
             transform: self.transform.is_some(),
+            memory: self.sizer.as_ref().map_or(Accounting::Off, |(a, _)| *a),
         };
         let (namespace, strip, transform) =
             (self.namespace, self.strip_managed_fields, self.transform);
-        let (config, indexers) = (self.config, self.indexers);
+        let (config, indexers, sizer) = (self.config, self.indexers, self.sizer);
         self.factory
             .get_or_create(settings, || {
                 let informer = SharedIndexInformer::with_indexers(
@@ -274,9 +342,57 @@ where
                         }
                     });
                 }
+                if let Some((_, sizer)) = sizer {
+                    // Cannot fail either: no sizer was set on the new informer.
+                    let _ = informer.set_memory_sizer(move |obj: &K| sizer(obj));
+                }
                 informer
             })
             .map_err(|(conflict, _existing)| conflict)
+    }
+}
+
+impl<K> InformerBuilder<'_, K>
+where
+    K: Resource + Clone + Send + Sync + serde::Serialize + 'static,
+{
+    /// Accounts the cache's memory with [`memory::estimate`]:
+    /// [`SharedIndexInformer::memory`] reports the objects and bytes held, kept up to date
+    /// incrementally, kcache-metrics exports them (`kcache_informer_cache_bytes`), and a
+    /// [`memory_budget_bytes`](Self::memory_budget_bytes) takes effect.
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kcache::{SharedInformerFactory, factory, testing::FakeSource};
+    ///
+    /// let factory = SharedInformerFactory::new(factory::Config::default());
+    /// let pods = factory
+    ///     .informer_builder::<Pod>()
+    ///     .strip_managed_fields(true)
+    ///     .account_memory()
+    ///     .memory_budget_bytes(512 << 20)
+    ///     .build(&|_: Option<&str>| FakeSource::<Pod>::new())?;
+    /// assert_eq!(pods.memory().map(|m| m.bytes), Some(0));
+    /// assert_eq!(pods.memory_budget(), Some(512 << 20));
+    ///
+    /// // The same type without accounting is refused, not silently accounted.
+    /// let err = factory
+    ///     .informer_builder::<Pod>()
+    ///     .strip_managed_fields(true)
+    ///     .memory_budget_bytes(512 << 20)
+    ///     .build(&|_: Option<&str>| FakeSource::<Pod>::new())
+    ///     .unwrap_err();
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "the factory already has an informer for Pod with memory accounting estimated; this \
+    ///      request asks for off (one informer per type: use the same settings, or another \
+    ///      factory)"
+    /// );
+    /// # Ok::<(), factory::Error>(())
+    /// ```
+    pub fn account_memory(mut self) -> Self {
+        self.sizer = Some((Accounting::Estimated, memory::estimator()));
+        self
     }
 }
 
@@ -291,6 +407,7 @@ impl<K> std::fmt::Debug for InformerBuilder<'_, K> {
             .field("indexers", &indexers)
             .field("strip_managed_fields", &self.strip_managed_fields)
             .field("transform", &self.transform.is_some())
+            .field("memory", &self.sizer.as_ref().map(|(a, _)| *a))
             .finish()
     }
 }

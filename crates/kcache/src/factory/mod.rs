@@ -292,6 +292,7 @@ impl SharedInformerFactory {
             indexers: indexers.keys().cloned().collect(),
             strip_managed_fields: self.options.strip_managed_fields,
             transform: false,
+            memory: builder::Accounting::Off,
         };
         let made = self.get_or_create(settings, || {
             let informer = SharedIndexInformer::with_indexers(

@@ -306,3 +306,77 @@ async fn builder_sees_an_informer_made_with_the_factory_defaults() {
         })
     ));
 }
+
+#[tokio::test(start_paused = true)]
+async fn builder_memory_accounting_is_set_on_the_informer_and_compared_on_later_requests() {
+    let factory = SharedInformerFactory::new(Config::default());
+    let src = FakeSource::new();
+    src.upsert(cm("a"));
+    let source = |_: Option<&str>| src.clone();
+    let cms = factory
+        .informer_builder::<ConfigMap>()
+        .memory_sizer(|_: &ConfigMap| 1000)
+        .memory_budget_bytes(100)
+        .build(&source)
+        .unwrap();
+    assert_eq!(cms.memory(), Some(crate::memory::MemoryUsage::default()));
+    factory.start();
+    factory.wait_for_cache_sync().await;
+    let usage = cms.memory().unwrap();
+    assert_eq!(usage.objects, 1);
+    let key = crate::store::ObjectKey::new(Some("ns"), "a");
+    assert_eq!(
+        usage.bytes,
+        1000 + crate::memory::entry_overhead::<ConfigMap>(&key)
+    );
+    assert!(cms.over_memory_budget());
+    let setting = |b: InformerBuilder<'_, ConfigMap>| match b.build(&source) {
+        Err(Error::Conflict { setting, .. }) => setting,
+        other => panic!("expected a conflict, got {other:?}"),
+    };
+    let again = factory
+        .informer_builder::<ConfigMap>()
+        .memory_sizer(|_: &ConfigMap| 1000)
+        .memory_budget_bytes(100);
+    assert_eq!(
+        setting(again),
+        "memory accounting",
+        "sizers cannot be compared"
+    );
+    let estimated = factory
+        .informer_builder::<ConfigMap>()
+        .account_memory()
+        .memory_budget_bytes(100);
+    assert_eq!(setting(estimated), "memory accounting");
+    let secrets = factory
+        .informer_builder::<Secret>()
+        .account_memory()
+        .build(&|_: Option<&str>| FakeSource::<Secret>::new())
+        .unwrap();
+    assert_eq!(secrets.memory_budget(), None);
+    let same = factory
+        .informer_builder::<Secret>()
+        .account_memory()
+        .build(&|_: Option<&str>| FakeSource::<Secret>::new())
+        .unwrap();
+    assert!(
+        same.memory().is_some(),
+        "the same settings share the informer"
+    );
+    let budget = factory
+        .informer_builder::<Secret>()
+        .account_memory()
+        .memory_budget_bytes(1)
+        .build(&|_: Option<&str>| FakeSource::<Secret>::new());
+    assert!(
+        matches!(
+            budget,
+            Err(Error::Conflict {
+                setting: "memory budget",
+                ..
+            })
+        ),
+        "{budget:?}"
+    );
+    factory.shutdown().await;
+}

@@ -18,6 +18,13 @@ pub struct Config {
     pub queue: QueueKind,
     /// The reflector's settings (page size, watch list, selectors, backoff).
     pub reflector: reflector::Config,
+    /// The cache's memory budget in bytes: above it the informer logs a warning (once per
+    /// crossing) and reports itself over budget
+    /// ([`SharedIndexInformer::over_memory_budget`](super::SharedIndexInformer::over_memory_budget),
+    /// which kcache-metrics' readiness check reads). Only meaningful when memory is accounted
+    /// ([`SharedIndexInformer::account_memory`](super::SharedIndexInformer::account_memory));
+    /// `None`, the default, sets no budget.
+    pub memory_budget_bytes: Option<usize>,
 }
 
 impl Default for Config {
@@ -26,6 +33,7 @@ impl Default for Config {
             resync_period: Duration::ZERO,
             queue: QueueKind::default(),
             reflector: reflector::Config::default(),
+            memory_budget_bytes: None,
         }
     }
 }
@@ -49,6 +57,13 @@ impl Config {
     #[must_use]
     pub fn reflector(mut self, reflector: reflector::Config) -> Self {
         self.reflector = reflector;
+        self
+    }
+
+    /// Sets [`Config::memory_budget_bytes`].
+    #[must_use]
+    pub fn memory_budget_bytes(mut self, bytes: usize) -> Self {
+        self.memory_budget_bytes = Some(bytes);
         self
     }
 }

@@ -56,6 +56,7 @@ where
             }
         }
         self.apply_chunk(&mut chunk, initial);
+        self.check_memory_budget();
     }
 
     fn apply_chunk(&self, chunk: &mut Vec<(DeltaType, DeltaObject<K>)>, initial: bool) {

@@ -11,6 +11,9 @@ pub enum Error {
     /// The informer has stopped; no handler can be added.
     #[error("the informer has stopped")]
     Stopped,
+    /// The informer's cache already has a memory sizer; it has at most one.
+    #[error("the informer's memory is already accounted")]
+    MemoryAccounted,
     /// Adding indexers failed.
     #[error(transparent)]
     Index(#[from] IndexError),

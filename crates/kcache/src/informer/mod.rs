@@ -17,6 +17,7 @@ mod deltas;
 mod error;
 mod handler;
 mod listener;
+mod memory;
 mod processor;
 mod registration;
 mod run;

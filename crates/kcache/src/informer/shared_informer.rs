@@ -59,6 +59,8 @@ pub(crate) struct Inner<K> {
     pub(super) reflector: Mutex<Option<ReflectorHandle>>,
     /// `informer{resource}`: the span of the process loop and of every handler task.
     pub(super) span: tracing::Span,
+    /// Whether the cache was over its memory budget at the last check.
+    pub(super) over_budget: AtomicBool,
 }
 
 /// client-go's `SharedIndexInformer`: one reflector and one cache shared by many handlers.
@@ -165,6 +167,7 @@ where
             sync_notify: Arc::new(Notify::new()),
             reflector: Mutex::new(None),
             span,
+            over_budget: AtomicBool::new(false),
         };
         Self {
             inner: Arc::new(inner),

@@ -6,7 +6,12 @@
 //! deltas into it ([`ThreadSafeStore::apply`] for a batch, [`ThreadSafeStore::replace_keyed`]
 //! for an atomic relist), and everything else reads it. The FIFOs see it only through
 //! [`KeyListerGetter`].
+//!
+//! A store given a [`Sizer`](crate::memory::Sizer) ([`ThreadSafeStore::set_sizer`]) keeps the
+//! bytes its objects hold up to date as they come and go ([`ThreadSafeStore::memory`]); see
+//! [`crate::memory`].
 
+mod accounting;
 mod index;
 mod key;
 mod lister;

@@ -1,13 +1,21 @@
 //! [`ThreadSafeStore`]: the informer's cache — `Arc<K>` by [`ObjectKey`] plus named indexes.
 
-use std::{borrow::Borrow, collections::HashMap, fmt, hash::Hash, sync::Arc};
+use std::{
+    borrow::Borrow,
+    collections::HashMap,
+    fmt,
+    hash::Hash,
+    sync::{Arc, OnceLock},
+};
 
 use parking_lot::RwLock;
 
 use super::{
     KeyError, KeyFunc, ObjectKey,
+    accounting::entry_size,
     index::{IndexError, Indexers, Indices},
 };
+use crate::memory::{MemoryUsage, Sizer};
 use crate::reflector::{ReflectorStore, StoreError};
 
 /// The read side the FIFOs need from the informer's cache: which objects the consumer "knows".
@@ -64,7 +72,8 @@ impl<K> Transaction<K> {
 /// [`parking_lot::RwLock`] write lock only for the map and index updates themselves; a
 /// [`replace`](Self::replace) builds the new map and indexes outside the lock and swaps them in,
 /// so readers never wait behind a relist. The only user code run under the lock are the index
-/// functions.
+/// functions, and, when memory is accounted ([`set_sizer`](Self::set_sizer)), the sizer of the
+/// objects that leave the store.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -90,13 +99,18 @@ pub type Indexer<K> = ThreadSafeStore<K>;
 
 struct Inner<K> {
     key_func: KeyFunc<K>,
+    /// Set once, under the state's write lock (with `State::bytes`).
+    sizer: OnceLock<Sizer<K>>,
     state: RwLock<State<K>>,
 }
 
-struct State<K> {
-    items: HashMap<ObjectKey, Arc<K>>,
-    indices: Indices<K>,
+pub(super) struct State<K> {
+    pub(super) items: HashMap<ObjectKey, Arc<K>>,
+    pub(super) indices: Indices<K>,
     resource_version: String,
+    /// Bytes held by the entries, when memory is accounted (`Some` exactly when
+    /// `Inner::sizer` is set).
+    pub(super) bytes: Option<usize>,
 }
 
 impl<K> Clone for ThreadSafeStore<K> {
@@ -132,10 +146,12 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
         Self {
             inner: Arc::new(Inner {
                 key_func,
+                sizer: OnceLock::new(),
                 state: RwLock::new(State {
                     items: HashMap::new(),
                     indices: Indices::new(indexers),
                     resource_version: String::new(),
+                    bytes: None,
                 }),
             }),
         }
@@ -174,8 +190,9 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
 
     /// Stores `obj` under `key` (already computed) and returns what it replaced.
     pub fn upsert_keyed(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
+        let size = self.inner.sizer.get().map(|s| entry_size(s, &key, &obj));
         let mut state = self.inner.state.write();
-        state.upsert(key, obj)
+        state.upsert(key, obj, size, self.inner.sizer.get())
     }
 
     /// Removes the object with `obj`'s key and returns it.
@@ -194,7 +211,7 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
         Q: Hash + Eq + ?Sized,
     {
         let mut state = self.inner.state.write();
-        state.remove(key)
+        state.remove(key, self.inner.sizer.get())
     }
 
     /// Applies several changes under one write lock, in order, and returns for each one the
@@ -215,14 +232,20 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
         resource_version: Option<String>,
     ) -> Vec<Option<Arc<K>>> {
         let mut previous = Vec::with_capacity(txns.len());
+        // New objects are sized before the lock is taken.
+        let sizes = super::accounting::upsert_sizes(self.inner.sizer.get(), &txns);
         let mut state = self.inner.state.write();
+        let sizer = self.inner.sizer.get();
         if let Some(rv) = resource_version.filter(|rv| !rv.is_empty()) {
             state.resource_version = rv;
         }
-        for txn in txns {
+        for (i, txn) in txns.into_iter().enumerate() {
             previous.push(match txn {
-                Transaction::Upsert(key, obj) => state.upsert(key, obj),
-                Transaction::Delete(key) => state.remove(&key),
+                Transaction::Upsert(key, obj) => {
+                    let size = sizes.get(i).copied().flatten();
+                    state.upsert(key, obj, size, sizer)
+                }
+                Transaction::Delete(key) => state.remove(&key, sizer),
             });
         }
         previous
@@ -257,12 +280,25 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
     ) -> HashMap<ObjectKey, Arc<K>> {
         let mut indices = self.inner.state.read().indices.empty_like();
         let mut items = HashMap::with_capacity(list.len());
+        let sizer = self.inner.sizer.get();
+        let mut bytes = sizer.map(|_| 0);
         for (key, obj) in list {
             let old = items.insert(key.clone(), obj);
             let new = &items[&key];
             indices.update(&key, old.as_deref(), Some(new));
+            if let (Some(bytes), Some(sizer)) = (&mut bytes, sizer) {
+                *bytes += entry_size(sizer, &key, new);
+                if let Some(old) = &old {
+                    *bytes -= entry_size(sizer, &key, old);
+                }
+            }
         }
         let mut state = self.inner.state.write();
+        if let (None, Some(sizer)) = (bytes, self.inner.sizer.get()) {
+            // A sizer was set while we built: size the new content under the lock.
+            bytes = Some(items.iter().map(|(k, o)| entry_size(sizer, k, o)).sum());
+        }
+        state.bytes = bytes;
         if !Arc::ptr_eq(&indices.indexers, &state.indices.indexers) {
             // Indexers were added while we built: index again with the current set.
             indices = state.indices.empty_like();
@@ -433,23 +469,30 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
     pub fn set_resource_version(&self, resource_version: impl Into<String>) {
         self.inner.state.write().resource_version = resource_version.into();
     }
-}
 
-impl<K> State<K> {
-    fn upsert(&mut self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
-        let old = self.items.insert(key.clone(), Arc::clone(&obj));
-        self.indices.update(&key, old.as_deref(), Some(&obj));
-        old
+    /// Turns memory accounting on: from now on every insert adds `sizer(obj)` plus
+    /// [`entry_overhead`](crate::memory::entry_overhead) to the store's total and every
+    /// removal or replacement subtracts the old object's, under the write lock (see
+    /// [`crate::memory`]). The objects already stored are sized once, now. Returns `false`,
+    /// changing nothing, when the store already has a sizer (a store has at most one).
+    pub fn set_sizer(&self, sizer: Sizer<K>) -> bool {
+        let mut state = self.inner.state.write();
+        if self.inner.sizer.set(sizer).is_err() {
+            return false;
+        }
+        let sizer = self.inner.sizer.get();
+        state.bytes = sizer.map(|s| state.items.iter().map(|(k, o)| entry_size(s, k, o)).sum());
+        true
     }
 
-    fn remove<Q>(&mut self, key: &Q) -> Option<Arc<K>>
-    where
-        ObjectKey: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
-        let (key, old) = self.items.remove_entry(key)?;
-        self.indices.update(&key, Some(&old), None);
-        Some(old)
+    /// What the store holds, when memory is accounted ([`set_sizer`](Self::set_sizer));
+    /// `None` otherwise. Read from the running total, never by walking the store.
+    pub fn memory(&self) -> Option<MemoryUsage> {
+        let state = self.inner.state.read();
+        state.bytes.map(|bytes| MemoryUsage {
+            objects: state.items.len(),
+            bytes,
+        })
     }
 }
 
