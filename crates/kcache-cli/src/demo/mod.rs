@@ -139,6 +139,9 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
         indexers,
     );
 
+    informer
+        .account_memory()
+        .context("turning on the cache's memory accounting")?;
     let counting = Arc::new(Rebuilt::new(args.inject_divergence));
     let metrics_stop = tokio_util::sync::CancellationToken::new();
     let metrics_server = match args.metrics_addr {
@@ -305,6 +308,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
     ];
     let verdict = verify::settle_and_compare(&informer, &observers, &truth).await;
     let metrics = informer.reflector_metrics().unwrap_or_default();
+    let memory = informer.memory().unwrap_or_default();
 
     stop_controller.cancel();
     metrics_stop.cancel();
@@ -346,6 +350,8 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
         peak_rss_bytes: report::peak_rss_bytes(),
         server_rss_bytes: server_rss,
         rss_after_sync_bytes: rss_after_sync,
+        cache_bytes: memory.bytes as u64,
+        cache_bytes_per_object: report::per_object(memory.bytes as u64, memory.objects),
         consistent: verdict.consistent && report.write_errors == 0,
         difference_count: verdict.difference_count,
         differences: verdict.differences,

@@ -42,6 +42,11 @@ pub(crate) struct Summary {
     pub server_rss_bytes: u64,
     /// Resident set size right after the initial sync (`VmRSS`): server plus synced informer.
     pub rss_after_sync_bytes: u64,
+    /// Bytes the informer's cache holds at the end, by its memory accounting
+    /// (`SharedIndexInformer::memory`): the objects and the store's entries (indexes not counted).
+    pub cache_bytes: u64,
+    /// `cache_bytes` per cached object (0 with no objects).
+    pub cache_bytes_per_object: u64,
     /// The verdict: cache and every handler's state equal the server's LIST.
     pub consistent: bool,
     /// Number of differences found.
@@ -137,6 +142,14 @@ impl Summary {
                     mib(self.server_rss_bytes)
                 ),
             ),
+            (
+                "cache memory",
+                format!(
+                    "{} ({} bytes per pod, by the informer's accounting)",
+                    mib(self.cache_bytes),
+                    self.cache_bytes_per_object
+                ),
+            ),
             ("verdict", verdict),
         ];
         let mut out = String::from("kcache demo — summary\n");
@@ -147,6 +160,14 @@ impl Summary {
             out.push_str(&format!("  - {d}\n"));
         }
         out
+    }
+}
+
+/// `bytes / objects`, rounded down; 0 with no objects.
+pub(super) fn per_object(bytes: u64, objects: usize) -> u64 {
+    match objects {
+        0 => 0,
+        n => bytes / n as u64,
     }
 }
 
@@ -161,6 +182,12 @@ mod tests {
         assert_eq!(parse_kb_field(status, "VmHWM:"), Some(51_234 * 1024));
         assert_eq!(parse_kb_field(status, "VmRSS:"), Some(40_000 * 1024));
         assert_eq!(parse_kb_field("Name: x\n", "VmHWM:"), None);
+    }
+
+    #[test]
+    fn bytes_per_object_rounds_down_and_is_zero_without_objects() {
+        assert_eq!(per_object(10_000, 3), 3_333);
+        assert_eq!(per_object(10_000, 0), 0);
     }
 
     #[test]
