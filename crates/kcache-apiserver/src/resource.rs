@@ -30,6 +30,9 @@ pub struct ResourceInfo {
     /// Whether the server maintains `metadata.generation` (bumped when anything but
     /// `metadata` and `status` changes). True for custom resources and pods.
     pub tracks_generation: bool,
+    /// Whether a PUT without `metadata.resourceVersion` is accepted (the registry strategy's
+    /// `AllowUnconditionalUpdate`); false for Leases, which answer 422.
+    pub unconditional_update: bool,
 }
 
 impl ResourceInfo {
@@ -47,6 +50,7 @@ impl ResourceInfo {
             short_names: Vec::new(),
             subresources: Vec::new(),
             tracks_generation: true,
+            unconditional_update: true,
         }
     }
 
@@ -77,6 +81,13 @@ impl ResourceInfo {
     #[must_use]
     pub fn without_generation(mut self) -> Self {
         self.tracks_generation = false;
+        self
+    }
+
+    /// Refuses updates without a resourceVersion (builder style).
+    #[must_use]
+    pub fn without_unconditional_update(mut self) -> Self {
+        self.unconditional_update = false;
         self
     }
 
@@ -146,7 +157,8 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
             .with_short_names(&["ev"])
             .without_generation(),
         ResourceInfo::namespaced("coordination.k8s.io", "v1", "leases", "Lease")
-            .without_generation(),
+            .without_generation()
+            .without_unconditional_update(),
         ResourceInfo::namespaced("events.k8s.io", "v1", "events", "Event")
             .with_short_names(&["ev"])
             .without_generation(),

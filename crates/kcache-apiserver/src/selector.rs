@@ -264,7 +264,15 @@ impl LabelSelector {
             reqs.push(p.requirement()?);
             match p.next() {
                 Tok::End => break,
-                Tok::Comma => {}
+                Tok::Comma => match p.peek() {
+                    Tok::Ident(_) | Tok::Bang => {}
+                    t => {
+                        return Err(SelectorError(format!(
+                            "found '{}', expected: identifier after ','",
+                            t.literal()
+                        )));
+                    }
+                },
                 t => return Err(Parser::err(&t, "','")),
             }
         }
@@ -301,6 +309,58 @@ impl LabelSelector {
     }
 }
 
+/// The field-selector fields of a kind with its own field label conversion in
+/// kube-apiserver (`pkg/apis/core/v1/conversion.go`); `None` for the others, which allow
+/// `metadata.name` and `metadata.namespace`.
+#[must_use]
+pub(crate) fn field_labels(
+    info: &crate::resource::ResourceInfo,
+) -> Option<&'static [&'static str]> {
+    if !info.group.is_empty() {
+        return None;
+    }
+    Some(match info.plural.as_str() {
+        "pods" => &[
+            "metadata.name",
+            "metadata.namespace",
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.podIPs",
+            "status.nominatedNodeName",
+        ],
+        "nodes" => &["metadata.name", "spec.unschedulable"],
+        "events" => &[
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+            "metadata.namespace",
+            "metadata.name",
+        ],
+        "namespaces" => &["status.phase", "metadata.name"],
+        "secrets" => &["type", "metadata.namespace", "metadata.name"],
+        "services" => &[
+            "metadata.namespace",
+            "metadata.name",
+            "spec.clusterIP",
+            "spec.type",
+        ],
+        _ => return None,
+    })
+}
+
 /// A parsed field selector; the empty selector matches everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct FieldSelector {
@@ -314,6 +374,38 @@ impl FieldSelector {
     /// # Errors
     /// A [`SelectorError`] for unknown fields or malformed terms.
     pub(crate) fn parse(s: &str, extra_fields: &[&str]) -> Result<Self, SelectorError> {
+        Self::parse_with(s, |field| {
+            (field == "metadata.name"
+                || field == "metadata.namespace"
+                || extra_fields.contains(&field))
+            .then_some(())
+            .ok_or_else(|| {
+                format!(
+                    "\"{field}\" is not a known field selector: only \"metadata.name\", \
+                         \"metadata.namespace\""
+                )
+            })
+        })
+    }
+
+    /// Parses a selector for a kind with its own field labels (kube-apiserver's field label
+    /// conversion functions): any other field is `field label not supported: F`.
+    ///
+    /// # Errors
+    /// A [`SelectorError`] for unknown fields or malformed terms.
+    pub(crate) fn parse_labels(s: &str, labels: &[&str]) -> Result<Self, SelectorError> {
+        Self::parse_with(s, |field| {
+            labels
+                .contains(&field)
+                .then_some(())
+                .ok_or_else(|| format!("field label not supported: {field}"))
+        })
+    }
+
+    fn parse_with(
+        s: &str,
+        known: impl Fn(&str) -> Result<(), String>,
+    ) -> Result<Self, SelectorError> {
         let mut reqs = Vec::new();
         for term in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
             let (field, eq, value) = if let Some((f, v)) = term.split_once("!=") {
@@ -328,15 +420,11 @@ impl FieldSelector {
                 )));
             };
             let field = field.trim();
-            if field != "metadata.name"
-                && field != "metadata.namespace"
-                && !extra_fields.contains(&field)
-            {
-                return Err(SelectorError(format!(
-                    "\"{field}\" is not a known field selector: only \"metadata.name\", \
-                     \"metadata.namespace\""
-                )));
+            if field.is_empty() && value.trim().is_empty() {
+                // kube-apiserver drops a term with neither field nor value.
+                continue;
             }
+            known(field).map_err(SelectorError)?;
             reqs.push((field.to_owned(), eq, value.trim().to_owned()));
         }
         Ok(Self { reqs })

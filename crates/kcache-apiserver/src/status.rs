@@ -217,6 +217,38 @@ impl ApiError {
         Self::invalid_with(&kind, name, details, causes)
     }
 
+    /// 422 Invalid naming the resource rather than the kind (`leases.coordination.k8s.io "l"
+    /// is invalid`), as the generic registry's update checks word it.
+    #[must_use]
+    pub fn invalid_resource(info: &ResourceInfo, name: &str, causes: Vec<Cause>) -> Self {
+        let qualified = if info.group.is_empty() {
+            info.plural.clone()
+        } else {
+            format!("{}.{}", info.plural, info.group)
+        };
+        let mut details = Map::new();
+        details.insert("name".into(), json!(name));
+        if !info.group.is_empty() {
+            details.insert("group".into(), json!(info.group));
+        }
+        details.insert("kind".into(), json!(info.plural));
+        Self::invalid_with(&qualified, name, details, causes)
+    }
+
+    /// 403 Forbidden for a create in a namespace being deleted.
+    #[must_use]
+    pub fn namespace_terminating(info: &ResourceInfo, name: &str, ns: &str) -> Self {
+        Self::new(
+            403,
+            "Forbidden",
+            format!(
+                "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                info.plural
+            ),
+        )
+        .with_details(resource_details(info, Some(name)))
+    }
+
     /// 422 Invalid for `ListOptions.meta.k8s.io` / `PatchOptions.meta.k8s.io`.
     #[must_use]
     pub fn invalid_options(kind: &str, causes: Vec<Cause>) -> Self {

@@ -246,14 +246,41 @@ async fn deleting_a_namespace_deletes_its_objects() {
         &cm("a", json!({})),
     )
     .await;
-    assert_eq!(delete(s.addr(), "/api/v1/namespaces/tmp").await.status, 200);
+    let r = delete(s.addr(), "/api/v1/namespaces/tmp").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json()["status"]["phase"], "Terminating");
     assert_eq!(
         get(s.addr(), "/api/v1/namespaces/tmp/configmaps/a")
             .await
             .status,
         404
     );
-    assert_eq!(get(s.addr(), "/api/v1/namespaces/tmp").await.status, 404);
+    // Terminating: still there, refusing new content in kube-apiserver's words.
+    let r = post(
+        s.addr(),
+        "/api/v1/namespaces/tmp/configmaps",
+        &cm("b", json!({})),
+    )
+    .await;
+    assert_eq!(r.status, 403);
+    assert_eq!(
+        r.json()["message"],
+        "configmaps \"b\" is forbidden: unable to create new content in namespace tmp because it is being terminated"
+    );
+    // Then removed, as the namespace controller does (2 s, by the 1 s maintenance tick).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let status = get(s.addr(), "/api/v1/namespaces/tmp").await.status;
+        if status == 404 {
+            break;
+        }
+        assert_eq!(status, 200);
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the namespace is still there after 10 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@
 //! The scenario itself is `tests/differential.rs`.
 #![doc(test(attr(deny(warnings))))]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use http_body_util::BodyExt;
 use kube_client::{
@@ -37,6 +37,10 @@ pub struct Response {
     pub body: Value,
     /// Watch events, for watch requests.
     pub events: Vec<Value>,
+    /// The `Warning` headers' texts (`299 - "text"` gives `text`), in order.
+    pub warnings: Vec<String>,
+    /// The `Content-Type` header, when sent.
+    pub content_type: Option<String>,
 }
 
 impl Target {
@@ -55,7 +59,8 @@ impl Target {
         })
     }
 
-    /// Sends one request; any status is returned, only transport failures are errors.
+    /// Sends one request; any status is returned, only transport failures are errors. A
+    /// body is sent as `application/json`, or as `application/merge-patch+json` for `PATCH`.
     ///
     /// # Errors
     /// On a transport failure.
@@ -65,24 +70,56 @@ impl Target {
         path_and_query: &str,
         body: Option<Value>,
     ) -> anyhow::Result<Response> {
-        let mut req = http::Request::builder()
-            .method(method)
-            .uri(path_and_query)
-            .header("Accept", "application/json");
-        let bytes = match body {
+        let (content_type, bytes) = match body {
             Some(v) => {
                 let ct = if method == "PATCH" {
                     "application/merge-patch+json"
                 } else {
                     "application/json"
                 };
-                req = req.header("Content-Type", ct);
-                serde_json::to_vec(&v)?
+                (Some(ct), Some(serde_json::to_vec(&v)?))
             }
-            None => Vec::new(),
+            None => (None, None),
         };
-        let resp = self.client.send(req.body(bytes.into())?).await?;
+        self.send_raw(method, path_and_query, content_type, bytes)
+            .await
+    }
+
+    /// Sends one request with a body of the given content type (`None`: no body).
+    ///
+    /// # Errors
+    /// On a transport failure.
+    pub async fn send_raw(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        content_type: Option<&str>,
+        body: Option<Vec<u8>>,
+    ) -> anyhow::Result<Response> {
+        let mut req = http::Request::builder()
+            .method(method)
+            .uri(path_and_query)
+            .header("Accept", "application/json");
+        if let Some(ct) = content_type {
+            req = req.header("Content-Type", ct);
+        }
+        let resp = self
+            .client
+            .send(req.body(body.unwrap_or_default().into())?)
+            .await?;
         let status = resp.status().as_u16();
+        let warnings = resp
+            .headers()
+            .get_all("warning")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(warning_text)
+            .collect();
+        let content_type = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let raw = resp.into_body().collect().await?.to_bytes();
         let text = String::from_utf8_lossy(&raw);
         let body = serde_json::from_str(&text).unwrap_or(Value::Null);
@@ -100,13 +137,53 @@ impl Target {
             status,
             body,
             events,
+            warnings,
+            content_type,
         })
     }
 }
 
-/// Replaces every free-standing run of ASCII digits in `s` with `N` (resourceVersions and
-/// counters in messages differ between servers); digits inside words (`k8s`) stay.
+/// The text of a `Warning` header value: `299 - "text"` gives `text` (escaped quotes
+/// unescaped); anything else is returned whole.
+pub fn warning_text(value: &str) -> String {
+    value
+        .strip_prefix("299 - \"")
+        .and_then(|rest| rest.strip_suffix('"'))
+        .map_or_else(|| value.to_owned(), |t| t.replace("\\\"", "\""))
+}
+
+/// The upstream server's kubeconfig (`KCACHE_UPSTREAM_KUBECONFIG`, exported by
+/// `scripts/test.sh`); `None` (skipped, said on stderr past the output capture) only under
+/// `KCACHE_UPSTREAM=skip`.
+///
+/// # Panics
+/// When the variable is not set (a missing server is a failure, never a silent skip) or
+/// `KCACHE_UPSTREAM` has another value.
+pub fn upstream_kubeconfig(what: &str) -> Option<PathBuf> {
+    match std::env::var("KCACHE_UPSTREAM") {
+        Ok(v) if v == "skip" => {
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED: {what} (upstream-only), because KCACHE_UPSTREAM=skip"
+            );
+            return None;
+        }
+        Ok(v) if !v.is_empty() => panic!("KCACHE_UPSTREAM={v:?}: the only value is `skip`"),
+        _ => {}
+    }
+    let path = std::env::var_os("KCACHE_UPSTREAM_KUBECONFIG").expect(
+        "KCACHE_UPSTREAM_KUBECONFIG is not set: start the upstream kube-apiserver with scripts/kube-up.sh \
+         (scripts/test.sh does) — this test never skips silently (KCACHE_UPSTREAM=skip skips it)",
+    );
+    Some(PathBuf::from(path))
+}
+
+/// Replaces every UUID in `s` with `UID`, then every free-standing run of ASCII digits with
+/// `N` (uids, resourceVersions and counters in messages differ between servers); digits
+/// inside words (`k8s`) stay.
 pub fn normalise(s: &str) -> String {
+    let s = &mask_uuids(s);
     let mut out = String::with_capacity(s.len());
     let mut prev: Option<char> = None;
     let mut in_number = false;
@@ -121,6 +198,45 @@ pub fn normalise(s: &str) -> String {
             out.push(c);
         }
         prev = Some(c);
+    }
+    out
+}
+
+fn mask_uuids(s: &str) -> String {
+    const GROUPS: [usize; 5] = [8, 4, 4, 4, 12];
+    let is_uuid = |b: &[u8]| {
+        let mut i = 0;
+        for (g, len) in GROUPS.iter().enumerate() {
+            if g > 0 {
+                if b.get(i) != Some(&b'-') {
+                    return false;
+                }
+                i += 1;
+            }
+            for _ in 0..*len {
+                if !b
+                    .get(i)
+                    .is_some_and(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
+                {
+                    return false;
+                }
+                i += 1;
+            }
+        }
+        true
+    };
+    let bytes = s.as_bytes();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if s.is_char_boundary(i) && is_uuid(&bytes[i..]) {
+            out.push_str("UID");
+            i += 36;
+        } else {
+            let c = s[i..].chars().next().unwrap_or_default();
+            out.push(c);
+            i += c.len_utf8().max(1);
+        }
     }
     out
 }
@@ -191,6 +307,23 @@ pub fn event_lines(events: &[Value]) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn uuids_are_masked() {
+        assert_eq!(
+            super::normalise("uid (0f6ad3e1-5c4b-4a5e-9ab3-ca93da4b7c3f) rv 12"),
+            "uid (UID) rv N"
+        );
+    }
+
+    #[test]
+    fn warning_text_unwraps_the_agent_and_quotes() {
+        assert_eq!(
+            super::warning_text(r#"299 - "unknown field \"spec.x\"""#),
+            r#"unknown field "spec.x""#
+        );
+        assert_eq!(super::warning_text("odd"), "odd");
+    }
+
     #[test]
     fn normalise_replaces_numbers_but_not_digits_in_words() {
         assert_eq!(

@@ -40,6 +40,16 @@ pub(crate) fn delete(
             ))
         })?
     };
+    if let Some(v) = query.get("dryRun").filter(|v| !v.is_empty() && *v != "All") {
+        return Err(ApiError::invalid_options(
+            "DeleteOptions",
+            vec![crate::status::Cause::new(
+                "FieldValueNotSupported",
+                format!("Unsupported value: [\"{v}\"]: supported values: \"All\""),
+                "dryRun",
+            )],
+        ));
+    }
     let dry = is_dry_run(query)
         || opts
             .get("dryRun")
@@ -107,6 +117,19 @@ pub(crate) fn delete_object(
             dry_obj = Some(cur.clone());
             return Ok(Mutation::Keep);
         }
+        if is_ns {
+            // The namespace goes Terminating; its contents are deleted below and the namespace
+            // itself by the maintenance tick ([`finalize_namespaces`]), as the namespace
+            // controller does.
+            if cur.value().pointer("/metadata/deletionTimestamp").is_some() {
+                return Ok(Mutation::Keep);
+            }
+            let mut v = cur.value().clone();
+            v["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
+            v["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+            v["status"] = json!({"phase": "Terminating"});
+            return Ok(Mutation::Put(v));
+        }
         if has_finalizers(cur.value()) || is_pod {
             if cur.value().pointer("/metadata/deletionTimestamp").is_some() {
                 kept = true;
@@ -139,6 +162,7 @@ pub(crate) fn delete_object(
     }
     if is_ns {
         delete_namespace_contents(state, &name);
+        return Ok((last, false));
     }
     if mark_then_delete {
         let out = state.store.mutate::<ApiError>(&id, &key, |cur, _| {
@@ -153,6 +177,45 @@ pub(crate) fn delete_object(
         }
     }
     Ok((last, true))
+}
+
+/// How long a deleted namespace stays `Terminating` before it is removed (kube-apiserver's
+/// namespace controller takes a few seconds too).
+const NAMESPACE_TERMINATION: chrono::TimeDelta = chrono::TimeDelta::seconds(2);
+
+/// Removes the namespaces that have been `Terminating` for [`NAMESPACE_TERMINATION`] and
+/// hold no `metadata.finalizers`, with anything created in them since; run by the server's
+/// maintenance tick.
+pub(crate) fn finalize_namespaces(state: &AppState) {
+    let Some(info) = state.registry.get("", "v1", "namespaces") else {
+        return;
+    };
+    let id = info.id();
+    let now = chrono::Utc::now();
+    for key in state.store.keys_with_prefix(&id, "") {
+        let Some(ns) = state.store.get(&id, &key) else {
+            continue;
+        };
+        let since = ns
+            .value()
+            .pointer("/metadata/deletionTimestamp")
+            .and_then(Value::as_str)
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
+        let Some(since) = since else {
+            continue;
+        };
+        if now.signed_duration_since(since) < NAMESPACE_TERMINATION || has_finalizers(ns.value()) {
+            continue;
+        }
+        delete_namespace_contents(state, &key);
+        let _ = state.store.mutate::<ApiError>(&id, &key, |cur, _| {
+            Ok(if cur.is_some() {
+                Mutation::Delete
+            } else {
+                Mutation::Keep
+            })
+        });
+    }
 }
 
 fn delete_namespace_contents(state: &AppState, ns: &str) {
@@ -179,7 +242,8 @@ pub(crate) fn delete_collection(
     output(headers)?;
     let mut q = query.clone();
     q.remove("watch");
-    let p = super::params::ListParams::parse(&q, false, &[])?;
+    let p =
+        super::params::ListParams::parse(&q, false, crate::selector::field_labels(&target.info))?;
     let id = target.info.id();
     let prefix = target
         .namespace

@@ -64,7 +64,10 @@ pub(crate) async fn serve(
         loop {
             tokio::select! {
                 () = maint_stop.cancelled() => break,
-                _ = tick.tick() => maint_state.store.maintain(),
+                _ = tick.tick() => {
+                    maint_state.store.maintain();
+                    delete::finalize_namespaces(&maint_state);
+                }
             }
         }
     });
@@ -167,7 +170,13 @@ pub(crate) fn route(registry: &Registry, path: &str) -> Route {
         ["apis"] => Route::Apis,
         ["api", version, rest @ ..] => {
             if !registry.has_group_version("", version) {
-                return Route::NotFound;
+                // kube-apiserver: a Status 404 under /api/<unknown version>/..., text for the
+                // version itself.
+                return if rest.is_empty() {
+                    Route::NotFound
+                } else {
+                    Route::UnknownResource
+                };
             }
             if rest.is_empty() {
                 return Route::GroupVersion(String::new(), (*version).to_owned());
@@ -202,6 +211,9 @@ fn resource_route(registry: &Registry, group: &str, version: &str, rest: &[&str]
     let lookup = |plural: &str| registry.get(group, version, plural);
     let target =
         |info: Arc<ResourceInfo>, ns: Option<&str>, name: Option<&str>, sub: Option<&str>| {
+            if sub.is_some_and(|s| !info.subresources.iter().any(|known| known == s)) {
+                return Route::UnknownResource;
+            }
             Route::Resource(Target {
                 info,
                 namespace: ns.map(str::to_owned),
@@ -360,12 +372,8 @@ async fn dispatch(
     match (target.name.is_some(), method.clone()) {
         (false, Method::GET) => {
             let out = negotiate::output(headers)?;
-            let extra: &[&str] = if target.info.plural == "pods" {
-                &["spec.nodeName", "status.phase"]
-            } else {
-                &[]
-            };
-            let params = params::ListParams::parse(query, target.watch_path, extra)?;
+            let labels = crate::selector::field_labels(&target.info);
+            let params = params::ListParams::parse(query, target.watch_path, labels)?;
             if params.watch {
                 watch::watch(state, &target, params, out, query).await
             } else {
@@ -377,7 +385,8 @@ async fn dispatch(
             let mut q = query.clone();
             let name = target.name.clone().unwrap_or_default();
             q.insert("fieldSelector".into(), format!("metadata.name={name}"));
-            let params = params::ListParams::parse(&q, true, &[])?;
+            let params =
+                params::ListParams::parse(&q, true, crate::selector::field_labels(&target.info))?;
             let t = Target {
                 name: None,
                 ..target

@@ -78,14 +78,15 @@ pub(crate) fn parse_rv(raw: &str) -> Result<u64, ApiError> {
 
 impl ListParams {
     /// Parses and validates list/watch options. `force_watch` is set for the deprecated
-    /// `/watch/` path form; `extra_fields` are the resource's extra field-selector fields.
+    /// `/watch/` path form; `field_labels` are the kind's field-selector fields when it has its
+    /// own ([`crate::selector::field_labels`]).
     ///
     /// # Errors
     /// 400 for unparsable values and selectors, 422 for invalid combinations.
     pub(crate) fn parse(
         q: &HashMap<String, String>,
         force_watch: bool,
-        extra_fields: &[&str],
+        field_labels: Option<&[&str]>,
     ) -> Result<Self, ApiError> {
         let get = |k: &str| q.get(k).map(String::as_str);
         let mut p = ListParams {
@@ -126,8 +127,12 @@ impl ListParams {
         if let Some(raw) = &p.resource_version {
             p.rv = Some(parse_rv(raw)?);
         }
-        p.fields = FieldSelector::parse(get("fieldSelector").unwrap_or(""), extra_fields)
-            .map_err(|e| ApiError::bad_request(e.0))?;
+        let raw_fields = get("fieldSelector").unwrap_or("");
+        p.fields = match field_labels {
+            Some(labels) => FieldSelector::parse_labels(raw_fields, labels),
+            None => FieldSelector::parse(raw_fields, &[]),
+        }
+        .map_err(|e| ApiError::bad_request(e.0))?;
         Ok(p)
     }
 }
@@ -225,7 +230,7 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
-        ListParams::parse(&q, false, &[])
+        ListParams::parse(&q, false, None)
     }
 
     #[test]

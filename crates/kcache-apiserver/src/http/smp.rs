@@ -91,11 +91,14 @@ fn merge_map(target: &mut Value, patch: &Value, context: &str) {
                 if let Some(key) = merge_key(k, context) {
                     merge_list(cur, items, key, child_context);
                 } else if is_set_list(k) {
-                    for x in items {
-                        if !cur.contains(x) {
-                            cur.push(x.clone());
+                    // kube-apiserver's order: the patch's items, then the others kept.
+                    let mut merged: Vec<Value> = Vec::with_capacity(cur.len() + items.len());
+                    for x in items.iter().chain(cur.iter()) {
+                        if !merged.contains(x) {
+                            merged.push(x.clone());
                         }
                     }
+                    *cur = merged;
                 } else {
                     *cur = items.clone();
                 }
@@ -178,7 +181,7 @@ mod tests {
                 {"name": "a", "image": "x:2", "ports": [{"containerPort": 80, "name": "http"}, {"containerPort": 443}]}
             ])
         );
-        assert_eq!(pod["metadata"]["finalizers"], json!(["f1", "f2"]));
+        assert_eq!(pod["metadata"]["finalizers"], json!(["f2", "f1"]));
         assert!(pod["spec"].get("$setElementOrder/containers").is_none());
     }
 

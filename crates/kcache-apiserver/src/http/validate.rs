@@ -57,9 +57,28 @@ pub(crate) fn go_json_error(body: &[u8]) -> String {
     }
     match serde_json::from_slice::<Value>(body) {
         Err(e) if e.is_eof() => "unexpected end of JSON input".into(),
+        Err(e) if e.to_string().starts_with("key must be a string") => {
+            match byte_at(body, e.line(), e.column()) {
+                Some(c) => format!(
+                    "invalid character '{}' looking for beginning of object key string",
+                    c as char
+                ),
+                None => e.to_string(),
+            }
+        }
         Err(e) => e.to_string(),
         Ok(_) => "invalid JSON".into(),
     }
+}
+
+/// The byte at serde_json's 1-based `line` and `column`.
+fn byte_at(body: &[u8], line: usize, column: usize) -> Option<u8> {
+    let start: usize = body
+        .split(|b| *b == b'\n')
+        .take(line.saturating_sub(1))
+        .map(|l| l.len() + 1)
+        .sum();
+    body.get(start + column.checked_sub(1)?).copied()
 }
 
 /// Parses a create/update body into a JSON object.
@@ -158,17 +177,37 @@ fn known_fields(info: &ResourceInfo) -> Option<&'static [&'static str]> {
     })
 }
 
-/// Drops unknown top-level fields of built-in kinds, returning `Warning` header values;
-/// with `fieldValidation=Strict` they are a 400 instead.
+/// `metav1.ObjectMeta`'s fields.
+const OBJECT_META_FIELDS: &[&str] = &[
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+];
+
+/// Drops unknown top-level and `metadata` fields of built-in kinds, returning `Warning`
+/// header values; `fieldValidation` (`mode`) `Ignore` drops them silently, `Strict` makes them
+/// a 400.
 pub(crate) fn unknown_fields(
     info: &ResourceInfo,
     obj: &mut Map<String, Value>,
-    strict: bool,
+    mode: &str,
 ) -> Result<Vec<String>, ApiError> {
     let Some(known) = known_fields(info) else {
         return Ok(Vec::new());
     };
-    let unknown: Vec<String> = obj
+    let mut unknown: Vec<String> = obj
         .keys()
         .filter(|k| {
             !matches!(k.as_str(), "kind" | "apiVersion" | "metadata")
@@ -176,10 +215,21 @@ pub(crate) fn unknown_fields(
         })
         .cloned()
         .collect();
+    let meta_unknown: Vec<String> = obj
+        .get("metadata")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.keys()
+                .filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str()))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    unknown.extend(meta_unknown.iter().map(|f| format!("metadata.{f}")));
     if unknown.is_empty() {
         return Ok(Vec::new());
     }
-    if strict {
+    if mode == "Strict" {
         let list: Vec<String> = unknown
             .iter()
             .map(|f| format!("unknown field \"{f}\""))
@@ -193,7 +243,19 @@ pub(crate) fn unknown_fields(
         )));
     }
     for f in &unknown {
-        obj.remove(f);
+        match f.strip_prefix("metadata.") {
+            Some(m) if meta_unknown.iter().any(|u| u == m) => {
+                if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.remove(m);
+                }
+            }
+            _ => {
+                obj.remove(f);
+            }
+        }
+    }
+    if mode == "Ignore" {
+        return Ok(Vec::new());
     }
     Ok(unknown
         .iter()
@@ -210,12 +272,30 @@ fn is_dns_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
+/// An RFC 1123 subdomain as Kubernetes checks it: at most 253 characters of dot-separated
+/// labels (no length limit per label).
 fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns_label)
+    s.len() <= 253
+        && s.split('.').all(|l| {
+            !l.is_empty()
+                && l.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        })
 }
 
 /// Validates `metadata.name` (RFC 1123 subdomain; label for namespaces).
 pub(crate) fn check_name(info: &ResourceInfo, name: &str) -> Result<(), ApiError> {
+    let causes = name_causes(info, name);
+    if causes.is_empty() {
+        return Ok(());
+    }
+    Err(ApiError::invalid(info, name, causes))
+}
+
+/// What is wrong with `name` as an object name of `info` (nothing when valid).
+pub(crate) fn name_causes(info: &ResourceInfo, name: &str) -> Vec<Cause> {
     let label_only = info.plural == "namespaces" && info.group.is_empty();
     let ok = if label_only {
         is_dns_label(name)
@@ -223,7 +303,7 @@ pub(crate) fn check_name(info: &ResourceInfo, name: &str) -> Result<(), ApiError
         is_dns_subdomain(name)
     };
     if ok {
-        return Ok(());
+        return Vec::new();
     }
     let why = if label_only {
         "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', \
@@ -234,15 +314,11 @@ pub(crate) fn check_name(info: &ResourceInfo, name: &str) -> Result<(), ApiError
          or '.', and must start and end with an alphanumeric character (e.g. 'example.com', \
          regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
     };
-    Err(ApiError::invalid(
-        info,
-        name,
-        vec![Cause::new(
-            "FieldValueInvalid",
-            format!("Invalid value: \"{name}\": {why}"),
-            "metadata.name",
-        )],
-    ))
+    vec![Cause::new(
+        "FieldValueInvalid",
+        format!("Invalid value: \"{name}\": {why}"),
+        "metadata.name",
+    )]
 }
 
 const MICRO_LAYOUT: &str = "2006-01-02T15:04:05.000000Z07:00";
@@ -365,6 +441,14 @@ mod tests {
             "invalid character 'o' in literal null (expecting 'u')"
         );
         assert_eq!(go_json_error(b"{\"a\":"), "unexpected end of JSON input");
+        assert_eq!(
+            go_json_error(b"{oops"),
+            "invalid character 'o' looking for beginning of object key string"
+        );
+        assert_eq!(
+            go_json_error(b"{\"a\": 1,\n  x}"),
+            "invalid character 'x' looking for beginning of object key string"
+        );
         assert_eq!(
             summarize(b"not json at all"),
             "6e6f74206a736f6e20617420616c6c"

@@ -204,7 +204,11 @@ pub(crate) async fn watch(
         out,
         include: IncludeObject::parse(query.get("includeObject").map(String::as_str)),
     };
-    let snapshot_end_bookmark = snapshot && p.send_initial_events == Some(true);
+    // The watch cache ends the initial events with a bookmark for a streaming list, and also
+    // for a plain RV=0 watch that allows bookmarks.
+    let snapshot_end_bookmark = snapshot
+        && (p.send_initial_events == Some(true)
+            || (p.send_initial_events.is_none() && p.rv == Some(0) && p.allow_bookmarks));
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
     let job = WatchJob {
         state: state.clone(),

@@ -26,6 +26,7 @@ use crate::status::ApiError;
 
 mod object;
 mod patch;
+mod rules;
 mod write;
 
 pub(crate) use object::{create_object, update_object};

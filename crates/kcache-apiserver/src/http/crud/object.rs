@@ -7,16 +7,26 @@ use std::sync::Arc;
 use rand::Rng;
 use serde_json::{Value, json};
 
+use super::rules;
 use super::{has_finalizers, meta_mut, now_rfc3339};
 use crate::http::managed::{FieldsChange, Manager, Transition, updated as updated_fields};
-use crate::http::validate::{check_kind, check_name, check_type};
+use crate::http::validate::{check_kind, check_name, check_type, name_causes};
 use crate::http::{AppState, Target};
 use crate::object::{StoredObject, object_key};
 use crate::status::{ApiError, Cause};
 use crate::store::Mutation;
 
+/// kube-apiserver's longest generated name: 63 characters, of them 5 random.
+const MAX_GENERATED_PREFIX: usize = 63 - 5;
+
+/// A name from `prefix` (cut to 58 bytes) and five random characters.
 fn generate_name(prefix: &str) -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut cut = prefix.len().min(MAX_GENERATED_PREFIX);
+    while !prefix.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let prefix = &prefix[..cut];
     let mut rng = rand::rng();
     let suffix: String = (0..5)
         .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
@@ -49,11 +59,24 @@ fn namespaces_id(state: &AppState) -> Option<crate::resource::ResourceId> {
     state.registry.get("", "v1", "namespaces").map(|i| i.id())
 }
 
-fn ensure_namespace(state: &AppState, ns: &str) -> Result<(), ApiError> {
+fn ensure_namespace(
+    state: &AppState,
+    ns: &str,
+    info: &crate::resource::ResourceInfo,
+    name: &str,
+) -> Result<(), ApiError> {
     let Some(ns_id) = namespaces_id(state) else {
         return Ok(());
     };
-    if state.store.get(&ns_id, ns).is_some() {
+    if let Some(found) = state.store.get(&ns_id, ns) {
+        if found
+            .value()
+            .pointer("/status/phase")
+            .and_then(Value::as_str)
+            == Some("Terminating")
+        {
+            return Err(ApiError::namespace_terminating(info, name, ns));
+        }
         return Ok(());
     }
     if state.config.auto_create_namespaces {
@@ -122,7 +145,9 @@ pub(crate) fn create_object(
         let prefix = meta
             .get("generateName")
             .and_then(Value::as_str)
-            .unwrap_or("");
+            .unwrap_or("")
+            .to_owned();
+        let prefix = prefix.as_str();
         if prefix.is_empty() {
             return Err(ApiError::invalid(
                 info,
@@ -136,6 +161,23 @@ pub(crate) fn create_object(
         }
         name = generate_name(prefix);
         meta.insert("name".into(), json!(name));
+        // The prefix is validated as a name with one trailing '-' allowed; the generated name
+        // is validated too, and both are reported together.
+        let masked = prefix.strip_suffix('-').unwrap_or(prefix);
+        let mut causes: Vec<Cause> = name_causes(info, masked)
+            .into_iter()
+            .map(|mut c| {
+                c.field = "metadata.generateName".into();
+                c.message =
+                    c.message
+                        .replacen(&format!("\"{masked}\""), &format!("\"{prefix}\""), 1);
+                c
+            })
+            .collect();
+        causes.extend(name_causes(info, &name));
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(info, &name, causes));
+        }
     }
     meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
     meta.insert("creationTimestamp".into(), json!(now));
@@ -154,6 +196,7 @@ pub(crate) fn create_object(
     }
     check_name(info, &name)?;
     check_kind(info, &mut obj)?;
+    rules::on_create(info, &mut obj)?;
     if info.group.is_empty() && info.plural == "pods" {
         let status = obj.entry("status").or_insert_with(|| json!({}));
         if status.get("phase").is_none()
@@ -168,7 +211,7 @@ pub(crate) fn create_object(
     }
     let ns = target.namespace.as_deref().filter(|_| info.namespaced);
     if let Some(ns) = ns {
-        ensure_namespace(state, ns)?;
+        ensure_namespace(state, ns, info, &name)?;
     }
     let value = Value::Object(obj);
     if dry_run {
@@ -202,6 +245,18 @@ pub(crate) fn update_object(
     };
     check_type(info, &mut obj)?;
     check_kind(info, &mut obj)?;
+    if info.namespaced
+        && let Some(ns) = obj
+            .get("metadata")
+            .and_then(|m| m.get("namespace"))
+            .and_then(Value::as_str)
+        && !ns.is_empty()
+        && Some(ns) != target.namespace.as_deref()
+    {
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
+    }
     let status_only = target.sub.as_deref() == Some("status");
     let sent_fields = obj
         .get("metadata")
@@ -222,6 +277,17 @@ pub(crate) fn update_object(
             && rv != cur.rv().to_string()
         {
             return Err(ApiError::conflict(info, &name));
+        }
+        if wanted_rv.is_none() && !info.unconditional_update {
+            return Err(ApiError::invalid_resource(
+                info,
+                &name,
+                vec![Cause::new(
+                    "FieldValueInvalid",
+                    "Invalid value: 0: must be specified for an update",
+                    "metadata.resourceVersion",
+                )],
+            ));
         }
         let mut next = if status_only {
             let mut v = cur.value().clone();
@@ -272,6 +338,7 @@ pub(crate) fn update_object(
             }
             v
         };
+        rules::on_update(info, cur.value(), &mut next)?;
         if info.tracks_generation && spec_part(&next) != spec_part(cur.value()) {
             let g = cur
                 .value()
@@ -310,6 +377,8 @@ pub(crate) fn update_object(
             return Ok(Mutation::Keep);
         }
         if finishing {
+            // The answer is the object as it was last written, without its finalizers.
+            dry_result = Some(next);
             return Ok(Mutation::Delete);
         }
         Ok(Mutation::Put(next))

@@ -32,6 +32,16 @@ fn merge(target: &mut Value, patch: &Value) {
     json_patch::merge(target, patch);
 }
 
+/// kube-apiserver's answer to a JSON patch that cannot be applied.
+fn rejected_patch() -> ApiError {
+    ApiError::new(
+        422,
+        "Invalid",
+        "the server rejected our request due to an error in our request",
+    )
+    .with_details(json!({}))
+}
+
 fn patch_decode_error(body: &[u8]) -> ApiError {
     ApiError::bad_request(format!("error decoding patch: {}", go_json_error(body)))
 }
@@ -44,7 +54,7 @@ pub(crate) fn patch(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    let write = Write::open(query, headers)?;
+    let write = Write::open(query, headers, "PatchOptions")?;
     let info = &target.info;
     let name = target.name.clone().unwrap_or_default();
     let kind = body_type(headers);
@@ -57,11 +67,28 @@ pub(crate) fn patch(
         }
         _ => return Err(ApiError::unsupported_patch()),
     };
+    if matches!(kind, BodyType::MergePatch | BodyType::StrategicMergePatch) {
+        let go_type = match &patch_value {
+            Value::Array(_) => Some("array"),
+            Value::String(_) => Some("string"),
+            Value::Number(_) => Some("number"),
+            Value::Bool(_) => Some("bool"),
+            Value::Object(_) | Value::Null => None,
+        };
+        if let Some(t) = go_type {
+            return Err(ApiError::bad_request(format!(
+                "error decoding patch: json: cannot unmarshal {t} into Go value of type map[string]interface {{}}"
+            )));
+        }
+    }
     let json_ops: Option<json_patch::Patch> = if kind == BodyType::JsonPatch {
-        Some(
-            serde_json::from_value(patch_value.clone())
-                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
-        )
+        Some(match serde_json::from_value(patch_value.clone()) {
+            Ok(ops) => ops,
+            // An array of operations kube-apiserver cannot run (an unknown `op`, a missing
+            // `path`) fails like an operation that fails.
+            Err(_) if patch_value.is_array() => return Err(rejected_patch()),
+            Err(e) => return Err(ApiError::bad_request(format!("error decoding patch: {e}"))),
+        })
     } else {
         None
     };
@@ -105,14 +132,7 @@ fn patched(
 ) -> Result<(Value, Option<String>), ApiError> {
     let mut next = cur.value().clone();
     match json_ops {
-        Some(ops) => json_patch::patch(&mut next, ops).map_err(|_| {
-            ApiError::new(
-                422,
-                "Invalid",
-                "the server rejected our request due to an error in our request",
-            )
-            .with_details(json!({}))
-        })?,
+        Some(ops) => json_patch::patch(&mut next, ops).map_err(|_| rejected_patch())?,
         None if kind == BodyType::StrategicMergePatch => {
             crate::http::smp::apply(&mut next, patch_value)
         }

@@ -19,7 +19,7 @@ use crate::http::validate::{check_type, decode_object, unknown_fields};
 use crate::http::{AppState, Target};
 use crate::object::{StoredObject, meta_str};
 use crate::resource::ResourceInfo;
-use crate::status::ApiError;
+use crate::status::{ApiError, Cause};
 
 /// The query parameters a write reads (kube-apiserver's `CreateOptions`, `UpdateOptions` and
 /// `PatchOptions`); an absent parameter is empty. `force` (apply) is not read: apply here never
@@ -57,8 +57,44 @@ impl WriteQuery {
     }
 
     /// `fieldValidation=Strict`.
+    #[cfg(test)]
     fn strict(&self) -> bool {
         self.field_validation == "Strict"
+    }
+
+    /// 422 for a `dryRun` other than `All` or a `fieldValidation` kube-apiserver does not
+    /// know, worded for `options` (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
+    pub(super) fn check(&self, options: &str) -> Result<(), ApiError> {
+        if !self.dry_run.is_empty() && self.dry_run != "All" {
+            return Err(ApiError::invalid_options(
+                options,
+                vec![Cause::new(
+                    "FieldValueNotSupported",
+                    format!(
+                        "Unsupported value: [\"{}\"]: supported values: \"All\"",
+                        self.dry_run
+                    ),
+                    "dryRun",
+                )],
+            ));
+        }
+        if !matches!(
+            self.field_validation.as_str(),
+            "" | "Ignore" | "Warn" | "Strict"
+        ) {
+            return Err(ApiError::invalid_options(
+                options,
+                vec![Cause::new(
+                    "FieldValueNotSupported",
+                    format!(
+                        "Unsupported value: \"{}\": supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"",
+                        self.field_validation
+                    ),
+                    "fieldValidation",
+                )],
+            ));
+        }
+        Ok(())
     }
 
     /// `includeObject`, if set.
@@ -80,11 +116,14 @@ impl Write {
     pub(super) fn open(
         query: &HashMap<String, String>,
         headers: &HeaderMap,
+        options: &str,
     ) -> Result<Self, ApiError> {
-        Ok(Self {
+        let write = Self {
             out: output(headers)?,
             query: WriteQuery::from_query(query),
-        })
+        };
+        write.query.check(options)?;
+        Ok(write)
     }
 
     /// Whether nothing is stored.
@@ -108,7 +147,7 @@ impl Write {
     ) -> Result<(Value, Vec<String>), ApiError> {
         let mut obj = decode_body(target, headers, body)?;
         check_type(&target.info, &mut obj)?;
-        let warnings = unknown_fields(&target.info, &mut obj, self.query.strict())?;
+        let warnings = unknown_fields(&target.info, &mut obj, &self.query.field_validation)?;
         Ok((Value::Object(obj), warnings))
     }
 
@@ -132,7 +171,8 @@ fn decode_body(
     body: &[u8],
 ) -> Result<Map<String, Value>, ApiError> {
     match body_type(headers) {
-        BodyType::Json | BodyType::Yaml => decode_object(&target.info, body),
+        BodyType::Json => decode_object(&target.info, body),
+        BodyType::Yaml => decode_yaml(&target.info, body),
         BodyType::Protobuf => crate::http::protobuf::decode(body).map_err(|e| match e {
             crate::http::protobuf::ProtoError::Unsupported(_) => ApiError::unsupported_body(),
             e @ crate::http::protobuf::ProtoError::Malformed(_) => ApiError::bad_request(format!(
@@ -144,6 +184,31 @@ fn decode_body(
     }
 }
 
+/// A YAML body (JSON is YAML too) as a JSON object.
+fn decode_yaml(info: &ResourceInfo, body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    if serde_json::from_slice::<Value>(body).is_ok() {
+        return decode_object(info, body);
+    }
+    match serde_saphyr::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): couldn't get version/kind; \
+             yaml: the document is not a mapping",
+            info.kind
+        ))),
+        Err(e) => {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid YAML");
+            Err(ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): couldn't get version/kind; \
+                 yaml: {}",
+                info.kind,
+                first.chars().take(200).collect::<String>()
+            )))
+        }
+    }
+}
+
 /// POST: create an object.
 pub(crate) fn create(
     state: &Arc<AppState>,
@@ -152,7 +217,7 @@ pub(crate) fn create(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    let write = Write::open(query, headers)?;
+    let write = Write::open(query, headers, "CreateOptions")?;
     if target.info.namespaced && target.namespace.is_none() {
         return Err(ApiError::method_not_allowed());
     }
@@ -170,7 +235,7 @@ pub(crate) fn update(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    let write = Write::open(query, headers)?;
+    let write = Write::open(query, headers, "UpdateOptions")?;
     let (obj, warnings) = write.decode_object(target, headers, body)?;
     let url_name = target.name.clone().unwrap_or_default();
     let body_name = meta_str(&obj, "name").to_owned();

@@ -1,0 +1,165 @@
+//! Differential scenarios: many small scripted scenarios (object lifecycle, patches,
+//! validation and wording, routing), each run in a namespace of its own against the embedded
+//! `kcache-apiserver` and against the upstream kube-apiserver (`KCACHE_UPSTREAM_KUBECONFIG`,
+//! started by `scripts/kube-up.sh`). Each scenario's normalised transcript must be the same on
+//! both, except for the scenarios in [`KNOWN`], which must still differ (so the list stays
+//! honest). The test prints how many scenarios agree.
+//!
+//! Every scenario here was written against, and first run on, the upstream server.
+
+mod lifecycle;
+mod patches;
+mod script;
+mod validation;
+
+use kcache_conformance::{Target, upstream_kubeconfig};
+use script::Script;
+
+/// Scenarios whose transcripts differ on purpose, with why (see DIFFERENCES.md).
+const KNOWN: &[(&str, &str)] = &[];
+
+/// Every scenario, by name.
+const SCENARIOS: &[&str] = &[
+    "finalizers_hold_a_deletion",
+    "finalizers_cannot_be_added_while_deleting",
+    "generate_name",
+    "generate_name_invalid",
+    "delete_preconditions",
+    "dry_run",
+    "unconditional_update",
+    "update_name_mismatch",
+    "namespace_label_and_termination",
+    "delete_response_bodies",
+    "merge_patch_nulls",
+    "merge_patch_secret_string_data",
+    "json_patch_test_is_atomic",
+    "strategic_merge_directives",
+    "service_defaults",
+    "secret_rules",
+    "configmap_size_limit",
+    "field_selectors",
+    "invalid_label_selector",
+    "unknown_paths",
+    "method_not_allowed",
+    "unsupported_media_type",
+    "field_validation_modes",
+    "watch_rv0_bookmarks",
+    "status_subresource_rules",
+];
+
+async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
+    match name {
+        "finalizers_hold_a_deletion" => lifecycle::finalizers_hold_a_deletion(s).await,
+        "finalizers_cannot_be_added_while_deleting" => {
+            lifecycle::finalizers_cannot_be_added_while_deleting(s).await
+        }
+        "generate_name" => lifecycle::generate_name(s).await,
+        "generate_name_invalid" => lifecycle::generate_name_invalid(s).await,
+        "delete_preconditions" => lifecycle::delete_preconditions(s).await,
+        "dry_run" => lifecycle::dry_run(s).await,
+        "unconditional_update" => lifecycle::unconditional_update(s).await,
+        "update_name_mismatch" => lifecycle::update_name_mismatch(s).await,
+        "namespace_label_and_termination" => lifecycle::namespace_label_and_termination(s).await,
+        "delete_response_bodies" => lifecycle::delete_response_bodies(s).await,
+        "status_subresource_rules" => lifecycle::status_subresource_rules(s).await,
+        "merge_patch_nulls" => patches::merge_patch_nulls(s).await,
+        "merge_patch_secret_string_data" => patches::merge_patch_secret_string_data(s).await,
+        "json_patch_test_is_atomic" => patches::json_patch_test_is_atomic(s).await,
+        "strategic_merge_directives" => patches::strategic_merge_directives(s).await,
+        "service_defaults" => validation::service_defaults(s).await,
+        "secret_rules" => validation::secret_rules(s).await,
+        "configmap_size_limit" => validation::configmap_size_limit(s).await,
+        "field_selectors" => validation::field_selectors(s).await,
+        "invalid_label_selector" => validation::invalid_label_selector(s).await,
+        "unknown_paths" => validation::unknown_paths(s).await,
+        "method_not_allowed" => validation::method_not_allowed(s).await,
+        "unsupported_media_type" => validation::unsupported_media_type(s).await,
+        "field_validation_modes" => validation::field_validation_modes(s).await,
+        "watch_rv0_bookmarks" => validation::watch_rv0_bookmarks(s).await,
+        other => anyhow::bail!("no scenario {other:?}"),
+    }
+}
+
+/// Runs every scenario selected by `KCACHE_SCENARIOS` (comma-separated names; all when unset)
+/// against `target`; returns each one's transcript.
+async fn transcripts(target: &Target, who: &str) -> anyhow::Result<Vec<(String, Vec<String>)>> {
+    let only = std::env::var("KCACHE_SCENARIOS").ok();
+    let mut out = Vec::new();
+    for (i, name) in SCENARIOS.iter().enumerate() {
+        if only
+            .as_deref()
+            .is_some_and(|o| !o.split(',').any(|n| n == *name))
+        {
+            continue;
+        }
+        let ns = format!("kcache-sc-{}-{i}", std::process::id());
+        let mut s = Script::new(target, ns);
+        s.create_namespace().await?;
+        run(name, &mut s).await?;
+        eprintln!("--- {who}: {name}\n{}", s.lines.join("\n"));
+        out.push(((*name).to_owned(), s.lines));
+    }
+    Ok(out)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_and_upstream_servers_answer_each_scenario_alike() -> anyhow::Result<()> {
+    let Some(upstream_cfg) = upstream_kubeconfig("the differential scenarios") else {
+        return Ok(());
+    };
+    let embedded = kcache_apiserver::ApiServer::builder().start().await?;
+    let dir = std::env::temp_dir().join(format!("kcache-sc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let embedded_cfg = dir.join("embedded.kubeconfig");
+    embedded.write_kubeconfig(&embedded_cfg)?;
+
+    let theirs = transcripts(&Target::from_kubeconfig(&upstream_cfg).await?, "upstream").await?;
+    let ours = transcripts(&Target::from_kubeconfig(&embedded_cfg).await?, "embedded").await?;
+    embedded.shutdown().await;
+
+    let mut unexpected = Vec::new();
+    let mut still_known = Vec::new();
+    let mut agree = 0;
+    for ((name, o), (_, u)) in ours.iter().zip(&theirs) {
+        let known = KNOWN.iter().any(|(k, _)| k == name);
+        if o == u {
+            agree += 1;
+            if known {
+                still_known.push(name.clone());
+            }
+            continue;
+        }
+        if known {
+            continue;
+        }
+        let mut diff = format!("scenario {name}:");
+        for i in 0..o.len().max(u.len()) {
+            let (a, b) = (o.get(i), u.get(i));
+            if a != b {
+                diff.push_str(&format!(
+                    "\n  embedded: {}\n  upstream: {}",
+                    a.map_or("(none)", String::as_str),
+                    b.map_or("(none)", String::as_str)
+                ));
+            }
+        }
+        unexpected.push(diff);
+    }
+    eprintln!(
+        "{agree} of {} scenarios answer alike ({} known differences)",
+        ours.len(),
+        KNOWN.len()
+    );
+    assert!(
+        unexpected.is_empty(),
+        "the servers differ:\n{}",
+        unexpected.join("\n")
+    );
+    assert!(
+        still_known.is_empty(),
+        "listed as known differences but now alike, remove them from KNOWN: {still_known:?}"
+    );
+    // The transcripts are not trivially empty.
+    assert!(theirs.iter().all(|(_, t)| !t.is_empty()));
+    Ok(())
+}
