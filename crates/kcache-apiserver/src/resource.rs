@@ -134,7 +134,8 @@ pub struct ResourceId {
 }
 
 /// The resource types registered at start: the core types a controller usually touches
-/// plus `coordination.k8s.io/v1` leases and `events.k8s.io/v1` events.
+/// plus `coordination.k8s.io/v1` leases, `events.k8s.io/v1` events and the `apps/v1`
+/// workloads.
 #[must_use]
 pub fn builtin_resources() -> Vec<ResourceInfo> {
     vec![
@@ -162,6 +163,18 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
         ResourceInfo::namespaced("events.k8s.io", "v1", "events", "Event")
             .with_short_names(&["ev"])
             .without_generation(),
+        ResourceInfo::namespaced("apps", "v1", "deployments", "Deployment")
+            .with_short_names(&["deploy"])
+            .with_subresources(&["scale", "status"]),
+        ResourceInfo::namespaced("apps", "v1", "replicasets", "ReplicaSet")
+            .with_short_names(&["rs"])
+            .with_subresources(&["scale", "status"]),
+        ResourceInfo::namespaced("apps", "v1", "statefulsets", "StatefulSet")
+            .with_short_names(&["sts"])
+            .with_subresources(&["scale", "status"]),
+        ResourceInfo::namespaced("apps", "v1", "daemonsets", "DaemonSet")
+            .with_short_names(&["ds"])
+            .with_subresources(&["status"]),
     ]
 }
 

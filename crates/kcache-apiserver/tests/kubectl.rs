@@ -1,7 +1,7 @@
 //! Drives the real `kubectl` installed on the machine against the embedded server:
-//! create / apply / get / patch / label / delete of configmaps and pods, and `get -w`
-//! seeing an update. Fails (never skips) when kubectl is missing; set `KUBECTL` to use a
-//! different binary.
+//! create / apply / get / patch / label / delete of configmaps and pods, `get -w` seeing an
+//! update, and a Deployment created (protobuf), scaled, patched and deleted. Fails (never
+//! skips) when kubectl is missing; set `KUBECTL` to use a different binary.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -212,6 +212,61 @@ async fn kubectl_creates_applies_patches_watches_and_deletes_configmaps_and_pods
         // delete the configmap
         assert!(k.ok(&["delete", "configmap", "demo"]).contains("deleted"));
         assert!(k.fails(&["get", "configmap", "demo"]).contains("not found"));
+    })
+    .await
+    .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_scales_updates_and_deletes_a_deployment() {
+    let server = ApiServer::builder().start().await.unwrap();
+    let dir = scratch_dir().join("apps");
+    std::fs::create_dir_all(&dir).unwrap();
+    let k = setup(&dir, &server);
+    run_blocking(move || {
+        // `kubectl create deployment` sends an apps/v1 Deployment as protobuf.
+        let out = k.ok(&[
+            "create",
+            "deployment",
+            "web",
+            "--image=nginx:1.27",
+            "--replicas=2",
+        ]);
+        assert!(out.contains("deployment.apps/web created"), "{out}");
+        let d = k.json(&["get", "deployment", "web"]);
+        assert_eq!(d["spec"]["replicas"], 2);
+        assert_eq!(d["spec"]["strategy"]["type"], "RollingUpdate");
+        assert_eq!(d["spec"]["selector"]["matchLabels"]["app"], "web");
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"],
+            "IfNotPresent"
+        );
+        assert_eq!(d["metadata"]["generation"], 1);
+        // the scale subresource
+        assert!(
+            k.ok(&["scale", "deployment", "web", "--replicas=4"])
+                .contains("scaled")
+        );
+        let d = k.json(&["get", "deploy", "web"]);
+        assert_eq!(d["spec"]["replicas"], 4);
+        assert_eq!(d["metadata"]["generation"], 2);
+        // a strategic merge patch of the template (containers merged by name)
+        assert!(
+            k.ok(&["set", "image", "deployment/web", "nginx=nginx:1.28"])
+                .contains("image updated")
+        );
+        let d = k.json(&["get", "deploy", "web"]);
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"][0]["image"],
+            "nginx:1.28"
+        );
+        assert_eq!(d["metadata"]["generation"], 3);
+        let listed = k.ok(&["get", "deployments"]);
+        assert!(listed.contains("web"), "{listed}");
+        assert!(k.ok(&["delete", "deployment", "web"]).contains("deleted"));
+        assert!(k.fails(&["get", "deployment", "web"]).contains("NotFound"));
     })
     .await
     .unwrap();

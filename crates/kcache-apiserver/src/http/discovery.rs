@@ -79,10 +79,16 @@ fn resource_list(group: &str, version: &str, resources: &[Arc<ResourceInfo>]) ->
         }
         out.push(entry);
         for sub in &r.subresources {
-            out.push(json!({
+            let mut e = json!({
                 "name": format!("{}/{}", r.plural, sub), "singularName": "",
                 "namespaced": r.namespaced, "kind": r.kind, "verbs": sub_verbs(sub),
-            }));
+            });
+            if sub == "scale" {
+                e["kind"] = json!("Scale");
+                e["group"] = json!("autoscaling");
+                e["version"] = json!("v1");
+            }
+            out.push(e);
         }
     }
     let gv = if group.is_empty() {
@@ -142,7 +148,14 @@ fn aggregated_group(name: &str, versions: &BTreeMap<String, Vec<Arc<ResourceInfo
                         e["subresources"] = r
                             .subresources
                             .iter()
-                            .map(|s| json!({"subresource": s, "responseKind": kind, "verbs": sub_verbs(s)}))
+                            .map(|s| {
+                                let kind = if s == "scale" {
+                                    json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+                                } else {
+                                    kind.clone()
+                                };
+                                json!({"subresource": s, "responseKind": kind, "verbs": sub_verbs(s)})
+                            })
                             .collect();
                     }
                     e

@@ -393,6 +393,15 @@ async fn dispatch(
             };
             watch::watch(state, &t, params, out, query).await
         }
+        (true, Method::GET) if target.sub.as_deref() == Some("scale") => {
+            crud::get_scale(state, &target, headers)
+        }
+        (true, Method::PUT) if target.sub.as_deref() == Some("scale") => {
+            crud::update_scale(state, &target, query, headers, &body)
+        }
+        (true, Method::PATCH) if target.sub.as_deref() == Some("scale") => {
+            crud::patch_scale(state, &target, query, headers, &body)
+        }
         (true, Method::GET) => crud::get(state, &target, query, headers).await,
         (false, Method::POST) => crud::create(state, &target, query, headers, &body),
         (true, Method::PUT) => crud::update(state, &target, query, headers, &body),

@@ -1,5 +1,5 @@
 //! Differential scenarios: many small scripted scenarios (object lifecycle, patches,
-//! validation and wording, routing), each run in a namespace of its own against the embedded
+//! validation and wording, routing, apps/v1 workloads), each run in a namespace of its own against the embedded
 //! `kcache-apiserver` and against the upstream kube-apiserver (`KCACHE_UPSTREAM_KUBECONFIG`,
 //! started by `scripts/kube-up.sh`). Each scenario's normalised transcript must be the same on
 //! both, except for the scenarios in [`KNOWN`], which must still differ (so the list stays
@@ -11,6 +11,7 @@ mod lifecycle;
 mod patches;
 mod script;
 mod validation;
+mod workloads;
 
 use kcache_conformance::{Target, upstream_kubeconfig};
 use script::Script;
@@ -45,6 +46,10 @@ const SCENARIOS: &[&str] = &[
     "field_validation_modes",
     "watch_rv0_bookmarks",
     "status_subresource_rules",
+    "deployment_defaults_and_generation",
+    "deployment_validation",
+    "scale_subresource",
+    "other_workload_defaults",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -76,6 +81,12 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "unsupported_media_type" => validation::unsupported_media_type(s).await,
         "field_validation_modes" => validation::field_validation_modes(s).await,
         "watch_rv0_bookmarks" => validation::watch_rv0_bookmarks(s).await,
+        "deployment_defaults_and_generation" => {
+            workloads::deployment_defaults_and_generation(s).await
+        }
+        "deployment_validation" => workloads::deployment_validation(s).await,
+        "scale_subresource" => workloads::scale_subresource(s).await,
+        "other_workload_defaults" => workloads::other_workload_defaults(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

@@ -24,13 +24,16 @@ use crate::object::StoredObject;
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 
+mod apps;
 mod object;
 mod patch;
 mod rules;
+mod scale;
 mod write;
 
 pub(crate) use object::{create_object, update_object};
 pub(crate) use patch::patch;
+pub(crate) use scale::{get_scale, patch_scale, update_scale};
 pub(crate) use write::{create, update};
 
 pub(super) fn now_rfc3339() -> String {

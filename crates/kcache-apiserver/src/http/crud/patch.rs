@@ -23,7 +23,7 @@ use crate::status::{ApiError, Cause};
 fn is_builtin(info: &ResourceInfo) -> bool {
     matches!(
         info.group.as_str(),
-        "" | "coordination.k8s.io" | "events.k8s.io"
+        "" | "coordination.k8s.io" | "events.k8s.io" | "apps"
     )
 }
 

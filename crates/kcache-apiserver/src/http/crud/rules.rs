@@ -11,6 +11,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 
+use super::apps;
 use crate::resource::ResourceInfo;
 use crate::status::{ApiError, Cause};
 
@@ -43,6 +44,16 @@ pub(crate) fn on_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Re
     }
     if core(info, "namespaces") {
         namespace_label(obj, &name);
+    }
+    if apps::is_workload(info) {
+        apps::set_defaults(info, obj);
+        // The status subresource's owner (the controller) writes status; a create starts
+        // it empty.
+        obj.insert("status".into(), json!({}));
+        let causes = apps::causes(obj);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(info, &name, causes));
+        }
     }
     prune_empty(info, obj);
     Ok(())
@@ -112,6 +123,10 @@ pub(crate) fn on_update(info: &ResourceInfo, old: &Value, new: &mut Value) -> Re
     }
     if core(info, "namespaces") {
         namespace_label(obj, &name);
+    }
+    if apps::is_workload(info) {
+        apps::set_defaults(info, obj);
+        causes.extend(apps::causes(obj));
     }
     if !causes.is_empty() {
         return Err(ApiError::invalid(info, &name, causes));

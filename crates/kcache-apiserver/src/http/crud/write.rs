@@ -173,14 +173,46 @@ fn decode_body(
     match body_type(headers) {
         BodyType::Json => decode_object(&target.info, body),
         BodyType::Yaml => decode_yaml(&target.info, body),
-        BodyType::Protobuf => crate::http::protobuf::decode(body).map_err(|e| match e {
-            crate::http::protobuf::ProtoError::Unsupported(_) => ApiError::unsupported_body(),
-            e @ crate::http::protobuf::ProtoError::Malformed(_) => ApiError::bad_request(format!(
-                "the object provided is unrecognized (must be of type {}): {e}",
-                target.info.kind
-            )),
-        }),
+        BodyType::Protobuf => crate::http::protobuf::decode(body)
+            .or_else(|e| match e {
+                crate::http::protobuf::ProtoError::Unsupported(_) => decode_any_protobuf(body),
+                e => Err(e),
+            })
+            .map_err(|e| match e {
+                crate::http::protobuf::ProtoError::Unsupported(_) => ApiError::unsupported_body(),
+                e @ crate::http::protobuf::ProtoError::Malformed(_) => {
+                    ApiError::bad_request(format!(
+                        "the object provided is unrecognized (must be of type {}): {e}",
+                        target.info.kind
+                    ))
+                }
+            }),
         _ => Err(ApiError::unsupported_body()),
+    }
+}
+
+/// A protobuf body of any built-in kind kcache-proto has a type for (kubectl's typed
+/// generators send Deployments so, for one), through its k8s-openapi type into JSON.
+fn decode_any_protobuf(
+    body: &[u8],
+) -> Result<Map<String, Value>, crate::http::protobuf::ProtoError> {
+    use crate::http::protobuf::ProtoError;
+    let env = kcache_proto::envelope::Envelope::decode(bytes::Bytes::copy_from_slice(body))
+        .map_err(|_| ProtoError::Malformed("not a k8s\\0 runtime.Unknown envelope"))?;
+    if !kcache_proto::kind_is_supported(&env.api_version, &env.kind) {
+        return Err(ProtoError::Unsupported(env.kind));
+    }
+    let (api_version, kind) = (env.api_version.clone(), env.kind.clone());
+    match kcache_proto::decode_object::<Value>(env) {
+        Ok(Value::Object(mut m)) => {
+            // The protobuf message has no type meta: the envelope's is the object's.
+            m.entry("apiVersion").or_insert(Value::String(api_version));
+            m.entry("kind").or_insert(Value::String(kind));
+            Ok(m)
+        }
+        Ok(_) | Err(_) => Err(ProtoError::Malformed(
+            "the message does not decode as its kind",
+        )),
     }
 }
 

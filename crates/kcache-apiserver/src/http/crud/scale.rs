@@ -1,0 +1,154 @@
+//! The `scale` subresource of Deployments, ReplicaSets and StatefulSets: an
+//! `autoscaling/v1` `Scale` view of `spec.replicas`, `status.replicas` and the selector, read
+//! with GET and written with PUT or a merge patch (what `kubectl scale` sends).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::response::Response;
+use http::HeaderMap;
+use serde_json::{Map, Value, json};
+
+use super::write::Write;
+use super::{get_object, update_object};
+use crate::http::managed::FieldsChange;
+use crate::http::negotiate::{BodyType, body_type, output};
+use crate::http::{AppState, Target, json_response};
+use crate::object::StoredObject;
+use crate::status::ApiError;
+
+/// The selector string of a `matchLabels` selector: `a=b,c=d`.
+fn selector_string(obj: &Value) -> String {
+    let Some(labels) = obj
+        .pointer("/spec/selector/matchLabels")
+        .and_then(Value::as_object)
+    else {
+        return String::new();
+    };
+    let mut pairs: Vec<String> = labels
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+        .collect();
+    pairs.sort();
+    pairs.join(",")
+}
+
+/// The `Scale` view of a workload.
+fn scale_of(obj: &StoredObject) -> Value {
+    let v = obj.value();
+    let mut meta = Map::new();
+    for k in ["name", "namespace", "uid", "creationTimestamp"] {
+        if let Some(x) = v.pointer(&format!("/metadata/{k}")) {
+            meta.insert(k.into(), x.clone());
+        }
+    }
+    meta.insert("resourceVersion".into(), json!(obj.rv().to_string()));
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": meta,
+        "spec": {"replicas": v.pointer("/spec/replicas").cloned().unwrap_or(json!(0))},
+        "status": {
+            "replicas": v.pointer("/status/replicas").cloned().unwrap_or(json!(0)),
+            "selector": selector_string(v),
+        },
+    })
+}
+
+fn main_target(target: &Target) -> Target {
+    Target {
+        sub: None,
+        ..target.clone()
+    }
+}
+
+/// GET of `…/scale`.
+pub(crate) fn get_scale(
+    state: &Arc<AppState>,
+    target: &Target,
+    headers: &HeaderMap,
+) -> Result<Response, ApiError> {
+    output(headers)?;
+    let obj = get_object(state, &main_target(target))?;
+    Ok(json_response(200, &scale_of(&obj)))
+}
+
+/// Writes `scale`'s `spec.replicas` into the workload (409 on a stale resourceVersion).
+fn write_scale(
+    state: &Arc<AppState>,
+    target: &Target,
+    write: &Write,
+    headers: &HeaderMap,
+    scale: &Value,
+) -> Result<Response, ApiError> {
+    let main = main_target(target);
+    let cur = get_object(state, &main)?;
+    let replicas = scale.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
+    if !replicas.is_i64() || replicas.as_i64().is_some_and(|r| r < 0) {
+        return Err(ApiError::invalid(
+            &target.info,
+            target.name.as_deref().unwrap_or(""),
+            vec![crate::status::Cause::new(
+                "FieldValueInvalid",
+                format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+                "spec.replicas",
+            )],
+        ));
+    }
+    let mut next = cur.value().clone();
+    next["spec"]["replicas"] = replicas;
+    match scale
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .filter(|rv| !rv.is_empty())
+    {
+        Some(rv) => next["metadata"]["resourceVersion"] = json!(rv),
+        None => next["metadata"]["resourceVersion"] = json!(cur.rv().to_string()),
+    }
+    let change = FieldsChange::Update(write.manager(headers, "Update"));
+    let updated = update_object(state, &main, next, write.dry_run(), &change)?;
+    Ok(json_response(200, &scale_of(&updated)))
+}
+
+/// PUT of `…/scale`.
+pub(crate) fn update_scale(
+    state: &Arc<AppState>,
+    target: &Target,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let write = Write::open(query, headers, "UpdateOptions")?;
+    let scale: Value = serde_json::from_slice(body).map_err(|_| {
+        ApiError::bad_request("the object provided is unrecognized (must be of type Scale)")
+    })?;
+    write_scale(state, target, &write, headers, &scale)
+}
+
+/// PATCH of `…/scale` (merge or strategic merge patch of the `Scale` view).
+pub(crate) fn patch_scale(
+    state: &Arc<AppState>,
+    target: &Target,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let write = Write::open(query, headers, "PatchOptions")?;
+    if !matches!(
+        body_type(headers),
+        BodyType::MergePatch | BodyType::StrategicMergePatch
+    ) {
+        return Err(ApiError::unsupported_patch());
+    }
+    let patch: Value = serde_json::from_slice(body)
+        .map_err(|_| ApiError::bad_request("error decoding patch: invalid JSON"))?;
+    let cur = get_object(state, &main_target(target))?;
+    let mut scale = scale_of(&cur);
+    json_patch::merge(&mut scale, &patch);
+    if patch.pointer("/metadata/resourceVersion").is_none()
+        && let Some(m) = scale.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        m.remove("resourceVersion");
+    }
+    write_scale(state, target, &write, headers, &scale)
+}
