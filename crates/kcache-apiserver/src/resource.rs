@@ -33,6 +33,9 @@ pub struct ResourceInfo {
     /// Whether a PUT without `metadata.resourceVersion` is accepted (the registry strategy's
     /// `AllowUnconditionalUpdate`); false for Leases, which answer 422.
     pub unconditional_update: bool,
+    /// The structural schema (`openAPIV3Schema`) of a custom resource served for a
+    /// CustomResourceDefinition: unknown fields are pruned by it. `None` for built-in kinds.
+    pub schema: Option<Arc<serde_json::Value>>,
 }
 
 impl ResourceInfo {
@@ -51,6 +54,7 @@ impl ResourceInfo {
             subresources: Vec::new(),
             tracks_generation: true,
             unconditional_update: true,
+            schema: None,
         }
     }
 
@@ -135,7 +139,7 @@ pub struct ResourceId {
 
 /// The resource types registered at start: the core types a controller usually touches
 /// plus `coordination.k8s.io/v1` leases, `events.k8s.io/v1` events and the `apps/v1`
-/// workloads.
+/// workloads, and `apiextensions.k8s.io/v1` CustomResourceDefinitions.
 #[must_use]
 pub fn builtin_resources() -> Vec<ResourceInfo> {
     vec![
@@ -163,6 +167,15 @@ pub fn builtin_resources() -> Vec<ResourceInfo> {
         ResourceInfo::namespaced("events.k8s.io", "v1", "events", "Event")
             .with_short_names(&["ev"])
             .without_generation(),
+        ResourceInfo::cluster(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+        )
+        .with_short_names(&["crd", "crds"])
+        .with_subresources(&["status"])
+        .without_generation(),
         ResourceInfo::namespaced("apps", "v1", "deployments", "Deployment")
             .with_short_names(&["deploy"])
             .with_subresources(&["scale", "status"]),
@@ -200,6 +213,12 @@ impl Registry {
         let info = Arc::new(info);
         self.inner.write().insert(info.id(), info.clone());
         info
+    }
+
+    /// Removes a resource type (a deleted CustomResourceDefinition's); returns it if it was
+    /// registered.
+    pub fn unregister(&self, id: &ResourceId) -> Option<Arc<ResourceInfo>> {
+        self.inner.write().remove(id)
     }
 
     /// Looks a resource type up by group, version and plural.

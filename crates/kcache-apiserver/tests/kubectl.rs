@@ -67,6 +67,43 @@ impl Kubectl {
         serde_json::from_str(&self.ok(&a)).expect("kubectl printed JSON")
     }
 
+    /// Starts `kubectl <args> -w --output-watch-events -o json`; its events arrive on the
+    /// receiver, one JSON value each.
+    fn watch(
+        &self,
+        args: &[&str],
+    ) -> (
+        std::process::Child,
+        mpsc::Receiver<Value>,
+        std::thread::JoinHandle<()>,
+    ) {
+        let mut a = args.to_vec();
+        a.extend(["-w", "--output-watch-events", "-o", "json"]);
+        let mut child = self
+            .command(&a)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let (tx, rx) = mpsc::channel::<Value>();
+        let stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut buf = String::new();
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                buf.push_str(&line);
+                buf.push('\n');
+                if let Ok(v) = serde_json::from_str::<Value>(&buf) {
+                    buf.clear();
+                    if tx.send(v).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        (child, rx, reader)
+    }
+
     fn file(&self, name: &str, content: &Value) -> String {
         let p = self.dir.join(name);
         std::fs::write(&p, serde_json::to_vec_pretty(content).unwrap()).unwrap();
@@ -142,28 +179,7 @@ async fn kubectl_creates_applies_patches_watches_and_deletes_configmaps_and_pods
         assert!(k.ok(&["get", "configmaps", "-l", "tier=silver"]).is_empty());
 
         // get -w sees an update made while it runs
-        let mut watch = k
-            .command(&["get", "configmap", "demo", "-w", "--output-watch-events", "-o", "json"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let (tx, rx) = mpsc::channel::<Value>();
-        let stdout = watch.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut buf = String::new();
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                buf.push_str(&line);
-                buf.push('\n');
-                if let Ok(v) = serde_json::from_str::<Value>(&buf) {
-                    buf.clear();
-                    if tx.send(v).is_err() {
-                        break;
-                    }
-                }
-            }
-        });
+        let (mut watch, rx, reader) = k.watch(&["get", "configmap", "demo"]);
         let first = rx.recv().unwrap();
         assert_eq!(first["type"], "ADDED");
         k.ok(&["patch", "configmap", "demo", "-p", r#"{"data":{"watched":"yes"}}"#]);
@@ -267,6 +283,72 @@ async fn kubectl_creates_scales_updates_and_deletes_a_deployment() {
         assert!(listed.contains("web"), "{listed}");
         assert!(k.ok(&["delete", "deployment", "web"]).contains("deleted"));
         assert!(k.fails(&["get", "deployment", "web"]).contains("NotFound"));
+    })
+    .await
+    .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_applies_a_crd_and_a_custom_resource_and_watches_it() {
+    let server = ApiServer::builder().start().await.unwrap();
+    let dir = scratch_dir().join("crd");
+    std::fs::create_dir_all(&dir).unwrap();
+    let k = setup(&dir, &server);
+    run_blocking(move || {
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"]},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "subresources": {"status": {}},
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}]}
+        });
+        let f = k.file("crd.json", &crd);
+        let out = k.ok(&["apply", "-f", &f]);
+        assert!(out.contains("customresourcedefinition.apiextensions.k8s.io/widgets.example.com created"), "{out}");
+        let got = k.json(&["get", "crd", "widgets.example.com"]);
+        assert_eq!(got["status"]["acceptedNames"]["kind"], "Widget");
+        let w = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w1"}, "spec": {"size": 1, "unknown": true}});
+        let wf = k.file("w1.json", &w);
+        // kubectl validates strictly by default: the unknown field is refused, as upstream.
+        let err = k.fails(&["apply", "-f", &wf]);
+        assert!(err.contains(r#"strict decoding error: unknown field "spec.unknown""#), "{err}");
+        assert!(k.ok(&["apply", "--validate=warn", "-f", &wf]).contains("widget.example.com/w1 created"));
+        let got = k.json(&["get", "widget", "w1"]);
+        assert_eq!(got["spec"], json!({"size": 1}), "unknown fields pruned");
+        assert!(k.ok(&["get", "wd"]).contains("w1"), "short name");
+
+        let (mut watch, rx, reader) = k.watch(&["get", "widgets", "w1"]);
+        assert_eq!(rx.recv().unwrap()["type"], "ADDED");
+        let mut changed = w.clone();
+        changed["spec"]["size"] = json!(2);
+        let wf = k.file("w1.json", &changed);
+        assert!(k.ok(&["apply", "-f", &wf]).contains("configured"));
+        let update = loop {
+            let e = rx.recv().expect("kubectl get -w printed the update");
+            if e["type"] == "MODIFIED" {
+                break e;
+            }
+        };
+        assert_eq!(update["object"]["spec"]["size"], 2);
+        assert_eq!(update["object"]["metadata"]["generation"], 2);
+        watch.kill().unwrap();
+        let _ = watch.wait();
+        let _ = reader.join();
+
+        assert!(k.ok(&["delete", "crd", "widgets.example.com"]).contains("deleted"));
+        let err = k.fails(&["get", "widgets"]);
+        // Not served any more (kubectl's cached discovery may still name the resource).
+        assert!(
+            err.contains("the server doesn't have a resource type")
+                || err.contains("the server could not find the requested resource"),
+            "{err}"
+        );
     })
     .await
     .unwrap();

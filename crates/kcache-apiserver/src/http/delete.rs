@@ -56,7 +56,13 @@ pub(crate) fn delete(
             .is_some_and(|d| d.as_array().is_some_and(|a| a.iter().any(|x| x == "All")));
     let (obj, gone) = delete_object(state, target, &opts, dry)?;
     let info = &target.info;
-    if !gone || (info.group.is_empty() && matches!(info.plural.as_str(), "pods" | "namespaces")) {
+    if gone && !dry && super::crd::is_crd(info) {
+        super::crd::uninstall(state, obj.value());
+    }
+    if !gone
+        || (info.group.is_empty() && matches!(info.plural.as_str(), "pods" | "namespaces"))
+        || super::crd::is_crd(info)
+    {
         return Ok(render_value(200, obj.value()));
     }
     let mut details = Map::new();

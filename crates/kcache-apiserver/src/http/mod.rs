@@ -1,6 +1,7 @@
 //! The HTTP front: authentication, body limits, fault gates, routing of Kubernetes REST
 //! paths, and rendering of responses.
 
+mod crd;
 mod crud;
 mod debug;
 mod delete;

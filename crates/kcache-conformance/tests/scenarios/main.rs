@@ -1,5 +1,6 @@
 //! Differential scenarios: many small scripted scenarios (object lifecycle, patches,
-//! validation and wording, routing, apps/v1 workloads), each run in a namespace of its own against the embedded
+//! validation and wording, routing, apps/v1 workloads,
+//! CustomResourceDefinitions), each run in a namespace of its own against the embedded
 //! `kcache-apiserver` and against the upstream kube-apiserver (`KCACHE_UPSTREAM_KUBECONFIG`,
 //! started by `scripts/kube-up.sh`). Each scenario's normalised transcript must be the same on
 //! both, except for the scenarios in [`KNOWN`], which must still differ (so the list stays
@@ -7,6 +8,7 @@
 //!
 //! Every scenario here was written against, and first run on, the upstream server.
 
+mod crds;
 mod lifecycle;
 mod patches;
 mod script;
@@ -50,6 +52,8 @@ const SCENARIOS: &[&str] = &[
     "deployment_validation",
     "scale_subresource",
     "other_workload_defaults",
+    "crd_serves_its_resource",
+    "crd_validation",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -87,6 +91,8 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "deployment_validation" => workloads::deployment_validation(s).await,
         "scale_subresource" => workloads::scale_subresource(s).await,
         "other_workload_defaults" => workloads::other_workload_defaults(s).await,
+        "crd_serves_its_resource" => crds::crd_serves_its_resource(s).await,
+        "crd_validation" => crds::crd_validation(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

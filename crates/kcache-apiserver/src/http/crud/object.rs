@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::rules;
 use super::{has_finalizers, meta_mut, now_rfc3339};
+use crate::http::crd;
 use crate::http::managed::{FieldsChange, Manager, Transition, updated as updated_fields};
 use crate::http::validate::{check_kind, check_name, check_type, name_causes};
 use crate::http::{AppState, Target};
@@ -224,9 +225,13 @@ pub(crate) fn create_object(
         }
         Ok(Mutation::Put(value))
     })?;
-    outcome
+    let created = outcome
         .object
-        .ok_or_else(|| ApiError::internal("create produced no object"))
+        .ok_or_else(|| ApiError::internal("create produced no object"))?;
+    if crd::is_crd(info) {
+        crd::install(state, created.value());
+    }
+    Ok(created)
 }
 
 /// Replaces an object with `value`, keeping server-owned metadata; shared by PUT,
@@ -386,7 +391,11 @@ pub(crate) fn update_object(
     if let Some(v) = dry_result {
         return Ok(Arc::new(StoredObject::without_rv(v)));
     }
-    outcome
+    let updated = outcome
         .object
-        .ok_or_else(|| ApiError::not_found(info, &name))
+        .ok_or_else(|| ApiError::not_found(info, &name))?;
+    if crd::is_crd(info) && !status_only {
+        crd::install(state, updated.value());
+    }
+    Ok(updated)
 }

@@ -114,10 +114,21 @@ pub(crate) fn patch(
         {
             return Err(ApiError::conflict(info, &name));
         }
+        let mut next = next;
+        // A custom resource's unknown fields are pruned, with a warning each (as for a PUT).
+        let warnings: Vec<String> = match &info.schema {
+            Some(schema) if write.query.field_validation != "Ignore" => {
+                crate::http::crd::prune(&mut next, schema)
+                    .iter()
+                    .map(|f| format!("299 - \"unknown field \\\"{f}\\\"\""))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
         match update_object(state, target, next, write.dry_run(), &change) {
             Err(e) if e.code == 409 && user_rv.is_none() && attempts < 10 => continue,
             Err(e) => return Err(e),
-            Ok(updated) => return Ok(write.respond(info, &updated, 200, &[])),
+            Ok(updated) => return Ok(write.respond(info, &updated, 200, &warnings)),
         }
     }
 }

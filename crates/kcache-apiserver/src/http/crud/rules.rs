@@ -12,6 +12,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 
 use super::apps;
+use crate::http::crd;
 use crate::resource::ResourceInfo;
 use crate::status::{ApiError, Cause};
 
@@ -29,6 +30,21 @@ fn builtin(info: &ResourceInfo) -> bool {
 /// The rules of a create, on the object about to be stored (name already set).
 pub(crate) fn on_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Result<(), ApiError> {
     let name = name_of(obj);
+    if crd::is_crd(info) {
+        crd::validate(info, obj)?;
+        // The apiextensions controllers write the status; a create starts without one.
+        obj.remove("status");
+    }
+    if let Some(schema) = &info.schema {
+        let mut v = Value::Object(std::mem::take(obj));
+        crd::prune(&mut v, schema);
+        if let Value::Object(m) = v {
+            *obj = m;
+        }
+        if info.subresources.iter().any(|s| s == "status") {
+            obj.remove("status");
+        }
+    }
     if core(info, "secrets") {
         secret_defaults(obj)?;
         let causes = secret_causes(obj);
@@ -65,6 +81,15 @@ pub(crate) fn on_update(info: &ResourceInfo, old: &Value, new: &mut Value) -> Re
         return Ok(());
     };
     let name = name_of(obj);
+    if crd::is_crd(info) {
+        crd::validate(info, obj)?;
+    }
+    if let Some(schema) = &info.schema {
+        crd::prune(new, schema);
+    }
+    let Some(obj) = new.as_object_mut() else {
+        return Ok(());
+    };
     let mut causes = Vec::new();
     if old.pointer("/metadata/deletionTimestamp").is_some() {
         let had = string_list(old.pointer("/metadata/finalizers"));

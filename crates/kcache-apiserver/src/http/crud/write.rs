@@ -32,7 +32,7 @@ pub(super) struct WriteQuery {
     /// `fieldManager`: who owns the written fields (empty: derived from the User-Agent).
     field_manager: String,
     /// `fieldValidation`: `Strict` makes unknown fields an error instead of a warning.
-    field_validation: String,
+    pub(super) field_validation: String,
     /// `includeObject` of a Table answer.
     include_object: String,
 }
@@ -147,7 +147,35 @@ impl Write {
     ) -> Result<(Value, Vec<String>), ApiError> {
         let mut obj = decode_body(target, headers, body)?;
         check_type(&target.info, &mut obj)?;
-        let warnings = unknown_fields(&target.info, &mut obj, &self.query.field_validation)?;
+        let mut warnings = unknown_fields(&target.info, &mut obj, &self.query.field_validation)?;
+        if let Some(schema) = &target.info.schema {
+            let mut v = Value::Object(obj);
+            let pruned = crate::http::crd::prune(&mut v, schema);
+            obj = match v {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            };
+            match self.query.field_validation.as_str() {
+                "Ignore" => {}
+                "Strict" if !pruned.is_empty() => {
+                    let list: Vec<String> = pruned
+                        .iter()
+                        .map(|f| format!("unknown field \"{f}\""))
+                        .collect();
+                    return Err(ApiError::bad_request(format!(
+                        "{kind} in version \"{}\" cannot be handled as a {kind}: strict decoding error: {}",
+                        target.info.version,
+                        list.join(", "),
+                        kind = target.info.kind,
+                    )));
+                }
+                _ => warnings.extend(
+                    pruned
+                        .iter()
+                        .map(|f| format!("299 - \"unknown field \\\"{f}\\\"\"")),
+                ),
+            }
+        }
         Ok((Value::Object(obj), warnings))
     }
 

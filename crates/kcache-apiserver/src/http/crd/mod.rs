@@ -1,0 +1,273 @@
+//! CustomResourceDefinitions (`apiextensions.k8s.io/v1`): a created CRD serves its resource
+//! at once — every served version registered (discovery, list/watch, CRUD, the `status`
+//! subresource when declared, short names), its custom resources pruned by the version's
+//! structural schema — and gets the status kube-apiserver's apiextensions controllers write
+//! (`NamesAccepted`, `Established`, `acceptedNames`, `storedVersions`). Deleting the CRD
+//! deletes its custom resources and stops serving it.
+
+mod prune;
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+pub(crate) use prune::prune;
+
+use super::AppState;
+use crate::resource::{ResourceId, ResourceInfo};
+use crate::status::{ApiError, Cause};
+use crate::store::Mutation;
+
+/// Whether `info` is the CustomResourceDefinition type.
+pub(crate) fn is_crd(info: &ResourceInfo) -> bool {
+    info.group == "apiextensions.k8s.io" && info.plural == "customresourcedefinitions"
+}
+
+fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Defaults (`singular`, `listKind`, the conversion strategy) and kube-apiserver's checks of
+/// a CRD's names, scope and versions.
+pub(crate) fn validate(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Result<(), ApiError> {
+    let name = obj
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let spec = obj.entry("spec").or_insert_with(|| json!({}));
+    if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
+        let kind = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        if !kind.is_empty() {
+            names
+                .entry("singular")
+                .or_insert_with(|| json!(kind.to_ascii_lowercase()));
+            names
+                .entry("listKind")
+                .or_insert_with(|| json!(format!("{kind}List")));
+        }
+    }
+    if let Some(s) = spec.as_object_mut() {
+        s.entry("conversion")
+            .or_insert_with(|| json!({"strategy": "None"}));
+    }
+    let spec = &*spec;
+    let mut causes = Vec::new();
+    let (group, plural) = (str_at(spec, "/group"), str_at(spec, "/names/plural"));
+    if name != format!("{plural}.{group}") {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            format!("Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"),
+            "metadata.name",
+        ));
+    }
+    if group.is_empty() {
+        causes.push(Cause::new(
+            "FieldValueRequired",
+            "Required value",
+            "spec.group",
+        ));
+    } else if !group.contains('.') {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            format!("Invalid value: \"{group}\": should be a domain with at least one dot"),
+            "spec.group",
+        ));
+    }
+    if plural.is_empty() {
+        causes.push(Cause::new(
+            "FieldValueRequired",
+            "Required value",
+            "spec.names.plural",
+        ));
+    }
+    if str_at(spec, "/names/kind").is_empty() {
+        causes.push(Cause::new(
+            "FieldValueRequired",
+            "Required value",
+            "spec.names.kind",
+        ));
+    }
+    match str_at(spec, "/scope") {
+        "Namespaced" | "Cluster" => {}
+        "" => causes.push(Cause::new(
+            "FieldValueRequired",
+            "Required value",
+            "spec.scope",
+        )),
+        other => causes.push(Cause::new(
+            "FieldValueNotSupported",
+            format!(
+                "Unsupported value: \"{other}\": supported values: \"Cluster\", \"Namespaced\""
+            ),
+            "spec.scope",
+        )),
+    }
+    let versions = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if versions.is_empty() {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            "Invalid value: \"null\": must have exactly one version marked as storage version",
+            "spec.versions",
+        ));
+    } else {
+        let storage = versions
+            .iter()
+            .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+            .count();
+        if storage != 1 {
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                format!("Invalid value: {storage}: must have exactly one version marked as storage version"),
+                "spec.versions",
+            ));
+        }
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(info, &name, causes))
+    }
+}
+
+/// The resource types a CRD serves, one per served version.
+fn served(crd: &Value) -> Vec<ResourceInfo> {
+    let spec = crd.get("spec").cloned().unwrap_or_default();
+    let (group, plural, kind) = (
+        str_at(&spec, "/group"),
+        str_at(&spec, "/names/plural"),
+        str_at(&spec, "/names/kind"),
+    );
+    let namespaced = str_at(&spec, "/scope") != "Cluster";
+    let short: Vec<&str> = spec
+        .pointer("/names/shortNames")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let singular = str_at(&spec, "/names/singular");
+    spec.get("versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|v| v.get("served").and_then(Value::as_bool) != Some(false))
+        .map(|v| {
+            let version = str_at(v, "/name");
+            let mut info = if namespaced {
+                ResourceInfo::namespaced(group, version, plural, kind)
+            } else {
+                ResourceInfo::cluster(group, version, plural, kind)
+            }
+            .with_short_names(&short);
+            if !singular.is_empty() {
+                info.singular = singular.to_owned();
+            }
+            if v.pointer("/subresources/status").is_some() {
+                info.subresources.push("status".into());
+            }
+            info.schema = v.pointer("/schema/openAPIV3Schema").cloned().map(Arc::new);
+            info
+        })
+        .collect()
+}
+
+/// Serves what `crd` (as stored) defines, stops serving its versions no longer served, and
+/// writes the status the apiextensions controllers write.
+pub(crate) fn install(state: &AppState, crd: &Value) {
+    let infos = served(crd);
+    let (group, plural) = (
+        str_at(crd, "/spec/group"),
+        str_at(crd, "/spec/names/plural"),
+    );
+    for old in state.registry.all() {
+        if old.group == group
+            && old.plural == plural
+            && !infos.iter().any(|i| i.version == old.version)
+        {
+            state.registry.unregister(&old.id());
+        }
+    }
+    for info in infos {
+        state.registry.register(info);
+    }
+    let Some(crd_info) =
+        state
+            .registry
+            .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+    else {
+        return;
+    };
+    let name = str_at(crd, "/metadata/name").to_owned();
+    let now = super::crud::now_rfc3339();
+    let _ = state.store.mutate::<ApiError>(&crd_info.id(), &name, |cur, _| {
+        let Some(cur) = cur else {
+            return Ok(Mutation::Keep);
+        };
+        let mut v = cur.value().clone();
+        let names = v.pointer("/spec/names").cloned().unwrap_or_default();
+        let storage: Vec<Value> = v
+            .pointer("/spec/versions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|x| x.get("storage").and_then(Value::as_bool) == Some(true))
+            .filter_map(|x| x.get("name").cloned())
+            .collect();
+        let mut stored = v
+            .pointer("/status/storedVersions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for s in storage {
+            if !stored.contains(&s) {
+                stored.push(s);
+            }
+        }
+        let status = json!({
+            "acceptedNames": names,
+            "conditions": [
+                {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now,
+                 "reason": "NoConflicts", "message": "no conflicts found"},
+                {"type": "Established", "status": "True", "lastTransitionTime": now,
+                 "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}
+            ],
+            "storedVersions": stored,
+        });
+        if v.get("status") == Some(&status) {
+            return Ok(Mutation::Keep);
+        }
+        v["status"] = status;
+        Ok(Mutation::Put(v))
+    });
+}
+
+/// Deletes the custom resources of `crd` and stops serving it.
+pub(crate) fn uninstall(state: &AppState, crd: &Value) {
+    let (group, plural) = (
+        str_at(crd, "/spec/group"),
+        str_at(crd, "/spec/names/plural"),
+    );
+    let ids: Vec<ResourceId> = state
+        .registry
+        .all()
+        .iter()
+        .filter(|i| i.group == group && i.plural == plural)
+        .map(|i| i.id())
+        .collect();
+    for id in ids {
+        for key in state.store.keys_with_prefix(&id, "") {
+            let _ = state
+                .store
+                .mutate::<ApiError>(&id, &key, |_, _| Ok(Mutation::Delete));
+        }
+        state.registry.unregister(&id);
+    }
+}
