@@ -51,6 +51,50 @@ impl ServerHandle {
         http::create_object(&self.state, &t, object, false, &change).map(|o| o.value().clone())
     }
 
+    /// Creates `object` where its `apiVersion` and `kind` say (in `metadata.namespace`, or
+    /// `default`, for a namespaced kind); returns the stored object. This is how a manifest
+    /// is loaded ([`crate::manifests`]).
+    ///
+    /// # Errors
+    /// 404 for a kind the server does not serve, else as [`ServerHandle::create`].
+    pub fn create_object(&self, object: Value) -> Result<Value, ApiError> {
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let info = self
+            .state
+            .registry
+            .all()
+            .into_iter()
+            .find(|i| i.group == group && i.version == version && i.kind == kind)
+            .ok_or_else(|| {
+                ApiError::new(
+                    404,
+                    "NotFound",
+                    format!("the server does not serve {kind} in {api_version:?}"),
+                )
+            })?;
+        let prefix = if group.is_empty() {
+            format!("/api/{version}")
+        } else {
+            format!("/apis/{group}/{version}")
+        };
+        let path = if info.namespaced {
+            let ns = object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+                .unwrap_or("default");
+            format!("{prefix}/namespaces/{ns}/{}", info.plural)
+        } else {
+            format!("{prefix}/{}", info.plural)
+        };
+        self.create(&path, object)
+    }
+
     /// The current objects of the collection at `collection_path` (all namespaces for a
     /// namespaced resource without a namespace in the path), ordered by namespace and name,
     /// with the resourceVersion they are consistent at.

@@ -47,6 +47,7 @@
 pub mod fault;
 mod handle;
 mod http;
+pub mod manifests;
 pub(crate) mod object;
 pub mod resource;
 pub(crate) mod selector;

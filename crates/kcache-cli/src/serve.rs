@@ -33,6 +33,10 @@ pub(crate) struct ServeArgs {
     /// Serve the fault-injection endpoints under /debug/kcache/.
     #[arg(long)]
     pub enable_faults: bool,
+    /// Create the objects of every *.json / *.yaml / *.yml manifest in this directory at start
+    /// (CustomResourceDefinitions and Namespaces first).
+    #[arg(long, value_name = "DIR")]
+    pub manifests: Option<PathBuf>,
 }
 
 /// A small but realistic pod for seeding.
@@ -65,6 +69,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             .handle()
             .create("/api/v1/namespaces/default/pods", seed_pod(i))
             .context("seeding pods")?;
+    }
+    if let Some(dir) = &args.manifests {
+        let n = kcache_apiserver::manifests::load_dir(server.handle(), dir)
+            .with_context(|| format!("loading the manifests of {}", dir.display()))?;
+        println!("created {n} objects from {}", dir.display());
     }
     println!("kcache API server listening on {}", server.url());
     if let Some(path) = &args.write_kubeconfig {

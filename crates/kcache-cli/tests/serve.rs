@@ -75,3 +75,93 @@ fn serve_prints_url_and_kubeconfig_serves_kubectl_and_stops_on_ctrl_c() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn serve_preloads_a_manifest_directory_crds_first() {
+    let dir = std::env::temp_dir().join(format!("kcache-serve-manifests-{}", std::process::id()));
+    let manifests = dir.join("manifests");
+    std::fs::create_dir_all(&manifests).unwrap();
+    // The custom resource's file sorts before its CRD's: CRDs are created first anyway.
+    std::fs::write(
+        manifests.join("a-widget.yaml"),
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\n  namespace: team\nspec:\n  size: 3\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n",
+    )
+    .unwrap();
+    std::fs::write(
+        manifests.join("b-crd.json"),
+        serde_json::to_vec(&serde_json::json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kcache"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--manifests"])
+        .arg(&manifests)
+        .arg("--write-kubeconfig")
+        .arg(&kubeconfig)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("kcache starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert_eq!(
+        first,
+        format!("created 3 objects from {}", manifests.display())
+    );
+    let _ = lines.next();
+    let _ = lines.next();
+    let out = Command::new(kubectl())
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .args([
+            "get",
+            "widgets",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.items[0].spec.size}",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "3");
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    assert!(child.wait().unwrap().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn serve_fails_clearly_on_a_bad_manifest() {
+    let dir = std::env::temp_dir().join(format!("kcache-serve-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("x.yaml"),
+        "apiVersion: nope/v9\nkind: Thing\nmetadata:\n  name: t\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kcache"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--manifests"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("x.yaml: creating Thing \"t\""), "{err}");
+    assert!(err.contains("does not serve Thing"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
