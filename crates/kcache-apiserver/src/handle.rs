@@ -103,7 +103,7 @@ impl ServerHandle {
     /// 404 for an unknown resource path.
     pub fn list(&self, collection_path: &str) -> Result<(Vec<Value>, u64), ApiError> {
         let t = self.target(collection_path, false)?;
-        let all = |_: &Value| true;
+        let all = |_: &crate::object::StoredObject| true;
         let q = crate::store::ListQuery {
             namespace: t.namespace.as_deref(),
             at: crate::store::ReadAt::Latest,

@@ -1,23 +1,27 @@
-//! Stored objects: the JSON value plus its serialised bytes, shared as `Arc`.
+//! Stored objects: the serialised JSON and what routing needs (name, namespace,
+//! resourceVersion), shared as `Arc`. The JSON value is parsed on demand: a stored pod
+//! costs its bytes, not a `serde_json::Value` tree (about 8× the bytes).
 
 use bytes::Bytes;
 use serde_json::Value;
 
-/// One stored object version: its JSON (with `metadata.resourceVersion` set) and the
-/// same JSON serialised once, so that lists and watches never re-encode it.
-///
-/// Two encodings are kept: the full object (`kind` and `apiVersion` first, as GET and
-/// watch events carry it) and the list-item form without `kind`/`apiVersion` (list items
-/// carry neither on kube-apiserver).
+/// One stored object version: its JSON (with `metadata.resourceVersion` set), serialised
+/// once with `kind` and `apiVersion` first, as GET and watch events carry it; the list-item
+/// form (without `kind`/`apiVersion`, as kube-apiserver's list items) is the same bytes
+/// after those two fields, so lists never re-encode either.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct StoredObject {
-    value: Value,
     json: Bytes,
-    item: Bytes,
+    /// Where the fields after `kind` and `apiVersion` start in `json` (0: the object has no
+    /// type fields, and the item form is `json` itself).
+    rest: usize,
+    name: Box<str>,
+    namespace: Box<str>,
     rv: u64,
 }
 
-fn encode(value: &Value) -> (Bytes, Bytes) {
+/// The full JSON with `kind` and `apiVersion` first, and where the rest starts.
+fn encode(value: &Value) -> (Bytes, usize) {
     let mut rest = value.clone();
     let (kind, api_version) = match rest.as_object_mut() {
         Some(m) => (m.remove("kind"), m.remove("apiVersion")),
@@ -25,37 +29,44 @@ fn encode(value: &Value) -> (Bytes, Bytes) {
     };
     let item = serde_json::to_vec(&rest).unwrap_or_default();
     let (Some(kind), Some(api_version)) = (kind, api_version) else {
-        let item = Bytes::from(item);
-        return (item.clone(), item);
+        return (Bytes::from(item), 0);
     };
     let mut full = Vec::with_capacity(item.len() + 64);
     full.extend_from_slice(b"{\"kind\":");
     full.extend_from_slice(&serde_json::to_vec(&kind).unwrap_or_default());
     full.extend_from_slice(b",\"apiVersion\":");
     full.extend_from_slice(&serde_json::to_vec(&api_version).unwrap_or_default());
+    let start;
     if item.len() > 2 {
         full.push(b',');
+        start = full.len();
         full.extend_from_slice(&item[1..]);
     } else {
+        start = full.len();
         full.push(b'}');
     }
-    (Bytes::from(full), Bytes::from(item))
+    (Bytes::from(full), start)
 }
 
 impl StoredObject {
+    fn from_value(value: &Value, rv: u64) -> Self {
+        let (json, rest) = encode(value);
+        Self {
+            json,
+            rest,
+            name: meta_str(value, "name").into(),
+            namespace: meta_str(value, "namespace").into(),
+            rv,
+        }
+    }
+
     /// Wraps `value`, stamping `metadata.resourceVersion = rv`.
     #[must_use]
     pub(crate) fn new(mut value: Value, rv: u64) -> Self {
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
         }
-        let (json, item) = encode(&value);
-        Self {
-            value,
-            json,
-            item,
-            rv,
-        }
+        Self::from_value(&value, rv)
     }
 
     /// Wraps `value` as is, for objects that were not stored (dry runs): no
@@ -65,19 +76,14 @@ impl StoredObject {
         if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("resourceVersion");
         }
-        let (json, item) = encode(&value);
-        Self {
-            value,
-            json,
-            item,
-            rv: 0,
-        }
+        Self::from_value(&value, 0)
     }
 
-    /// The object as JSON.
+    /// The object as JSON, parsed from its bytes (each call parses: keep the result when
+    /// reading several fields).
     #[must_use]
-    pub(crate) fn value(&self) -> &Value {
-        &self.value
+    pub(crate) fn value(&self) -> Value {
+        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
     }
 
     /// The object serialised as compact JSON.
@@ -86,10 +92,24 @@ impl StoredObject {
         &self.json
     }
 
-    /// The object serialised without `kind` and `apiVersion`, as list items are.
+    /// The length of the list-item form ([`write_item`](Self::write_item)).
     #[must_use]
-    pub(crate) fn item_json(&self) -> &Bytes {
-        &self.item
+    pub(crate) fn item_len(&self) -> usize {
+        if self.rest == 0 {
+            self.json.len()
+        } else {
+            1 + self.json.len() - self.rest
+        }
+    }
+
+    /// Appends the object serialised without `kind` and `apiVersion`, as list items are.
+    pub(crate) fn write_item(&self, buf: &mut Vec<u8>) {
+        if self.rest == 0 {
+            buf.extend_from_slice(&self.json);
+        } else {
+            buf.push(b'{');
+            buf.extend_from_slice(&self.json[self.rest..]);
+        }
     }
 
     /// The object's resourceVersion.
@@ -101,13 +121,46 @@ impl StoredObject {
     /// `metadata.name` (empty when absent).
     #[must_use]
     pub(crate) fn name(&self) -> &str {
-        meta_str(&self.value, "name")
+        &self.name
     }
 
     /// `metadata.namespace` (empty when absent).
     #[must_use]
     pub(crate) fn namespace(&self) -> &str {
-        meta_str(&self.value, "namespace")
+        &self.namespace
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_item_form_is_the_object_without_its_type_fields() {
+        let o = StoredObject::new(
+            json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "a"}, "data": {"k": "v"}}),
+            7,
+        );
+        let mut item = Vec::new();
+        o.write_item(&mut item);
+        assert_eq!(item.len(), o.item_len());
+        let item: Value = serde_json::from_slice(&item).unwrap();
+        assert_eq!(
+            item,
+            json!({"metadata": {"name": "a", "resourceVersion": "7"}, "data": {"k": "v"}})
+        );
+        assert_eq!(o.value()["kind"], "ConfigMap");
+        assert_eq!((o.name(), o.namespace(), o.rv()), ("a", "", 7));
+        let bare = StoredObject::new(json!({"kind": "X", "apiVersion": "v1"}), 1);
+        let mut item = Vec::new();
+        bare.write_item(&mut item);
+        assert_eq!(item, b"{}");
+        let untyped = StoredObject::new(json!({"metadata": {"name": "u"}}), 2);
+        let mut item = Vec::new();
+        untyped.write_item(&mut item);
+        assert_eq!(item, untyped.json().to_vec());
     }
 }
 

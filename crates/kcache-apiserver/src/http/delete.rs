@@ -57,13 +57,13 @@ pub(crate) fn delete(
     let (obj, gone) = delete_object(state, target, &opts, dry)?;
     let info = &target.info;
     if gone && !dry && super::crd::is_crd(info) {
-        super::crd::uninstall(state, obj.value());
+        super::crd::uninstall(state, &obj.value());
     }
     if !gone
         || (info.group.is_empty() && matches!(info.plural.as_str(), "pods" | "namespaces"))
         || super::crd::is_crd(info)
     {
-        return Ok(render_value(200, obj.value()));
+        return Ok(render_value(200, &obj.value()));
     }
     let mut details = Map::new();
     details.insert("name".into(), json!(obj.name()));
@@ -71,7 +71,7 @@ pub(crate) fn delete(
         details.insert("group".into(), json!(info.group));
     }
     details.insert("kind".into(), json!(info.plural));
-    details.insert("uid".into(), json!(meta_str(obj.value(), "uid")));
+    details.insert("uid".into(), json!(meta_str(&obj.value(), "uid")));
     Ok(render_value(
         200,
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}),
@@ -103,7 +103,8 @@ pub(crate) fn delete_object(
         let Some(cur) = cur else {
             return Err(ApiError::not_found(info, &name));
         };
-        let uid = meta_str(cur.value(), "uid");
+        let cur_value = cur.value();
+        let uid = meta_str(&cur_value, "uid");
         if let Some(w) = want_uid
             && w != uid
         {
@@ -127,21 +128,21 @@ pub(crate) fn delete_object(
             // The namespace goes Terminating; its contents are deleted below and the namespace
             // itself by the maintenance tick ([`finalize_namespaces`]), as the namespace
             // controller does.
-            if cur.value().pointer("/metadata/deletionTimestamp").is_some() {
+            if cur_value.pointer("/metadata/deletionTimestamp").is_some() {
                 return Ok(Mutation::Keep);
             }
-            let mut v = cur.value().clone();
+            let mut v = cur_value.clone();
             v["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
             v["metadata"]["deletionGracePeriodSeconds"] = json!(0);
             v["status"] = json!({"phase": "Terminating"});
             return Ok(Mutation::Put(v));
         }
-        if has_finalizers(cur.value()) || is_pod {
-            if cur.value().pointer("/metadata/deletionTimestamp").is_some() {
+        if has_finalizers(&cur_value) || is_pod {
+            if cur_value.pointer("/metadata/deletionTimestamp").is_some() {
                 kept = true;
                 return Ok(Mutation::Keep);
             }
-            let mut v = cur.value().clone();
+            let mut v = cur_value.clone();
             v["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
             v["metadata"]["deletionGracePeriodSeconds"] = json!(0);
             if info.tracks_generation {
@@ -151,7 +152,7 @@ pub(crate) fn delete_object(
                     .unwrap_or(0);
                 v["metadata"]["generation"] = json!(g + 1);
             }
-            kept = has_finalizers(cur.value());
+            kept = has_finalizers(&cur_value);
             mark_then_delete = !kept;
             return Ok(Mutation::Put(v));
         }
@@ -210,7 +211,7 @@ pub(crate) fn finalize_namespaces(state: &AppState) {
         let Some(since) = since else {
             continue;
         };
-        if now.signed_duration_since(since) < NAMESPACE_TERMINATION || has_finalizers(ns.value()) {
+        if now.signed_duration_since(since) < NAMESPACE_TERMINATION || has_finalizers(&ns.value()) {
             continue;
         }
         delete_namespace_contents(state, &key);
@@ -261,7 +262,7 @@ pub(crate) fn delete_collection(
         let Some(obj) = state.store.get(&id, &key) else {
             continue;
         };
-        if !(p.labels.matches(obj.value()) && p.fields.matches(obj.value())) {
+        if !(p.labels.matches(&obj.value()) && p.fields.matches(&obj.value())) {
             continue;
         }
         let t = Target {

@@ -139,7 +139,13 @@ pub(crate) async fn list(
         wait_for_rv(state, r).await?;
     }
     let count_remaining = p.labels.is_empty() && p.fields.is_empty();
-    let filter = |v: &Value| p.labels.matches(v) && p.fields.matches(v);
+    // Only a selector needs the parsed object.
+    let filter = |o: &StoredObject| {
+        count_remaining || {
+            let v = o.value();
+            p.labels.matches(&v) && p.fields.matches(&v)
+        }
+    };
     let q = ListQuery {
         namespace: ns,
         at,
@@ -177,7 +183,7 @@ pub(crate) async fn list(
             let items: Vec<Value> = page
                 .items
                 .iter()
-                .map(|o| partial_metadata(o.value(), api_version))
+                .map(|o| partial_metadata(&o.value(), api_version))
                 .collect();
             Ok(json_response(
                 200,
@@ -209,7 +215,7 @@ pub(crate) fn json_list(
         json!(api_version),
         meta
     );
-    let total: usize = items.iter().map(|o| o.item_json().len() + 1).sum();
+    let total: usize = items.iter().map(|o| o.item_len() + 1).sum();
     let body = if total < 64 * 1024 {
         let mut buf = Vec::with_capacity(head.len() + total + 4);
         buf.extend_from_slice(head.as_bytes());
@@ -217,7 +223,7 @@ pub(crate) fn json_list(
             if i > 0 {
                 buf.push(b',');
             }
-            buf.extend_from_slice(o.item_json());
+            o.write_item(&mut buf);
         }
         buf.extend_from_slice(b"]}\n");
         Body::from(buf)
@@ -226,12 +232,12 @@ pub(crate) fn json_list(
         let n = items.len();
         let chunks = (0..n.div_ceil(CHUNK_ITEMS)).map(move |c| {
             let slice = &items[c * CHUNK_ITEMS..((c + 1) * CHUNK_ITEMS).min(n)];
-            let mut buf = Vec::with_capacity(slice.iter().map(|o| o.item_json().len() + 1).sum());
+            let mut buf = Vec::with_capacity(slice.iter().map(|o| o.item_len() + 1).sum());
             for (i, o) in slice.iter().enumerate() {
                 if c > 0 || i > 0 {
                     buf.push(b',');
                 }
-                buf.extend_from_slice(o.item_json());
+                o.write_item(&mut buf);
             }
             Ok::<_, std::convert::Infallible>(Bytes::from(buf))
         });

@@ -187,10 +187,10 @@ pub(crate) fn table<'a>(
         .map(|o| {
             let object = match include {
                 IncludeObject::None => Value::Null,
-                IncludeObject::Metadata => partial_metadata(o.value(), api_version),
+                IncludeObject::Metadata => partial_metadata(&o.value(), api_version),
                 IncludeObject::Object => o.value().clone(),
             };
-            json!({"cells": cells(o.value()), "object": object})
+            json!({"cells": cells(&o.value()), "object": object})
         })
         .collect();
     json!({

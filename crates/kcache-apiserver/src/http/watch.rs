@@ -92,7 +92,7 @@ impl Renderer {
                 line(kind, &serde_json::to_vec(&t).unwrap_or_default())
             }
             Output::Metadata(api_version) => {
-                let m = partial_metadata(obj.value(), api_version);
+                let m = partial_metadata(&obj.value(), api_version);
                 line(kind, &serde_json::to_vec(&m).unwrap_or_default())
             }
         }
@@ -130,11 +130,11 @@ impl Filter {
         }
         match ev.kind {
             EventType::Added | EventType::Deleted => self
-                .matches(ev.object.value())
+                .matches(&ev.object.value())
                 .then(|| (ev.kind, ev.object.clone())),
             EventType::Modified => {
-                let now = self.matches(ev.object.value());
-                let before = ev.prev.as_ref().is_some_and(|p| self.matches(p.value()));
+                let now = self.matches(&ev.object.value());
+                let before = ev.prev.as_ref().is_some_and(|p| self.matches(&p.value()));
                 match (before, now) {
                     (true, true) => Some((EventType::Modified, ev.object.clone())),
                     (false, true) => Some((EventType::Added, ev.object.clone())),
@@ -176,7 +176,8 @@ pub(crate) async fn watch(
     };
     let mut initial = Vec::new();
     let start_rv = if snapshot {
-        let f = |v: &Value| filter.matches(v);
+        let unfiltered = filter.params.labels.is_empty() && filter.params.fields.is_empty();
+        let f = |o: &StoredObject| unfiltered || filter.matches(&o.value());
         let q = ListQuery {
             namespace: target.namespace.as_deref(),
             at: ReadAt::Latest,

@@ -5,8 +5,6 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use super::{Store, StoreError, Table};
 use crate::object::StoredObject;
 use crate::resource::ResourceId;
@@ -31,7 +29,7 @@ pub(crate) struct ListQuery<'a> {
     /// At most this many items.
     pub(crate) limit: Option<usize>,
     /// Only items for which this returns true.
-    pub(crate) filter: &'a (dyn Fn(&Value) -> bool + Sync),
+    pub(crate) filter: &'a (dyn Fn(&StoredObject) -> bool + Sync),
     /// Whether to count the remaining items when a page is cut.
     pub(crate) count_remaining: bool,
 }
@@ -133,7 +131,7 @@ impl Store {
             if take_cur { cur.next() } else { ovr.next() }
         })
         .filter_map(|(k, v)| v.map(|v| (k, v)))
-        .filter(|(_, v)| (q.filter)(v.value()));
+        .filter(|(_, v)| (q.filter)(v));
 
         let mut items = Vec::new();
         let mut last_key = None;

@@ -23,7 +23,7 @@ fn put(s: &Store, name: &str, v: &str) -> u64 {
     out.object.unwrap().rv()
 }
 
-fn all(_: &Value) -> bool {
+fn all(_: &crate::object::StoredObject) -> bool {
     true
 }
 

@@ -85,7 +85,7 @@ fn render_object(
             )
         }
         Output::Metadata(api_version) => {
-            json_response(code, &partial_metadata(obj.value(), api_version))
+            json_response(code, &partial_metadata(&obj.value(), api_version))
         }
         Output::Json | Output::Discovery => {
             let mut b = obj.json().to_vec();

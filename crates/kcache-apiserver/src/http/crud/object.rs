@@ -229,7 +229,7 @@ pub(crate) fn create_object(
         .object
         .ok_or_else(|| ApiError::internal("create produced no object"))?;
     if crd::is_crd(info) {
-        crd::install(state, created.value());
+        crd::install(state, &created.value());
     }
     Ok(created)
 }
@@ -273,6 +273,7 @@ pub(crate) fn update_object(
         let Some(cur) = cur else {
             return Err(ApiError::not_found(info, &name));
         };
+        let cur_value = cur.value();
         let wanted_rv = obj
             .get("metadata")
             .and_then(|m| m.get("resourceVersion"))
@@ -295,7 +296,7 @@ pub(crate) fn update_object(
             ));
         }
         let mut next = if status_only {
-            let mut v = cur.value().clone();
+            let mut v = cur_value.clone();
             v["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
             v
         } else {
@@ -329,10 +330,10 @@ pub(crate) fn update_object(
             }
             let has_status_subresource = info.subresources.iter().any(|s| s == "status");
             let keep_status = has_status_subresource
-                || (cur.value().get("status").is_some() && v.get("status").is_none());
+                || (cur_value.get("status").is_some() && v.get("status").is_none());
             if keep_status {
                 // With a status subresource, the main resource cannot change status.
-                match cur.value().get("status") {
+                match cur_value.get("status") {
                     Some(st) => v["status"] = st.clone(),
                     None => {
                         if let Some(m) = v.as_object_mut() {
@@ -343,8 +344,8 @@ pub(crate) fn update_object(
             }
             v
         };
-        rules::on_update(info, cur.value(), &mut next)?;
-        if info.tracks_generation && spec_part(&next) != spec_part(cur.value()) {
+        rules::on_update(info, &cur_value, &mut next)?;
+        if info.tracks_generation && spec_part(&next) != spec_part(&cur_value) {
             let g = cur
                 .value()
                 .pointer("/metadata/generation")
@@ -352,12 +353,12 @@ pub(crate) fn update_object(
                 .unwrap_or(0);
             next["metadata"]["generation"] = json!(g + 1);
         }
-        if same_content(&next, cur.value()) {
+        if same_content(&next, &cur_value) {
             return Ok(Mutation::Keep);
         }
-        let cur_fields = cur.value().pointer("/metadata/managedFields");
+        let cur_fields = cur_value.pointer("/metadata/managedFields");
         let transition = Transition {
-            old: cur.value(),
+            old: &cur_value,
             new: &next,
             status_only,
         };
@@ -395,7 +396,7 @@ pub(crate) fn update_object(
         .object
         .ok_or_else(|| ApiError::not_found(info, &name))?;
     if crd::is_crd(info) && !status_only {
-        crd::install(state, updated.value());
+        crd::install(state, &updated.value());
     }
     Ok(updated)
 }

@@ -50,7 +50,7 @@ fn scale_of(obj: &StoredObject) -> Value {
         "spec": {"replicas": v.pointer("/spec/replicas").cloned().unwrap_or(json!(0))},
         "status": {
             "replicas": v.pointer("/status/replicas").cloned().unwrap_or(json!(0)),
-            "selector": selector_string(v),
+            "selector": selector_string(&v),
         },
     })
 }
