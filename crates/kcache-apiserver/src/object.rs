@@ -131,6 +131,24 @@ impl StoredObject {
     }
 }
 
+/// A string field of `metadata`, or `""`.
+#[must_use]
+pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+    obj.get("metadata")
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+/// The storage key of an object: `namespace/name`, or `name` when cluster-scoped.
+#[must_use]
+pub(crate) fn object_key(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(ns) => format!("{ns}/{name}"),
+        None => name.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -161,23 +179,5 @@ mod tests {
         let mut item = Vec::new();
         untyped.write_item(&mut item);
         assert_eq!(item, untyped.json().to_vec());
-    }
-}
-
-/// A string field of `metadata`, or `""`.
-#[must_use]
-pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
-    obj.get("metadata")
-        .and_then(|m| m.get(field))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
-/// The storage key of an object: `namespace/name`, or `name` when cluster-scoped.
-#[must_use]
-pub(crate) fn object_key(namespace: Option<&str>, name: &str) -> String {
-    match namespace {
-        Some(ns) => format!("{ns}/{name}"),
-        None => name.to_owned(),
     }
 }
