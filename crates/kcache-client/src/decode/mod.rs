@@ -10,6 +10,7 @@ mod event;
 mod frame;
 mod item;
 mod list;
+mod split;
 mod stream;
 mod strip;
 
@@ -17,6 +18,7 @@ pub use event::{EventError, decode_event};
 pub use frame::{DEFAULT_MAX_FRAME_SIZE, JsonFrameDecoder, JsonFrameError};
 pub use item::{ItemDecoder, Typed, decode_object};
 pub use list::decode_list;
+pub use split::{ListSplitter, SplitError};
 pub use stream::watch_events;
 pub use strip::StripManagedFields;
 

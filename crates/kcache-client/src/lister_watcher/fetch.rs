@@ -95,8 +95,13 @@ where
             }
         }
         let request = self.list_request(params, shard)?;
-        let body = self.client.send_collect(request, "list").await?;
-        self.decode_list_body(body, false).await
+        let (list, size) = self
+            .client
+            .send_split_list(request, self.decoder.clone())
+            .await?;
+        self.wire.record(false);
+        self.wire.0.list_bytes.fetch_add(size, Ordering::Relaxed);
+        Ok(list)
     }
 
     async fn watch_unfiltered(

@@ -1,0 +1,273 @@
+//! A JSON list body split into its items while it arrives: [`ListSplitter`] takes the body
+//! chunk by chunk and hands back each item of `items` as soon as its last byte came, keeping
+//! only the item in progress and the envelope (`kind`, `apiVersion`, `metadata`, with
+//! `"items":[]`). The lister-watcher decodes items as they come, so a list's decode overlaps
+//! its transfer and the whole body is never held.
+
+use bytes::Bytes;
+
+/// Why a body is not a JSON list.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("malformed list body at byte {at}: {what}")]
+pub struct SplitError {
+    /// Offset in the body.
+    pub at: u64,
+    /// What was wrong.
+    pub what: &'static str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Outside `items` (before or after it).
+    Envelope,
+    /// After the `"items":` key, before its value.
+    ItemsValue,
+    /// Inside the `items` array, between items.
+    Between,
+    /// Inside one item.
+    Item,
+}
+
+/// Splits a JSON list body into its items as chunks arrive (see the module docs).
+#[derive(Debug)]
+pub struct ListSplitter {
+    phase: Phase,
+    depth: u32,
+    in_string: bool,
+    escaped: bool,
+    /// The last string at depth 1 (a key, when a ':' follows), only while it is short.
+    last_string: Vec<u8>,
+    collecting_string: bool,
+    envelope: Vec<u8>,
+    item: Vec<u8>,
+    offset: u64,
+    saw_items: bool,
+}
+
+impl Default for ListSplitter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ListSplitter {
+    /// A splitter at the start of a body.
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            phase: Phase::Envelope,
+            depth: 0,
+            in_string: false,
+            escaped: false,
+            last_string: Vec::new(),
+            collecting_string: false,
+            envelope: Vec::new(),
+            item: Vec::new(),
+            offset: 0,
+            saw_items: false,
+        }
+    }
+
+    fn fail(&self, at: usize, what: &'static str) -> SplitError {
+        SplitError {
+            at: self.offset + at as u64,
+            what,
+        }
+    }
+
+    /// Takes the next chunk; returns the items it completed, in order.
+    ///
+    /// # Errors
+    /// A [`SplitError`] when the bytes cannot be a JSON list (an unbalanced bracket, an item
+    /// that is not an object).
+    pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<Bytes>, SplitError> {
+        let mut items = Vec::new();
+        let mut start = 0; // where the bytes not yet copied into a buffer begin
+        for (i, &b) in chunk.iter().enumerate() {
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                } else if b == b'\\' {
+                    self.escaped = true;
+                } else if b == b'"' {
+                    self.in_string = false;
+                    self.collecting_string = false;
+                }
+                if self.collecting_string && self.in_string && self.last_string.len() < 16 {
+                    self.last_string.push(b);
+                } else if self.collecting_string && self.in_string {
+                    self.collecting_string = false;
+                    self.last_string.clear();
+                }
+                continue;
+            }
+            match self.phase {
+                Phase::Envelope | Phase::ItemsValue => {
+                    if self.phase == Phase::ItemsValue && !b.is_ascii_whitespace() {
+                        if b == b'[' {
+                            self.envelope.extend_from_slice(&chunk[start..=i]);
+                            start = i + 1;
+                            self.depth += 1;
+                            self.phase = Phase::Between;
+                            self.saw_items = true;
+                            continue;
+                        }
+                        self.phase = Phase::Envelope; // `"items": null`
+                    }
+                    match b {
+                        b'"' => {
+                            self.in_string = true;
+                            self.collecting_string = self.depth == 1;
+                            self.last_string.clear();
+                        }
+                        b'{' | b'[' => self.depth += 1,
+                        b'}' | b']' => {
+                            self.depth = self
+                                .depth
+                                .checked_sub(1)
+                                .ok_or_else(|| self.fail(i, "unbalanced close"))?;
+                        }
+                        b':' if self.depth == 1 && self.last_string == b"items" => {
+                            if self.saw_items {
+                                return Err(self.fail(i, "duplicate items"));
+                            }
+                            self.phase = Phase::ItemsValue;
+                        }
+                        _ => {}
+                    }
+                }
+                Phase::Between => match b {
+                    b'{' => {
+                        start = i;
+                        self.depth += 1;
+                        self.phase = Phase::Item;
+                    }
+                    b']' => {
+                        start = i;
+                        self.depth -= 1;
+                        self.phase = Phase::Envelope;
+                        self.last_string.clear();
+                    }
+                    b',' => {}
+                    b if b.is_ascii_whitespace() => {}
+                    _ => return Err(self.fail(i, "a list item is not an object")),
+                },
+                Phase::Item => match b {
+                    b'"' => self.in_string = true,
+                    b'{' | b'[' => self.depth += 1,
+                    b'}' | b']' => {
+                        self.depth -= 1;
+                        if self.depth == 2 {
+                            self.item.extend_from_slice(&chunk[start..=i]);
+                            start = i + 1;
+                            items.push(Bytes::from(std::mem::take(&mut self.item)));
+                            self.phase = Phase::Between;
+                        }
+                    }
+                    _ => {}
+                },
+            }
+        }
+        match self.phase {
+            Phase::Item => self.item.extend_from_slice(&chunk[start..]),
+            // Separators between items are not kept.
+            Phase::Between => {}
+            Phase::Envelope | Phase::ItemsValue => self.envelope.extend_from_slice(&chunk[start..]),
+        }
+        self.offset += chunk.len() as u64;
+        Ok(items)
+    }
+
+    /// Ends the body; returns the envelope with `"items":[]`, to be decoded as a list with
+    /// no items.
+    ///
+    /// # Errors
+    /// A [`SplitError`] when the body ended inside an item or a container.
+    pub fn finish(self) -> Result<Vec<u8>, SplitError> {
+        if self.phase != Phase::Envelope || self.depth != 0 || self.in_string {
+            return Err(SplitError {
+                at: self.offset,
+                what: "the body ended early",
+            });
+        }
+        // The `[` of `items` was kept, and its `]` with what followed it.
+        Ok(self.envelope)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn split(body: &[u8], cuts: &[usize]) -> Result<(Value, Vec<Value>), SplitError> {
+        let mut s = ListSplitter::new();
+        let mut items = Vec::new();
+        let mut at = 0;
+        for &c in cuts.iter().chain(std::iter::once(&body.len())) {
+            let c = c.clamp(at, body.len());
+            items.extend(s.push(&body[at..c])?);
+            at = c;
+        }
+        let env: Value = serde_json::from_slice(&s.finish()?).expect("envelope is JSON");
+        let items = items
+            .iter()
+            .map(|b| serde_json::from_slice(b).expect("item is JSON"))
+            .collect();
+        Ok((env, items))
+    }
+
+    #[test]
+    fn items_come_out_whole_and_the_envelope_keeps_the_rest() {
+        let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7","items":"no"},"items":[{"metadata":{"name":"a"},"x":"}]\"{"},{"metadata":{"name":"b"},"l":[1,{"items":[]}]}]}"#;
+        let (env, items) = split(body, &[]).unwrap();
+        assert_eq!(
+            env,
+            json!({"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7","items":"no"},"items":[]})
+        );
+        assert_eq!(items.len(), 2);
+        assert_eq!(items[0]["x"], "}]\"{");
+        assert_eq!(items[1]["l"][1]["items"], json!([]));
+    }
+
+    #[test]
+    fn null_or_missing_items_and_metadata_after_items_are_kept() {
+        let (env, items) = split(br#"{"kind":"List","items":null}"#, &[]).unwrap();
+        assert_eq!((env["items"].clone(), items.len()), (Value::Null, 0));
+        let (env, items) =
+            split(br#"{"items":[{"a":1}],"metadata":{"continue":"x"}}"#, &[5]).unwrap();
+        assert_eq!(env["metadata"]["continue"], "x");
+        assert_eq!(items, [json!({"a": 1})]);
+    }
+
+    #[test]
+    fn malformed_bodies_are_errors_not_panics() {
+        assert!(split(br#"{"items":[1,2]}"#, &[]).is_err());
+        assert!(split(br#"{"items":[{"a":1}"#, &[]).is_err());
+        assert!(split(br#"}}"#, &[]).is_err());
+        assert!(split(br#"{"items":[{"a":"#, &[3]).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn any_chunking_gives_what_one_chunk_gives(
+            names in proptest::collection::vec("[a-z\"\\\\{}\\[\\]:,]{0,12}", 0..8),
+            cuts in proptest::collection::vec(0usize..400, 0..12),
+        ) {
+            let items: Vec<Value> = names
+                .iter()
+                .map(|n| json!({"metadata": {"name": n}, "spec": {"list": [n, {"k": n}]}}))
+                .collect();
+            let body = serde_json::to_vec(&json!({"kind": "PodList", "apiVersion": "v1",
+                "metadata": {"resourceVersion": "1"}, "items": items})).unwrap();
+            let mut cuts = cuts;
+            cuts.sort_unstable();
+            let (env, got) = split(&body, &cuts).unwrap();
+            prop_assert_eq!(got, items);
+            prop_assert_eq!(env["items"].clone(), json!([]));
+            prop_assert_eq!(env["metadata"]["resourceVersion"].clone(), json!("1"));
+        }
+    }
+}
