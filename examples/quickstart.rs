@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kcache::store::parse_label_selector;
 use kcache::{SharedInformerFactory, factory};
 use kcache_apiserver::ApiServer;
-use kcache_client::{Client, HandlerFns};
+use kcache_client::{Client, ObjectHandlerFns};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -37,7 +37,7 @@ async fn main() -> anyhow::Result<()> {
 
     // Handlers run on their own task each, after the cache holds the change.
     let printer = pods.add_event_handler(
-        HandlerFns::<Pod>::new()
+        ObjectHandlerFns::<Pod>::new()
             .on_add(|pod, initial| {
                 println!("added {:?} (initial list: {initial})", pod.metadata().name)
             })

@@ -12,7 +12,7 @@ use kcache::{
     store::{ObjectKey, meta_namespace_key},
     workqueue::RateLimitingQueue,
 };
-use kcache_client::{Client, Compact, CompactDecoder, HandlerFns, HttpListerWatcher, Object};
+use kcache_client::{Client, Compact, CompactDecoder, HttpListerWatcher, Object, ObjectHandlerFns};
 
 /// The lister-watcher `factory.informer::<Pod>(&client)` makes for namespace `ns` (JSON when
 /// `protobuf` is false, for the JSON line; protobuf is the client's default).
@@ -46,7 +46,7 @@ pub(crate) fn register_key_handler(
     });
     let (add, update, delete) = (enqueue.clone(), enqueue.clone(), enqueue);
     informer.add_event_handler(
-        HandlerFns::<Pod>::new()
+        ObjectHandlerFns::<Pod>::new()
             .on_add(move |pod, _initial| add(pod))
             .on_update(move |_old, new| {
                 update(new);

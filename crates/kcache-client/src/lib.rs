@@ -50,6 +50,6 @@ pub use error::{Error, Result};
 pub use lease::LeaseClient;
 pub use lease_lock::HttpLeaseLock;
 pub use lister_watcher::{HttpListerWatcher, WireStats};
-pub use object::{HandlerFns, Object, ObjectLister};
+pub use object::{Object, ObjectHandlerFns, ObjectLister};
 pub use shard_leases::HttpShardLeases;
 pub use source::TypedSource;

@@ -1,4 +1,4 @@
-//! [`HandlerFns`]: closures called with an [`Object`] view per notification, as an
+//! [`ObjectHandlerFns`]: closures called with an [`Object`] view per notification, as an
 //! [`EventHandler`] of an informer that stores lean [`Compact<K>`] objects.
 
 use std::sync::Arc;
@@ -21,9 +21,9 @@ type DeleteFn<K> = Box<dyn Fn(&Object<K>, bool) + Send + Sync>;
 ///
 /// ```
 /// use k8s_openapi::api::core::v1::Pod;
-/// use kcache_client::HandlerFns;
+/// use kcache_client::ObjectHandlerFns;
 ///
-/// let handler = HandlerFns::<Pod>::new()
+/// let handler = ObjectHandlerFns::<Pod>::new()
 ///     .on_add(|pod, _initial| println!("added {:?}", pod.metadata().name))
 ///     .on_update(|_old, new| {
 ///         if let Ok(pod) = new.typed() {
@@ -33,15 +33,15 @@ type DeleteFn<K> = Box<dyn Fn(&Object<K>, bool) + Send + Sync>;
 ///     .on_delete(|pod, _final_state_unknown| println!("deleted {:?}", pod.metadata().name));
 /// # let _ = handler;
 /// ```
-pub struct HandlerFns<K> {
+pub struct ObjectHandlerFns<K> {
     add: Option<AddFn<K>>,
     update: Option<UpdateFn<K>>,
     delete: Option<DeleteFn<K>>,
 }
 
-impl<K> std::fmt::Debug for HandlerFns<K> {
+impl<K> std::fmt::Debug for ObjectHandlerFns<K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HandlerFns")
+        f.debug_struct("ObjectHandlerFns")
             .field("on_add", &self.add.is_some())
             .field("on_update", &self.update.is_some())
             .field("on_delete", &self.delete.is_some())
@@ -49,7 +49,7 @@ impl<K> std::fmt::Debug for HandlerFns<K> {
     }
 }
 
-impl<K> Default for HandlerFns<K> {
+impl<K> Default for ObjectHandlerFns<K> {
     fn default() -> Self {
         Self {
             add: None,
@@ -59,7 +59,7 @@ impl<K> Default for HandlerFns<K> {
     }
 }
 
-impl<K> HandlerFns<K> {
+impl<K> ObjectHandlerFns<K> {
     /// A handler that does nothing yet.
     pub fn new() -> Self {
         Self::default()
@@ -90,7 +90,7 @@ impl<K> HandlerFns<K> {
     }
 }
 
-impl<K: Send + Sync + 'static> EventHandler<Compact<K>> for HandlerFns<K> {
+impl<K: Send + Sync + 'static> EventHandler<Compact<K>> for ObjectHandlerFns<K> {
     fn on_add(&self, obj: &Arc<Compact<K>>, is_in_initial_list: bool) {
         if let Some(f) = &self.add {
             f(&Object::new(Arc::clone(obj)), is_in_initial_list);

@@ -27,7 +27,7 @@
 //! Decode errors come back as a `Result` from [`Object::typed`] (the bytes were checked only
 //! for their metadata when stored); nothing here panics on a malformed object.
 //!
-//! The handler adaptor is in `handler` ([`HandlerFns`]), the lister in `lister`
+//! The handler adaptor is in `handler` ([`ObjectHandlerFns`]), the lister in `lister`
 //! ([`ObjectLister`]), the lean store's index and transform rules in `stored`.
 
 mod handler;
@@ -45,7 +45,7 @@ use std::{
 use kube_core::{ObjectMeta, Resource};
 use serde::de::DeserializeOwned;
 
-pub use handler::HandlerFns;
+pub use handler::ObjectHandlerFns;
 pub use lister::{ObjectLister, ObjectNamespaceLister};
 
 use crate::{Compact, compact::CompactError};

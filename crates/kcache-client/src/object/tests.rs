@@ -139,7 +139,7 @@ async fn a_handler_that_enqueues_keys_never_decodes() {
     };
     let registration = informer
         .add_event_handler(
-            HandlerFns::<Widget>::new()
+            ObjectHandlerFns::<Widget>::new()
                 .on_add(move |obj, _| enqueue(&qa, obj))
                 .on_update(move |_, new| enqueue(&qu, new))
                 .on_delete(move |obj, _| enqueue(&qd, obj)),
@@ -177,7 +177,7 @@ async fn a_view_decodes_once_per_notification_however_often_it_is_read() {
     let queue = Queue::<ObjectKey>::new();
     let q = queue.clone();
     let registration = informer
-        .add_event_handler(HandlerFns::<Widget>::new().on_add(move |obj, _| {
+        .add_event_handler(ObjectHandlerFns::<Widget>::new().on_add(move |obj, _| {
             assert!(!obj.is_decoded());
             let size: u32 = (0..5).map(|_| obj.typed().unwrap().spec.size).sum();
             assert_eq!(size, 5);
