@@ -335,3 +335,14 @@ fn a_malformed_object_is_an_error_not_a_panic() {
     }));
     assert!(index(view.stored()).is_empty());
 }
+
+#[test]
+fn the_lean_types_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    use k8s_openapi::api::core::v1::Pod;
+    send_sync::<Object<Pod>>();
+    send_sync::<ObjectHandlerFns<Pod>>();
+    send_sync::<ObjectLister<Pod>>();
+    send_sync::<ObjectNamespaceLister<Pod>>();
+    send_sync::<crate::TypedSource>();
+}
