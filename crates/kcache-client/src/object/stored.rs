@@ -1,4 +1,4 @@
-//! [`Compact<K>`] as a [`Stored`] form of `K`: index functions over `K` decode once per insert,
+//! [`Compact<K>`] as a [`Stored`] form of `K`: index functions over `K` decode when they run,
 //! typed transforms are refused, managed fields are dropped from the bytes.
 
 use std::sync::Arc;
@@ -13,8 +13,10 @@ use serde::de::DeserializeOwned;
 
 use crate::Compact;
 
-/// Lean storage. An index function over `K` decodes the object (once per insert, for each
-/// such index) and drops the decoded copy; an object that does not decode is in no value of
+/// Lean storage. An index function over `K` decodes the object each time the store computes
+/// its values and drops the decoded copy: once per add, twice per update (the stored old
+/// object and the new one: the store recomputes the old values to move the key) and once per
+/// delete, for each such index; an object that does not decode is in no value of
 /// the index and the error is logged at warn level. Index functions over metadata
 /// ([`InformerBuilder::meta_indexer`](kcache::factory::InformerBuilder::meta_indexer), the
 /// namespace index) never decode. A transform over `K` cannot apply (it would decode and

@@ -1,6 +1,6 @@
 //! Lean objects through an informer: a key-enqueuing handler never decodes, a view decodes
 //! once however often it is read, listers hand out fresh views, metadata indexes never decode,
-//! a typed index decodes once per insert, and a malformed object is an error, not a panic.
+//! a typed index decodes once per add (twice per update), and a malformed object is an error, not a panic.
 
 use std::{
     borrow::Cow,
@@ -279,7 +279,8 @@ async fn metadata_indexes_never_decode_and_a_typed_index_decodes_once_per_insert
     assert_eq!(decodes("idx-"), 0, "metadata indexes read no typed object");
     factory.shutdown().await;
 
-    // An index over a non-metadata field (the spec's node) decodes once per insert.
+    // An index over a non-metadata field (the spec's node) decodes once per add, and twice per
+    // update (the stored old object and the new one).
     let factory = SharedInformerFactory::new(factory::Config::default());
     let src = FakeSource::new();
     src.upsert(widget("node-0", "web", "node-a"));
@@ -297,7 +298,29 @@ async fn metadata_indexes_never_decode_and_a_typed_index_decodes_once_per_insert
         widgets.indexer().by_index("node", "node-a").unwrap().len(),
         2
     );
-    assert_eq!(decodes("node-"), 2, "one decode per object inserted");
+    assert_eq!(decodes("node-"), 2, "one decode per object added");
+    src.upsert(widget("node-1", "db", "node-b"));
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while widgets
+            .indexer()
+            .by_index("node", "node-b")
+            .unwrap()
+            .is_empty()
+        {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the update reaches the index");
+    assert_eq!(
+        decodes("node-"),
+        4,
+        "two decodes for the update: old and new"
+    );
+    assert_eq!(
+        widgets.indexer().by_index("node", "node-a").unwrap().len(),
+        1
+    );
     factory.shutdown().await;
 }
 

@@ -123,8 +123,8 @@ fn show(value: &Option<String>, none: &str) -> String {
 /// What the informer stores is chosen by the source given to [`build`](Self::build)
 /// ([`Source::Object`]). Index functions added with [`meta_indexer`](Self::meta_indexer) read
 /// only metadata and never decode; those added with [`indexer`](Self::indexer) see the typed
-/// object, which a lean store (`kcache_client::Client`) decodes once per insert for each such
-/// index.
+/// object, which a lean store (`kcache_client::Client`) decodes each time the index runs (once
+/// per add, twice per update, once per delete).
 ///
 /// ```
 /// use std::time::Duration;
@@ -231,7 +231,8 @@ where
     }
 
     /// Adds an index named `name` over the typed object (the namespace index is always
-    /// there). With lean storage the object is decoded once per insert for this index; an
+    /// there). With lean storage the object is decoded each time this index runs (once per
+    /// add, twice per update — the old and the new object — once per delete); an
     /// object that does not decode is in no value of it (and the error is logged).
     pub fn indexer(
         mut self,

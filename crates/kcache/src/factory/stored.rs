@@ -19,8 +19,9 @@ pub type MetaIndexFunc = Arc<dyn Fn(&ObjectMeta) -> Vec<String> + Send + Sync>;
 ///
 /// Every `K` is its own stored form (typed storage: `Arc<K>` in the cache, shared with the
 /// handlers). A lean form (kcache-client's `Compact<K>`: wire bytes plus parsed metadata)
-/// implements `Stored<K>` by decoding: its index functions over `K` decode the object once per
-/// insert and per index; a transform over `K` cannot be applied to it (it would decode and
+/// implements `Stored<K>` by decoding: its index functions over `K` decode the object each time the
+/// store runs them (once per add, twice per update — old and new — and once per delete, per
+/// index); a transform over `K` cannot be applied to it (it would decode and
 /// re-encode every object), so [`InformerBuilder::transform`](super::InformerBuilder::transform)
 /// is refused for it. Index functions over metadata
 /// ([`InformerBuilder::meta_indexer`](super::InformerBuilder::meta_indexer)) never decode.
