@@ -5,9 +5,9 @@ use std::{convert::Infallible, sync::Arc};
 
 use k8s_openapi::api::core::v1::Pod;
 use kcache::controller::{self, Action, Controller};
-use kcache::{SharedInformerFactory, factory};
+use kcache::{InformerFrom, SharedInformerFactory, factory};
 use kcache_apiserver::ApiServer;
-use kcache_client::Client;
+use kcache_client::{Client, Compact, Object};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -25,7 +25,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let client = Client::from_url(&server.url())?;
     let factory = SharedInformerFactory::new(factory::Config::default().namespace("default"));
-    // Pods in the factory's namespace, listed and watched through the client.
+    // Pods in the factory's namespace, listed and watched through the client, kept lean.
     let pods = factory.informer::<Pod>(&client);
     let controller = Controller::new(pods, controller::Config::default().name("pods").workers(2));
     factory.start();
@@ -34,10 +34,13 @@ async fn main() -> anyhow::Result<()> {
     let (done_tx, mut done) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
     let run = tokio::spawn(controller.run(
-        move |key, pod: Option<Arc<Pod>>| {
+        move |key, pod: Option<Arc<Compact<Pod>>>| {
             let done_tx = done_tx.clone();
             async move {
-                let phase = pod.as_ref().and_then(|p| p.status.as_ref()?.phase.clone());
+                // The typed pod is decoded here, once per reconcile (the cache keeps bytes).
+                let pod = pod.map(Object::new);
+                let typed = pod.as_ref().and_then(|p| p.typed().ok());
+                let phase = typed.and_then(|p| p.status.as_ref()?.phase.clone());
                 println!("reconcile {key}: exists={} phase={phase:?}", pod.is_some());
                 let _ = done_tx.send((key.to_string(), pod.is_some()));
                 Ok::<_, Infallible>(Action::Done)

@@ -2,9 +2,9 @@
 //! Run it with `cargo run -p kcache-examples --example quickstart`.
 use k8s_openapi::api::core::v1::Pod;
 use kcache::store::parse_label_selector;
-use kcache::{HandlerFns, SharedInformerFactory, factory};
+use kcache::{SharedInformerFactory, factory};
 use kcache_apiserver::ApiServer;
-use kcache_client::Client;
+use kcache_client::{Client, ObjectHandlerFns};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -25,7 +25,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let client = Client::from_url(&server.url())?;
 
-    // One shared informer per type; this one also indexes pods by node.
+    // One shared informer per type, pods kept lean (wire bytes + metadata), indexed by node.
     let factory = SharedInformerFactory::new(factory::Config::default());
     let pods = factory
         .informer_builder::<Pod>()
@@ -37,11 +37,11 @@ async fn main() -> anyhow::Result<()> {
 
     // Handlers run on their own task each, after the cache holds the change.
     let printer = pods.add_event_handler(
-        HandlerFns::<Pod>::new()
+        ObjectHandlerFns::<Pod>::new()
             .on_add(|pod, initial| {
-                println!("added {:?} (initial list: {initial})", pod.metadata.name)
+                println!("added {:?} (initial list: {initial})", pod.metadata().name)
             })
-            .on_delete(|gone| println!("deleted {:?}", gone.object().metadata.name)),
+            .on_delete(|gone, _| println!("deleted {:?}", gone.metadata().name)),
     )?;
 
     factory.start();

@@ -18,6 +18,7 @@
 //! line per storage with the wire formats it can use (`typed json protobuf`), for
 //! `kcache bench`.
 
+mod default;
 mod wire;
 
 use std::sync::{
@@ -30,7 +31,10 @@ use wire::WireCounts;
 use anyhow::bail;
 use clap::{Parser, ValueEnum};
 use k8s_openapi::api::core::v1::Pod;
-use kcache::{HandlerFns, ListerWatcher, SharedInformerFactory, factory, informer, reflector};
+use kcache::{
+    HandlerFns, ListerWatcher, SharedIndexInformer, SharedInformerFactory, factory, informer,
+    reflector,
+};
 use kcache_bench::{
     PeerLine, metrics,
     peer::{Mode, PeerArgs, SyncTimer, UpdateWindow},
@@ -53,6 +57,9 @@ enum Storage {
     /// `Compact<Pod>`: each object's wire bytes (JSON, or protobuf with `--protobuf`; without
     /// `managedFields`) plus parsed metadata.
     Compact,
+    /// What the quick start builds: `factory.informer::<Pod>(&client)` (lean `Compact<Pod>`,
+    /// `managedFields` kept), with a handler that enqueues every key into a work queue.
+    Default,
 }
 
 impl Storage {
@@ -62,6 +69,7 @@ impl Storage {
             Storage::Stripped => "stripped",
             Storage::Metadata => "metadata",
             Storage::Compact => "compact",
+            Storage::Default => "default",
         }
     }
 }
@@ -138,10 +146,14 @@ fn main() -> anyhow::Result<()> {
             counts,
         };
         match cli.storage {
-            Storage::Typed => run(run_args, typed(client, &ns, pb)).await,
-            Storage::Stripped => run(run_args, stripped(client, &ns, pb)).await,
-            Storage::Metadata => run(run_args, metadata(client, &ns, pb)).await,
-            Storage::Compact => run(run_args, compact(client, &ns, pb)).await,
+            Storage::Typed => run(run_args, typed(client, &ns, pb), count_updates).await,
+            Storage::Stripped => run(run_args, stripped(client, &ns, pb), count_updates).await,
+            Storage::Metadata => run(run_args, metadata(client, &ns, pb), count_updates).await,
+            Storage::Compact => run(run_args, compact(client, &ns, pb), count_updates).await,
+            Storage::Default => {
+                let lw = default::lister_watcher(&client, &ns, pb);
+                run(run_args, lw, default::register_key_handler).await
+            }
         }
     })
 }
@@ -184,6 +196,7 @@ fn asks_for_protobuf(storage: Storage, client: &Client) -> bool {
         Storage::Stripped => stripped(c, "default", true).asks_for_protobuf(),
         Storage::Metadata => metadata(c, "default", true).asks_for_protobuf(),
         Storage::Compact => compact(c, "default", true).asks_for_protobuf(),
+        Storage::Default => default::lister_watcher(&c, "default", true).asks_for_protobuf(),
     }
 }
 
@@ -195,10 +208,22 @@ struct RunArgs {
     counts: Arc<WireCounts>,
 }
 
-async fn run<K, L>(run: RunArgs, lw: L) -> anyhow::Result<()>
+/// The other storages' handler: it only counts updates (`on_update`).
+fn count_updates<K: Resource + Clone + Send + Sync + 'static>(
+    informer: &SharedIndexInformer<K>,
+    on_update: Box<dyn Fn() + Send + Sync>,
+) -> anyhow::Result<()> {
+    informer.add_event_handler(HandlerFns::new().on_update(move |_old, _new| on_update()))?;
+    Ok(())
+}
+
+/// Syncs an informer over `lw` with the handler that `register` adds, which must call the
+/// given function on every update; prints the line.
+async fn run<K, L, R>(run: RunArgs, lw: L, register: R) -> anyhow::Result<()>
 where
     K: Resource + Clone + Send + Sync + 'static,
     L: ListerWatcher<K>,
+    R: FnOnce(&SharedIndexInformer<K>, Box<dyn Fn() + Send + Sync>) -> anyhow::Result<()>,
 {
     let RunArgs {
         args,
@@ -212,7 +237,7 @@ where
     };
     let options = factory::Config::default()
         .namespace(args.namespace.clone())
-        .strip_managed_fields(storage != Storage::Typed)
+        .strip_managed_fields(!matches!(storage, Storage::Typed | Storage::Default))
         .informer_config(informer::Config::default().reflector(reflector));
     let factory = SharedInformerFactory::new(options);
     let informer = factory.informer_for::<K, _, _>(|_opts| lw);
@@ -222,11 +247,14 @@ where
     let done = Arc::new(Notify::new());
     {
         let (synced, window, done) = (synced.clone(), window.clone(), done.clone());
-        informer.add_event_handler(HandlerFns::new().on_update(move |_old, _new| {
-            if synced.load(Ordering::Acquire) && window.lock().record() {
-                done.notify_one();
-            }
-        }))?;
+        register(
+            &informer,
+            Box::new(move || {
+                if synced.load(Ordering::Acquire) && window.lock().record() {
+                    done.notify_one();
+                }
+            }),
+        )?;
     }
 
     let deadline = tokio::time::Instant::now() + args.timeout;

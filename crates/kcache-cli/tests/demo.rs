@@ -40,8 +40,8 @@ fn demo_with_faults_stays_consistent_and_reports_its_figures_as_json() {
     assert!(s["writes"].as_u64().unwrap() > 0, "{s}");
     assert!(s["events_per_sec"].as_f64().unwrap() > 0.0, "{s}");
     assert!(s["peak_rss_bytes"].as_u64().unwrap() > 0, "{s}");
-    // The cache's accounted bytes: a demo pod (labels, a container with env, status) holds
-    // well over 1 KB once decoded, and the per-object figure is the total over the objects.
+    // The cache's accounted bytes: a demo pod's bytes (labels, a container with env, status)
+    // are well over 1 KB, and the per-object figure is the total over the objects.
     let (bytes, per_object) = (
         s["cache_bytes"].as_u64().unwrap(),
         s["cache_bytes_per_object"].as_u64().unwrap(),

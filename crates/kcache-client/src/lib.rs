@@ -12,7 +12,10 @@
 //!   (`DynamicObject`, with [`dynamic`] discovery) and metadata-only (`PartialObjectMeta<K>`)
 //!   objects;
 //! - [`compact`] stores objects as their wire bytes (JSON, or protobuf for built-in kinds) plus
-//!   parsed metadata, with a typed view on demand;
+//!   parsed metadata, with a typed view on demand; it is what `factory.informer::<K>(&client)`
+//!   stores, and [`object`] is the view handlers and listers hand out ([`Object<K>`]: free
+//!   metadata, typed `K` decoded on first access); `client.typed()` ([`TypedSource`]) gives
+//!   typed `Arc<K>` storage instead;
 //! - with the default feature `protobuf`, built-in kinds travel as protobuf
 //!   ([`protobuf`], through `kcache-proto`), with a clean fallback to JSON;
 //! - [`LeaseClient`] gets, creates and updates `coordination.k8s.io/v1` Leases, and
@@ -34,6 +37,7 @@ pub mod events;
 pub mod lease;
 pub mod lease_lock;
 pub mod lister_watcher;
+pub mod object;
 #[cfg(feature = "protobuf")]
 pub mod protobuf;
 pub mod shard_leases;
@@ -46,4 +50,6 @@ pub use error::{Error, Result};
 pub use lease::LeaseClient;
 pub use lease_lock::HttpLeaseLock;
 pub use lister_watcher::{HttpListerWatcher, WireStats};
+pub use object::{Object, ObjectHandlerFns, ObjectLister};
 pub use shard_leases::HttpShardLeases;
+pub use source::TypedSource;

@@ -78,7 +78,8 @@ async fn a_kube_custom_resource_type_syncs_through_a_kcache_informer() -> Result
         .namespaced("default")
         .get("a")
         .context("a is cached")?;
-    assert_eq!(cached.spec, WidgetSpec { size: 1 });
+    // The default informer keeps each Widget as its bytes; the typed view decodes it.
+    assert_eq!(cached.typed()?.spec, WidgetSpec { size: 1 });
 
     // Created, updated (spec: generation 2), its status written, another deleted: the cache
     // follows each.
@@ -101,12 +102,13 @@ async fn a_kube_custom_resource_type_syncs_through_a_kcache_informer() -> Result
     eventually("a updated and ready, b added", || {
         lister
             .get("a")
+            .and_then(|a| a.typed().ok())
             .is_some_and(|a| a.spec.size == 5 && a.status.as_ref().is_some_and(|s| s.ready))
             && lister.get("b").is_some()
     })
     .await?;
     assert_eq!(
-        lister.get("a").unwrap().metadata.generation,
+        lister.get("a").unwrap().metadata().generation,
         Some(2),
         "the spec change bumped the generation, the status write did not"
     );

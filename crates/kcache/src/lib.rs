@@ -32,7 +32,7 @@ pub mod store;
 pub mod testing;
 pub mod workqueue;
 
-pub use factory::SharedInformerFactory;
+pub use factory::{InformerFrom, SharedInformerFactory};
 pub use informer::{EventHandler, HandlerFns, HandlerRegistration, SharedIndexInformer};
 pub use lister_watcher::ListerWatcher;
 

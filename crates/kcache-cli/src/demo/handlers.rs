@@ -17,6 +17,8 @@ use kcache::{
     informer::DeletedObject,
     store::{ObjectKey, meta_namespace_key},
 };
+use kcache_client::Compact;
+use kube_core::Resource;
 use parking_lot::Mutex;
 
 /// Key → resourceVersion.
@@ -55,12 +57,12 @@ impl Rebuilt {
         }
     }
 
-    fn rv(pod: &Pod) -> String {
-        pod.metadata.resource_version.clone().unwrap_or_default()
+    fn rv(pod: &impl Resource) -> String {
+        pod.meta().resource_version.clone().unwrap_or_default()
     }
 
     /// Applies an add.
-    pub(super) fn add(&self, pod: &Pod, initial: bool) {
+    pub(super) fn add(&self, pod: &impl Resource, initial: bool) {
         self.handled.fetch_add(1, Ordering::Relaxed);
         if !initial {
             self.live.fetch_add(1, Ordering::Relaxed);
@@ -82,7 +84,7 @@ impl Rebuilt {
     }
 
     /// Applies an update.
-    pub(super) fn update(&self, new: &Pod) {
+    pub(super) fn update(&self, new: &impl Resource) {
         self.handled.fetch_add(1, Ordering::Relaxed);
         self.live.fetch_add(1, Ordering::Relaxed);
         let Ok(key) = meta_namespace_key(new) else {
@@ -99,7 +101,7 @@ impl Rebuilt {
     }
 
     /// Applies a delete.
-    pub(super) fn delete(&self, pod: &Pod) {
+    pub(super) fn delete(&self, pod: &impl Resource) {
         self.handled.fetch_add(1, Ordering::Relaxed);
         self.live.fetch_add(1, Ordering::Relaxed);
         let Ok(key) = meta_namespace_key(pod) else {
@@ -148,20 +150,21 @@ impl Recording {
     }
 }
 
-impl EventHandler<Pod> for Recording {
-    fn on_add(&self, obj: &Arc<Pod>, is_in_initial_list: bool) {
+/// Reads only metadata: the lean objects it receives are never decoded.
+impl EventHandler<Compact<Pod>> for Recording {
+    fn on_add(&self, obj: &Arc<Compact<Pod>>, is_in_initial_list: bool) {
         self.pause();
-        self.state.add(obj, is_in_initial_list);
+        self.state.add(&**obj, is_in_initial_list);
     }
 
-    fn on_update(&self, _old: &Arc<Pod>, new: &Arc<Pod>) {
+    fn on_update(&self, _old: &Arc<Compact<Pod>>, new: &Arc<Compact<Pod>>) {
         self.pause();
-        self.state.update(new);
+        self.state.update(&**new);
     }
 
-    fn on_delete(&self, obj: &DeletedObject<Pod>) {
+    fn on_delete(&self, obj: &DeletedObject<Compact<Pod>>) {
         self.pause();
-        self.state.delete(obj.object());
+        self.state.delete(&**obj.object());
     }
 }
 

@@ -30,12 +30,13 @@ use kcache::{
     SharedInformerFactory,
     controller::{self, Action, Controller},
     factory,
+    factory::Stored,
     informer::{self, BufferMode},
     reflector::BackoffConfig,
-    store::{IndexFunc, namespace_indexers},
+    store::namespace_indexers,
 };
 use kcache_apiserver::ApiServer;
-use kcache_client::{Client, HttpListerWatcher};
+use kcache_client::{Client, Compact, HttpListerWatcher};
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -120,27 +121,29 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
     let client = Client::from_url(&server.url()).context("building the HTTP client")?;
     let received = Arc::new(Received::default());
     let factory = SharedInformerFactory::new(demo_factory_options());
-    let mut indexers = namespace_indexers::<Pod>();
-    let by_node: IndexFunc<Pod> = Arc::new(|pod: &Pod| {
+    // The default lean informer (`factory.informer::<Pod>(&client)`'s lister-watcher and
+    // storage: wire bytes plus parsed metadata), with a node index that decodes each pod once
+    // when it is stored; the handlers and the controller read metadata only.
+    let mut indexers = namespace_indexers::<Compact<Pod>>();
+    let by_node = <Compact<Pod> as Stored<Pod>>::index_fn(Arc::new(|pod: &Pod| {
         pod.spec
             .as_ref()
             .and_then(|s| s.node_name.clone())
             .into_iter()
             .collect()
-    });
+    }));
     indexers.insert(NODE_INDEX.to_owned(), by_node);
-    let informer = factory.informer_with_indexers::<Pod, _, _>(
+    let informer = factory.informer_with_indexers::<Compact<Pod>, _, _>(
         |_| {
-            Counting::new(
-                HttpListerWatcher::<Pod>::all(client.clone()),
-                Arc::clone(&received),
-            )
+            let lw = <Client as factory::Source<Pod>>::lister_watcher(&client, None);
+            Counting::new(lw, Arc::clone(&received))
         },
         indexers,
     );
 
+    // The lean cache is sized by its bytes and parsed metadata.
     informer
-        .account_memory()
+        .set_memory_sizer(kcache_client::Compact::<Pod>::heap_size)
         .context("turning on the cache's memory accounting")?;
     let counting = Arc::new(Rebuilt::new(args.inject_divergence));
     let metrics_stop = tokio_util::sync::CancellationToken::new();
@@ -171,12 +174,12 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
         let reconciled = Arc::clone(&reconciled);
         let cancel = stop_controller.clone();
         controller.run(
-            move |key, pod: Option<Arc<Pod>>| {
+            move |key, pod: Option<Arc<Compact<Pod>>>| {
                 let reconciled = Arc::clone(&reconciled);
                 async move {
                     reconciled.set(
                         key,
-                        pod.map(|p| p.metadata.resource_version.clone().unwrap_or_default()),
+                        pod.map(|p| p.metadata().resource_version.clone().unwrap_or_default()),
                     );
                     Ok::<_, Infallible>(Action::Done)
                 }
@@ -406,7 +409,7 @@ async fn seed(ui: &Ui, handle: &kcache_apiserver::ServerHandle, n: usize) -> any
 /// Starts `/metrics`, `/healthz` and `/readyz` on `addr` for `informer`.
 async fn serve_metrics(
     addr: std::net::SocketAddr,
-    informer: &kcache::SharedIndexInformer<Pod>,
+    informer: &kcache::SharedIndexInformer<Compact<Pod>>,
     stop: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<tokio::task::JoinHandle<std::io::Result<()>>> {
     let mut registry = prometheus_client::registry::Registry::default();

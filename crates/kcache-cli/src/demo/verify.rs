@@ -14,6 +14,7 @@ use kcache::{
     lister_watcher::ListParams,
     store::{ObjectKey, meta_namespace_key},
 };
+use kcache_client::Compact;
 use tokio::time::Instant;
 
 use super::handlers::{Rebuilt, Snapshot};
@@ -114,21 +115,24 @@ pub(super) fn diff(name: &str, seen: &Snapshot, truth: &Snapshot, out: &mut Vec<
 }
 
 /// The informer's cache as key → resourceVersion.
-pub(super) fn cache_snapshot(informer: &SharedIndexInformer<Pod>) -> Snapshot {
+pub(super) fn cache_snapshot(informer: &SharedIndexInformer<Compact<Pod>>) -> Snapshot {
     informer
         .indexer()
         .list()
         .iter()
         .filter_map(|p| {
             let key = meta_namespace_key(&**p).ok()?;
-            Some((key, p.metadata.resource_version.clone().unwrap_or_default()))
+            Some((
+                key,
+                p.metadata().resource_version.clone().unwrap_or_default(),
+            ))
         })
         .collect()
 }
 
 /// Differences between the node index and the listed nodes.
 pub(super) fn index_diff(
-    informer: &SharedIndexInformer<Pod>,
+    informer: &SharedIndexInformer<Compact<Pod>>,
     truth: &Truth,
     out: &mut Vec<String>,
 ) -> usize {
@@ -189,7 +193,7 @@ const CATCH_UP: Duration = Duration::from_secs(60);
 /// Waits until the informer has seen the truth's resourceVersion and every view stops moving,
 /// then compares. Returns as soon as everything matches.
 pub(super) async fn settle_and_compare(
-    informer: &SharedIndexInformer<Pod>,
+    informer: &SharedIndexInformer<Compact<Pod>>,
     observers: &[Observer],
     truth: &Truth,
 ) -> Verdict {

@@ -166,6 +166,32 @@ impl<K: 'static> Compact<K> {
     }
 }
 
+impl<K: 'static> Compact<K> {
+    /// This object with `metadata.managedFields` dropped from its bytes too (the metadata,
+    /// edits included, is kept as it is). JSON without the word `managedFields` is returned as
+    /// it is, without a second parse.
+    ///
+    /// # Errors
+    /// [`CompactError::Json`] / [`CompactError::Protobuf`] when the bytes do not parse.
+    pub fn without_managed_fields(self) -> Result<Self, CompactError> {
+        let stripped = match &self.repr {
+            Repr::Json(json) => {
+                if memchr::memmem::find(json, b"managedFields").is_none() {
+                    return Ok(self);
+                }
+                Self::from_json(json, true)?
+            }
+            #[cfg(feature = "protobuf")]
+            Repr::Protobuf(raw) => Self::from_protobuf(raw, true)?,
+        };
+        Ok(Self {
+            metadata: self.metadata,
+            repr: stripped.repr,
+            _k: PhantomData,
+        })
+    }
+}
+
 impl<K> Compact<K> {
     /// The parsed metadata (without `managedFields`).
     pub fn metadata(&self) -> &ObjectMeta {

@@ -80,3 +80,21 @@ fn invalid_metadata_is_an_error() {
             .is_err()
     );
 }
+
+#[test]
+fn without_managed_fields_rewrites_the_bytes_and_keeps_the_metadata() {
+    let mut c: Compact<Pod> = decode_object(POD.as_bytes(), &CompactDecoder::new()).unwrap();
+    c.meta_mut().labels = None;
+    let stripped = c.without_managed_fields().unwrap();
+    assert!(!stripped.bytes().windows(13).any(|w| w == b"managedFields"));
+    assert!(
+        stripped.metadata().labels.is_none(),
+        "metadata edits are kept"
+    );
+    let typed = stripped.typed().unwrap();
+    assert!(typed.metadata.managed_fields.is_none());
+    assert_eq!(typed.metadata.resource_version.as_deref(), Some("7"));
+    // Nothing to strip: the same bytes.
+    let again = stripped.clone().without_managed_fields().unwrap();
+    assert_eq!(again, stripped);
+}

@@ -1,17 +1,28 @@
 //! [`InformerBuilder`]: one informer's own settings, over the factory's defaults.
 
-use std::{collections::BTreeSet, marker::PhantomData, sync::Arc, time::Duration};
+use std::{
+    collections::BTreeMap, collections::BTreeSet, marker::PhantomData, sync::Arc, time::Duration,
+};
 
-use kube_core::Resource;
+use kube_core::{ObjectMeta, Resource};
 
-use super::{Error, SharedInformerFactory, Source};
+use super::{
+    Error, MetaIndexFunc, SharedInformerFactory, Source, Stored, TypedIndexFunc, short_type_name,
+    stored::meta_index_fn,
+};
 use crate::{
     fifo::QueueKind,
     informer::{self, SharedIndexInformer},
     memory::{self, Sizer},
     reflector::{self, TransformFunc},
-    store::{IndexFunc, Indexers, namespace_indexers},
+    store::{Indexers, NAMESPACE_INDEX, namespace_indexers},
 };
+
+/// An index added to the builder: over metadata (never decodes) or over the typed object.
+enum Index<K> {
+    Meta(MetaIndexFunc),
+    Typed(TypedIndexFunc<K>),
+}
 
 /// What an informer was made with, compared when another request asks for the same type.
 #[derive(Debug, Clone, PartialEq)]
@@ -157,6 +168,12 @@ fn show(value: &Option<String>, none: &str) -> String {
 /// naming the setting: an option is never silently ignored. (A transform cannot be compared,
 /// so only the request that creates the informer may set one.)
 ///
+/// What the informer stores is chosen by the source given to [`build`](Self::build)
+/// ([`Source::Object`]). Index functions added with [`meta_indexer`](Self::meta_indexer) read
+/// only metadata and never decode; those added with [`indexer`](Self::indexer) see the typed
+/// object, which a lean store (`kcache_client::Client`) decodes each time the index runs (once
+/// per add, twice per update, once per delete).
+///
 /// ```
 /// use std::time::Duration;
 /// use k8s_openapi::api::core::v1::ConfigMap;
@@ -195,7 +212,7 @@ pub struct InformerBuilder<'f, K> {
     factory: &'f SharedInformerFactory,
     namespace: Option<String>,
     config: informer::Config,
-    indexers: Indexers<K>,
+    indexers: BTreeMap<String, Index<K>>,
     strip_managed_fields: bool,
     transform: Option<TransformFunc<K>>,
     sizer: Option<(Accounting, Sizer<K>)>,
@@ -212,7 +229,7 @@ where
             factory,
             namespace: defaults.namespace.clone(),
             config: defaults.informer.clone(),
-            indexers: namespace_indexers::<K>(),
+            indexers: BTreeMap::new(),
             strip_managed_fields: defaults.strip_managed_fields,
             transform: None,
             sizer: None,
@@ -263,14 +280,45 @@ where
         self
     }
 
-    /// Adds an index named `name` (the namespace index is always there).
+    /// Adds an index named `name` over the typed object (the namespace index is always
+    /// there). With lean storage the object is decoded each time this index runs (once per
+    /// add, twice per update — the old and the new object — once per delete); an
+    /// object that does not decode is in no value of it (and the error is logged).
     pub fn indexer(
         mut self,
         name: impl Into<String>,
         index: impl Fn(&K) -> Vec<String> + Send + Sync + 'static,
     ) -> Self {
-        let index: IndexFunc<K> = Arc::new(index);
-        self.indexers.insert(name.into(), index);
+        self.indexers
+            .insert(name.into(), Index::Typed(Arc::new(index)));
+        self
+    }
+
+    /// Adds an index named `name` over the object's metadata (labels, owner references,
+    /// annotations…): it never decodes the object, whatever the storage.
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kcache::{SharedInformerFactory, factory, testing::FakeSource};
+    ///
+    /// let factory = SharedInformerFactory::new(factory::Config::default());
+    /// let cms = factory
+    ///     .informer_builder::<ConfigMap>()
+    ///     .meta_indexer("owner", |meta| {
+    ///         let owners = meta.owner_references.iter().flatten();
+    ///         owners.map(|o| o.uid.clone()).collect()
+    ///     })
+    ///     .build(&|_namespace: Option<&str>| FakeSource::<ConfigMap>::new())?;
+    /// assert!(cms.indexer().index_keys("owner", "some-uid").unwrap().is_empty());
+    /// # Ok::<(), factory::Error>(())
+    /// ```
+    pub fn meta_indexer(
+        mut self,
+        name: impl Into<String>,
+        index: impl Fn(&ObjectMeta) -> Vec<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.indexers
+            .insert(name.into(), Index::Meta(Arc::new(index)));
         self
     }
 
@@ -282,7 +330,8 @@ where
     }
 
     /// Applies `transform` to every object before it is stored (after managed fields are
-    /// stripped, when they are). Only the request that creates the informer may set one.
+    /// stripped, when they are). Only the request that creates the informer may set one, and
+    /// only with typed storage: [`build`](Self::build) refuses it for a lean store.
     pub fn transform(mut self, transform: impl Fn(K) -> K + Send + Sync + 'static) -> Self {
         self.transform = Some(Arc::new(transform));
         self
@@ -306,23 +355,43 @@ where
     }
 
     /// The factory's informer for `K` with these settings, its lister-watcher made by `source`
-    /// for the namespace set here.
+    /// for the namespace set here, storing what `source` chooses ([`Source::Object`]).
     ///
     /// # Errors
-    /// [`Error::Conflict`] when the factory already has an informer for `K` made with other
-    /// settings (or this request sets a transform).
-    pub fn build(self, source: &impl Source<K>) -> Result<SharedIndexInformer<K>, Error> {
+    /// [`Error::Conflict`] when the factory already has an informer for the stored type made
+    /// with other settings (or this request sets a transform);
+    /// [`Error::TransformNeedsTypedStorage`] when a transform is set and the source stores a
+    /// lean form.
+    pub fn build<S: Source<K>>(self, source: &S) -> Result<SharedIndexInformer<S::Object>, Error> {
+        let mut names: BTreeSet<String> = self.indexers.keys().cloned().collect();
+        names.insert(NAMESPACE_INDEX.to_owned());
         let settings = Settings {
             namespace: self.namespace.clone(),
             config: self.config.clone(),
-            indexers: self.indexers.keys().cloned().collect(),
+            indexers: names,
             strip_managed_fields: self.strip_managed_fields,
             transform: self.transform.is_some(),
             memory: self.sizer.as_ref().map_or(Accounting::Off, |(a, _)| *a),
         };
-        let (namespace, strip, transform) =
-            (self.namespace, self.strip_managed_fields, self.transform);
-        let (config, indexers, sizer) = (self.config, self.indexers, self.sizer);
+        let transform = match self.transform {
+            None => None,
+            Some(f) => Some(S::Object::transform_fn(f).ok_or(
+                Error::TransformNeedsTypedStorage {
+                    kind: short_type_name::<K>(),
+                },
+            )?),
+        };
+        let mut indexers: Indexers<S::Object> = namespace_indexers::<S::Object>();
+        for (name, index) in self.indexers {
+            let index = match index {
+                Index::Meta(f) => meta_index_fn::<S::Object>(f),
+                Index::Typed(f) => S::Object::index_fn(f),
+            };
+            indexers.insert(name, index);
+        }
+        let (namespace, strip, config) = (self.namespace, self.strip_managed_fields, self.config);
+        // A lean store sizes its objects its own way ([`Stored::sizer`]).
+        let sizer = self.sizer.map(|(_, sizer)| S::Object::sizer(sizer));
         self.factory
             .get_or_create(settings, || {
                 let informer = SharedIndexInformer::with_indexers(
@@ -332,9 +401,9 @@ where
                 );
                 if strip || transform.is_some() {
                     // Cannot fail: the informer was just created and is not started.
-                    let _ = informer.set_transform(move |mut obj: K| {
+                    let _ = informer.set_transform(move |mut obj: S::Object| {
                         if strip {
-                            obj.meta_mut().managed_fields = None;
+                            obj = S::Object::strip_managed_fields(obj);
                         }
                         match &transform {
                             Some(f) => f(obj),
@@ -342,9 +411,9 @@ where
                         }
                     });
                 }
-                if let Some((_, sizer)) = sizer {
+                if let Some(sizer) = sizer {
                     // Cannot fail either: no sizer was set on the new informer.
-                    let _ = informer.set_memory_sizer(move |obj: &K| sizer(obj));
+                    let _ = informer.set_memory_sizer(move |obj: &S::Object| sizer(obj));
                 }
                 informer
             })
@@ -398,8 +467,7 @@ where
 
 impl<K> std::fmt::Debug for InformerBuilder<'_, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut indexers: Vec<_> = self.indexers.keys().collect();
-        indexers.sort();
+        let indexers: Vec<_> = self.indexers.keys().collect();
         f.debug_struct("InformerBuilder")
             .field("kind", &std::any::type_name::<K>())
             .field("namespace", &self.namespace)

@@ -1,11 +1,17 @@
 //! [`SharedInformerFactory`]: one shared informer per resource type, made from a [`Source`]
 //! with the factory's defaults ([`SharedInformerFactory::informer`]) or with settings of its own
-//! ([`SharedInformerFactory::informer_builder`]).
+//! ([`SharedInformerFactory::informer_builder`]). The [`Source`] chooses what the cache stores
+//! ([`Stored`]): `kcache_client::Client` stores lean objects (wire bytes plus parsed metadata,
+//! typed view decoded on demand), `client.typed()` and closures store typed objects.
 
 mod builder;
+mod source;
+mod stored;
 
 pub use builder::InformerBuilder;
 use builder::Settings;
+pub use source::{InformerFrom, Source};
+pub use stored::{MetaIndexFunc, Stored, TypedIndexFunc};
 
 use std::{
     any::{Any, TypeId},
@@ -84,51 +90,6 @@ impl Config {
     }
 }
 
-/// Makes the [`ListerWatcher`] of a `K` informer for one namespace or all of them: what
-/// [`SharedInformerFactory::informer`] needs from a client. `kcache_client::Client`
-/// implements it for every typed resource (a namespace is ignored for cluster-scoped kinds).
-///
-/// ```
-/// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kcache::{SharedInformerFactory, factory, testing::FakeSource};
-///
-/// /// Hands out clones of one fake collection, whatever the namespace.
-/// struct Fake(FakeSource<ConfigMap>);
-/// impl factory::Source<ConfigMap> for Fake {
-///     type ListerWatcher = FakeSource<ConfigMap>;
-///     fn lister_watcher(&self, _namespace: Option<&str>) -> FakeSource<ConfigMap> {
-///         self.0.clone()
-///     }
-/// }
-///
-/// let factory = SharedInformerFactory::new(factory::Config::default());
-/// let cms = factory.informer::<ConfigMap>(&Fake(FakeSource::new()));
-/// assert!(!cms.has_started());
-/// ```
-///
-/// A closure from the namespace to a lister-watcher is a `Source` too:
-/// `factory.informer::<ConfigMap>(&|_ns: Option<&str>| FakeSource::new())`.
-pub trait Source<K: Clone> {
-    /// The lister-watcher it makes.
-    type ListerWatcher: ListerWatcher<K>;
-
-    /// A lister-watcher of `K` in `namespace` (`None`: all namespaces).
-    fn lister_watcher(&self, namespace: Option<&str>) -> Self::ListerWatcher;
-}
-
-impl<K, F, L> Source<K> for F
-where
-    K: Clone,
-    F: Fn(Option<&str>) -> L,
-    L: ListerWatcher<K>,
-{
-    type ListerWatcher = L;
-
-    fn lister_watcher(&self, namespace: Option<&str>) -> L {
-        self(namespace)
-    }
-}
-
 /// Why the factory could not hand out an informer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -148,6 +109,17 @@ pub enum Error {
         existing: String,
         /// Its value in the request.
         requested: String,
+    },
+    /// The source stores a lean form of the objects, which cannot take a transform over the
+    /// typed object.
+    #[error(
+        "the informer for {kind} stores lean objects, which cannot take a typed transform \
+         (use a source with typed storage, such as `client.typed()`, or transform metadata \
+         through `strip_managed_fields`)"
+    )]
+    TransformNeedsTypedStorage {
+        /// The Rust type of the objects, without its path.
+        kind: &'static str,
     },
 }
 
@@ -248,21 +220,9 @@ impl SharedInformerFactory {
         &self.options
     }
 
-    /// The shared informer for `K`, created on first request from `source` with the factory's
-    /// namespace, selectors, resync period and transform, and the namespace index. No
-    /// turbofish beyond the type is needed: `factory.informer::<Pod>(&client)`. When the
-    /// informer exists it is returned as it is, whatever it was made with (client-go's
-    /// `InformerFor`); [`informer_builder`](Self::informer_builder) checks the settings.
-    pub fn informer<K>(&self, source: &impl Source<K>) -> SharedIndexInformer<K>
-    where
-        K: Resource + Clone + Send + Sync + 'static,
-    {
-        self.informer_for(|config| source.lister_watcher(config.namespace.as_deref()))
-    }
-
     /// The shared informer for `K`, created on first request with the namespace index and the
     /// [`ListerWatcher`] that `make` builds from the factory's options (`make` must apply
-    /// [`Config::namespace`] itself; [`informer`](Self::informer) does it for a [`Source`]).
+    /// [`Config::namespace`] itself; [`InformerFrom::informer`] does it for a [`Source`]).
     /// Later requests return the same informer (and do not call `make`).
     pub fn informer_for<K, F, L>(&self, make: F) -> SharedIndexInformer<K>
     where
@@ -286,6 +246,25 @@ impl SharedInformerFactory {
         F: FnOnce(&Config) -> L,
         L: ListerWatcher<K>,
     {
+        self.informer_stripping_with(make, indexers, |mut obj: K| {
+            obj.meta_mut().managed_fields = None;
+            obj
+        })
+    }
+
+    /// [`informer_with_indexers`](Self::informer_with_indexers) with the function that drops
+    /// managed fields when [`Config::strip_managed_fields`] is on.
+    fn informer_stripping_with<K, F, L>(
+        &self,
+        make: F,
+        indexers: Indexers<K>,
+        strip: fn(K) -> K,
+    ) -> SharedIndexInformer<K>
+    where
+        K: Resource + Clone + Send + Sync + 'static,
+        F: FnOnce(&Config) -> L,
+        L: ListerWatcher<K>,
+    {
         let settings = Settings {
             namespace: self.options.namespace.clone(),
             config: self.options.informer.clone(),
@@ -302,10 +281,7 @@ impl SharedInformerFactory {
             );
             if self.options.strip_managed_fields {
                 // Cannot fail: the informer was just created and is not started.
-                let _ = informer.set_transform(|mut obj: K| {
-                    obj.meta_mut().managed_fields = None;
-                    obj
-                });
+                let _ = informer.set_transform(strip);
             }
             informer
         });
@@ -316,6 +292,7 @@ impl SharedInformerFactory {
 
     /// A builder for the informer of `K` with settings of its own (namespace, selectors,
     /// resync, queue, indexes, transform) over the factory's defaults; see [`InformerBuilder`].
+    /// What it stores is chosen by the source given to [`InformerBuilder::build`].
     pub fn informer_builder<K>(&self) -> InformerBuilder<'_, K>
     where
         K: Resource + Clone + Send + Sync + 'static,

@@ -80,6 +80,7 @@ async fn wait_for_cache_sync_reports_unsynced_types_after_shutdown() {
 struct Recording(FakeSource<ConfigMap>, std::sync::Mutex<Vec<Option<String>>>);
 
 impl Source<ConfigMap> for Recording {
+    type Object = ConfigMap;
     type ListerWatcher = FakeSource<ConfigMap>;
     fn lister_watcher(&self, namespace: Option<&str>) -> FakeSource<ConfigMap> {
         self.1.lock().unwrap().push(namespace.map(str::to_owned));
@@ -227,6 +228,7 @@ async fn builder_returns_the_informer_made_with_the_same_settings_and_refuses_ot
 
     let conflict = |builder: InformerBuilder<'_, ConfigMap>| match builder.build(&source) {
         Err(Error::Conflict { setting, .. }) => setting,
+        Err(other) => panic!("not a conflict: {other}"),
         Ok(_) => panic!("a request with other settings was given the existing informer"),
     };
     let b = || {

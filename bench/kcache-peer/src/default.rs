@@ -1,0 +1,58 @@
+//! The `default` storage: exactly what the README's quick start builds —
+//! `factory.informer::<Pod>(&client)`, lean objects (wire bytes plus parsed metadata, protobuf
+//! for Pods, `managedFields` kept as the factory's default keeps them) — with the usual
+//! controller handler: every add, update and delete enqueues the pod's key into a
+//! rate-limited work queue that one worker drains. Nothing decodes a typed `Pod`.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use kcache::{
+    SharedIndexInformer, factory,
+    store::{ObjectKey, meta_namespace_key},
+    workqueue::RateLimitingQueue,
+};
+use kcache_client::{Client, Compact, CompactDecoder, HttpListerWatcher, Object, ObjectHandlerFns};
+
+/// The lister-watcher `factory.informer::<Pod>(&client)` makes for namespace `ns` (JSON when
+/// `protobuf` is false, for the JSON line; protobuf is the client's default).
+pub(crate) fn lister_watcher(
+    client: &Client,
+    ns: &str,
+    protobuf: bool,
+) -> HttpListerWatcher<Compact<Pod>, CompactDecoder> {
+    <Client as factory::Source<Pod>>::lister_watcher(client, Some(ns)).protobuf(protobuf)
+}
+
+/// Adds the key-enqueuing handler (its queue's driver and worker are spawned on the current
+/// runtime and end with it); `on_update` runs after each update is enqueued.
+pub(crate) fn register_key_handler(
+    informer: &SharedIndexInformer<Compact<Pod>>,
+    on_update: Box<dyn Fn() + Send + Sync>,
+) -> anyhow::Result<()> {
+    let (queue, driver) = RateLimitingQueue::<ObjectKey>::new();
+    tokio::spawn(driver);
+    let worker = queue.clone();
+    tokio::spawn(async move {
+        while let Some(key) = worker.get().await {
+            worker.forget(&key);
+            worker.done(&key);
+        }
+    });
+    let enqueue = Arc::new(move |obj: &Object<Pod>| {
+        if let Ok(key) = meta_namespace_key(obj.stored().as_ref()) {
+            let _ = queue.add(key);
+        }
+    });
+    let (add, update, delete) = (enqueue.clone(), enqueue.clone(), enqueue);
+    informer.add_event_handler(
+        ObjectHandlerFns::<Pod>::new()
+            .on_add(move |pod, _initial| add(pod))
+            .on_update(move |_old, new| {
+                update(new);
+                on_update();
+            })
+            .on_delete(move |pod, _unknown| delete(pod)),
+    )?;
+    Ok(())
+}
