@@ -1,7 +1,11 @@
 //! Stored objects: the JSON value plus its serialised bytes, shared as `Arc`.
 
+use std::sync::OnceLock;
+
 use bytes::Bytes;
 use serde_json::Value;
+
+use crate::status::ApiError;
 
 /// One stored object version: its JSON (with `metadata.resourceVersion` set) and the
 /// same JSON serialised once, so that lists and watches never re-encode it.
@@ -9,12 +13,27 @@ use serde_json::Value;
 /// Two encodings are kept: the full object (`kind` and `apiVersion` first, as GET and
 /// watch events carry it) and the list-item form without `kind`/`apiVersion` (list items
 /// carry neither on kube-apiserver).
+///
+/// The protobuf message of built-in kinds is encoded on first use and kept too (a JSON-only
+/// server never pays for it; many protobuf watchers share one encoding).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct StoredObject {
     value: Value,
     json: Bytes,
     item: Bytes,
     rv: u64,
+    proto: ProtoCache,
+}
+
+/// The lazily encoded protobuf message (or why it cannot be encoded). Not part of equality:
+/// two equal objects are equal whether or not one was encoded.
+#[derive(Debug, Clone, Default)]
+struct ProtoCache(OnceLock<Result<Bytes, String>>);
+
+impl PartialEq for ProtoCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 fn encode(value: &Value) -> (Bytes, Bytes) {
@@ -55,6 +74,7 @@ impl StoredObject {
             json,
             item,
             rv,
+            proto: ProtoCache::default(),
         }
     }
 
@@ -71,6 +91,7 @@ impl StoredObject {
             json,
             item,
             rv: 0,
+            proto: ProtoCache::default(),
         }
     }
 
@@ -90,6 +111,22 @@ impl StoredObject {
     #[must_use]
     pub(crate) fn item_json(&self) -> &Bytes {
         &self.item
+    }
+
+    /// The object's protobuf message (the `raw` of its `k8s\0` envelope, also a list item),
+    /// encoded on first use.
+    ///
+    /// # Errors
+    ///
+    /// 500 when the kind has no protobuf type or the JSON does not fit it.
+    pub(crate) fn protobuf(&self) -> Result<&Bytes, ApiError> {
+        self.proto
+            .0
+            .get_or_init(|| crate::http::protobuf::encode::object_message(&self.value))
+            .as_ref()
+            .map_err(|why| {
+                ApiError::internal(format!("cannot encode the object as protobuf: {why}"))
+            })
     }
 
     /// The object's resourceVersion.

@@ -78,11 +78,12 @@ pub(super) struct Write {
 impl Write {
     /// Negotiates the answer's form (406 first, as kube-apiserver) and reads the query.
     pub(super) fn open(
+        target: &Target,
         query: &HashMap<String, String>,
         headers: &HeaderMap,
     ) -> Result<Self, ApiError> {
         Ok(Self {
-            out: output(headers)?,
+            out: output(headers, crate::http::protobuf::supports(&target.info))?,
             query: WriteQuery::from_query(query),
         })
     }
@@ -133,12 +134,16 @@ fn decode_body(
 ) -> Result<Map<String, Value>, ApiError> {
     match body_type(headers) {
         BodyType::Json | BodyType::Yaml => decode_object(&target.info, body),
-        BodyType::Protobuf => crate::http::protobuf::decode(body).map_err(|e| match e {
-            crate::http::protobuf::ProtoError::Unsupported(_) => ApiError::unsupported_body(),
-            e @ crate::http::protobuf::ProtoError::Malformed(_) => ApiError::bad_request(format!(
-                "the object provided is unrecognized (must be of type {}): {e}",
-                target.info.kind
-            )),
+        BodyType::Protobuf => crate::http::protobuf::decode::decode(body).map_err(|e| match e {
+            crate::http::protobuf::decode::ProtoError::Unsupported(_) => {
+                ApiError::unsupported_body()
+            }
+            e @ crate::http::protobuf::decode::ProtoError::Malformed(_) => {
+                ApiError::bad_request(format!(
+                    "the object provided is unrecognized (must be of type {}): {e}",
+                    target.info.kind
+                ))
+            }
         }),
         _ => Err(ApiError::unsupported_body()),
     }
@@ -152,7 +157,7 @@ pub(crate) fn create(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    let write = Write::open(query, headers)?;
+    let write = Write::open(target, query, headers)?;
     if target.info.namespaced && target.namespace.is_none() {
         return Err(ApiError::method_not_allowed());
     }
@@ -170,7 +175,7 @@ pub(crate) fn update(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    let write = Write::open(query, headers)?;
+    let write = Write::open(target, query, headers)?;
     let (obj, warnings) = write.decode_object(target, headers, body)?;
     let url_name = target.name.clone().unwrap_or_default();
     let body_name = meta_str(&obj, "name").to_owned();
