@@ -79,12 +79,18 @@ pub(crate) async fn serve(
 }
 
 async fn entry(State(state): State<Arc<AppState>>, req: Request) -> Response {
-    match AssertUnwindSafe(handle(state, req)).catch_unwind().await {
+    let resp = match AssertUnwindSafe(handle(state, req)).catch_unwind().await {
         Ok(resp) => resp,
         Err(_) => error_response(&ApiError::internal(
             "the server panicked handling this request",
         )),
-    }
+    };
+    tracing::debug!(
+        status = resp.status().as_u16(),
+        content_type = ?resp.headers().get(CONTENT_TYPE),
+        "response"
+    );
+    resp
 }
 
 /// A JSON response with a trailing newline.
