@@ -34,8 +34,12 @@
 //! - list: `limit`/`continue` (kube-apiserver's token format), `remainingItemCount`,
 //!   `resourceVersion` + `resourceVersionMatch`, label and field selectors, 410/504 as
 //!   recorded;
-//! - watch: chunked NDJSON, `timeoutSeconds`, bookmarks, `sendInitialEvents`, selector
-//!   entry/exit as ADDED/DELETED, expired RVs as one ERROR event;
+//! - protobuf (`application/vnd.kubernetes.protobuf`) for the built-in kinds: objects, lists,
+//!   `Status` errors and watch frames, negotiated from `Accept` as kube-apiserver does; custom
+//!   resources answer JSON (or 406 when `Accept` allows nothing else);
+//! - watch: chunked NDJSON (or length-prefixed protobuf frames), `timeoutSeconds`, bookmarks,
+//!   `sendInitialEvents`, selector entry/exit as ADDED/DELETED, expired RVs as one ERROR
+//!   event;
 //! - writes: create/update/delete, merge, JSON and strategic merge patches, a simple
 //!   server-side apply, finalizers, generation, managedFields, dry runs;
 //! - discovery (plain and aggregated), Tables, a minimal OpenAPI v3, so `kubectl` works;

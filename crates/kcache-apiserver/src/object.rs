@@ -2,13 +2,20 @@
 //! resourceVersion), shared as `Arc`. The JSON value is parsed on demand: a stored pod
 //! costs its bytes, not a `serde_json::Value` tree (about 8× the bytes).
 
+use std::sync::OnceLock;
+
 use bytes::Bytes;
 use serde_json::Value;
+
+use crate::status::ApiError;
 
 /// One stored object version: its JSON (with `metadata.resourceVersion` set), serialised
 /// once with `kind` and `apiVersion` first, as GET and watch events carry it; the list-item
 /// form (without `kind`/`apiVersion`, as kube-apiserver's list items) is the same bytes
 /// after those two fields, so lists never re-encode either.
+///
+/// The protobuf message of built-in kinds is encoded on first use and kept too (a JSON-only
+/// server never pays for it; many protobuf watchers share one encoding).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct StoredObject {
     json: Bytes,
@@ -17,7 +24,21 @@ pub(crate) struct StoredObject {
     rest: usize,
     name: Box<str>,
     namespace: Box<str>,
+    api_version: Box<str>,
+    kind: Box<str>,
     rv: u64,
+    proto: ProtoCache,
+}
+
+/// The lazily encoded protobuf message (or why it cannot be encoded). Not part of equality:
+/// two equal objects are equal whether or not one was encoded.
+#[derive(Debug, Clone, Default)]
+struct ProtoCache(OnceLock<Result<Bytes, String>>);
+
+impl PartialEq for ProtoCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// The full JSON with `kind` and `apiVersion` first, and where the rest starts.
@@ -56,7 +77,18 @@ impl StoredObject {
             rest,
             name: meta_str(value, "name").into(),
             namespace: meta_str(value, "namespace").into(),
+            api_version: value
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .into(),
+            kind: value
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .into(),
             rv,
+            proto: ProtoCache::default(),
         }
     }
 
@@ -112,6 +144,22 @@ impl StoredObject {
         }
     }
 
+    /// The object's protobuf message (the `raw` of its `k8s\0` envelope, also a list item),
+    /// encoded on first use.
+    ///
+    /// # Errors
+    ///
+    /// 500 when the kind has no protobuf type or the JSON does not fit it.
+    pub(crate) fn protobuf(&self) -> Result<&Bytes, ApiError> {
+        self.proto
+            .0
+            .get_or_init(|| crate::http::protobuf::encode::object_message(&self.value()))
+            .as_ref()
+            .map_err(|why| {
+                ApiError::internal(format!("cannot encode the object as protobuf: {why}"))
+            })
+    }
+
     /// The object's resourceVersion.
     #[must_use]
     pub(crate) fn rv(&self) -> u64 {
@@ -122,6 +170,12 @@ impl StoredObject {
     #[must_use]
     pub(crate) fn name(&self) -> &str {
         &self.name
+    }
+
+    /// `apiVersion` and `kind` (empty when absent).
+    #[must_use]
+    pub(crate) fn type_meta(&self) -> (&str, &str) {
+        (&self.api_version, &self.kind)
     }
 
     /// `metadata.namespace` (empty when absent).

@@ -55,36 +55,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
         "server-side apply has no field ownership",
     ),
     (
-        "protobuf.json",
-        "list 3 pods as protobuf",
-        "protobuf is not served: 406",
-    ),
-    (
-        "protobuf.json",
-        "get one pod as protobuf",
-        "protobuf is not served: 406",
-    ),
-    (
-        "protobuf.json",
-        "404 with protobuf Accept",
-        "protobuf is not served: 406",
-    ),
-    (
-        "protobuf.json",
-        "client-go default Accept",
-        "answered in JSON, which the Accept header allows",
-    ),
-    (
-        "protobuf.json",
-        "protobuf watch from the RV",
-        "protobuf is not served: 406",
-    ),
-    (
-        "protobuf.json",
-        "live protobuf watch",
-        "protobuf is not served: 406",
-    ),
-    (
         "watch-cache-disabled.json",
         "list resourceVersion=0&limit=3 without watch cache",
         "we always behave like the watch cache: RV=0 ignores limit",
@@ -745,12 +715,26 @@ impl Replay {
                 Box::pin(self.run_step(&c)).await;
             }
             self.step = step_name;
+            if protobuf_only {
+                let ours = w.collect_bytes().await;
+                if w.status == expected_status {
+                    self.compare_headers(&resp["headers"], &w.headers, expected_status == 200);
+                    let theirs = common::pb::watch_outline(&expected_protobuf(resp));
+                    let ours = common::pb::watch_outline(&ours);
+                    if theirs != ours {
+                        self.diff(format!(
+                            "protobuf frames: expected {theirs:?}, got {ours:?}"
+                        ));
+                    }
+                }
+                return;
+            }
             let events = if w.status == 200 {
                 w.collect().await
             } else {
                 Vec::new()
             };
-            if w.status == expected_status && !protobuf_only {
+            if w.status == expected_status {
                 self.compare_headers(&resp["headers"], &w.headers, expected_status == 200);
                 if let Some(exp) = resp["events"].as_array() {
                     self.compare_events(exp, &events);
@@ -770,8 +754,24 @@ impl Replay {
             return;
         }
         if protobuf_only {
-            let ct = r.header("content-type").unwrap_or_default();
-            self.diff(format!("answered {ct:?} instead of protobuf"));
+            let stream = resp["headers"]["Content-Type"]
+                .as_str()
+                .is_some_and(|ct| ct.ends_with(";stream=watch"));
+            self.compare_headers(&resp["headers"], &r.headers, stream);
+            let (theirs, ours) = if stream {
+                (
+                    common::pb::watch_outline(&expected_protobuf(resp)),
+                    common::pb::watch_outline(&r.body),
+                )
+            } else {
+                (
+                    vec![common::pb::outline(&expected_protobuf(resp))],
+                    vec![common::pb::outline(&r.body)],
+                )
+            };
+            if theirs != ours {
+                self.diff(format!("protobuf body: expected {theirs:?}, got {ours:?}"));
+            }
             return;
         }
         if resp.get("raw_http").is_some() && resp["body"].is_null() {
@@ -801,6 +801,14 @@ impl Replay {
             self.compare(expected_body, &actual, "body");
         }
     }
+}
+
+/// The recorded protobuf body of a response (verbatim, not normalised).
+fn expected_protobuf(resp: &Value) -> Vec<u8> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD
+        .decode(resp["body_base64"].as_str().unwrap_or_default())
+        .expect("body_base64 is base64")
 }
 
 /// Creates an object over HTTP as the recorder would have.

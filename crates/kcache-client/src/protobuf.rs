@@ -6,8 +6,8 @@
 //! message), lists ask for
 //! `application/vnd.kubernetes.protobuf, application/json` and watches for
 //! `application/vnd.kubernetes.protobuf;stream=watch, application/json`, as client-go does.
-//! The response's `Content-Type` decides the decoder, so a server that answers JSON (such as
-//! kcache-apiserver) is decoded as JSON; a server that refuses the protobuf request with 406 is
+//! The response's `Content-Type` decides the decoder, so a server that answers JSON (an
+//! aggregated API server without protobuf, say) is decoded as JSON; a server that refuses the protobuf request with 406 is
 //! asked again for JSON. Custom resources, `DynamicObject` and metadata-only requests stay
 //! JSON.
 

@@ -5,8 +5,8 @@
 //!   (`testdata/kube-apiserver-v1.36/protobuf.json`) decodes to compact objects whose metadata and typed view equal the JSON twin's;
 //! - stripping `managedFields` changes nothing else;
 //! - truncated or garbage protobuf is an error, never a panic;
-//! - a compact reflector of Pods travels protobuf against the upstream kube-apiserver and JSON
-//!   against the embedded server, and converges on both.
+//! - a compact reflector of Pods travels protobuf against the upstream kube-apiserver and the
+//!   embedded server, and converges on both.
 #![cfg(feature = "protobuf")]
 
 mod common;
@@ -552,7 +552,8 @@ async fn compact_pod_reflector_travels_protobuf_against_the_upstream_server_and_
 }
 
 #[tokio::test]
-async fn compact_pod_reflector_falls_back_to_json_against_the_embedded_server() -> Result<()> {
+async fn compact_pod_reflector_travels_protobuf_against_the_embedded_server_and_converges()
+-> Result<()> {
     let s = TestServer::embedded().await?;
-    compact_reflector_round(&s, Format::Json).await
+    compact_reflector_round(&s, Format::Protobuf).await
 }

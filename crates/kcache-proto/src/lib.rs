@@ -20,6 +20,9 @@
 //! - [`convert`]: prost type → k8s-openapi type, generated field by field (for callers holding
 //!   prost messages; the direct decoders follow the same field rules, and tests check both
 //!   agree).
+//! - [`encode`]: the reverse, k8s-openapi type (or a JSON object, [`encode_json`]) → prost
+//!   type → wire bytes, generated field by field from the same messages (for servers: the
+//!   embedded `kcache-apiserver` answers protobuf with it).
 //! - [`compact`]: an object kept as its protobuf bytes plus the metadata a cache needs, with a
 //!   typed view decoded on demand.
 //!
@@ -47,6 +50,7 @@
 
 pub mod compact;
 pub mod convert;
+pub mod encode;
 pub mod envelope;
 pub mod frame;
 pub mod list;
@@ -78,6 +82,7 @@ pub use decode::{
     DecodeError, DecodeOptions, decode_list, decode_list_with, decode_object, decode_object_with,
     decode_status, kind_is_supported, native_kind,
 };
+pub use encode::{EncodeError, ToProto, encode_json, encode_status_json};
 pub use envelope::{Envelope, EnvelopeError};
 pub use frame::{FrameDecoder, FrameError};
 pub use watch::{RawWatchEvent, WatchDecoder, WatchError, WatchEventType};

@@ -9,15 +9,35 @@ use http::HeaderMap;
 use serde_json::{Map, Value, json};
 
 use super::crud::{has_finalizers, is_dry_run, now_rfc3339};
-use super::negotiate::output;
+use super::negotiate::{Output, output};
 use super::validate::go_json_error;
-use super::{AppState, Target, json_response};
+use super::{AppState, Target, bytes_response, error_response, json_response, protobuf};
 use crate::object::{StoredObject, meta_str};
 use crate::status::ApiError;
 use crate::store::Mutation;
 
-fn render_value(code: u16, v: &Value) -> Response {
-    json_response(code, v)
+/// The deleted object (or the list of deleted objects) in the negotiated form.
+fn render_object(out: Output, obj: &StoredObject) -> Response {
+    if out != Output::Protobuf {
+        return json_response(200, &obj.value());
+    }
+    match protobuf::encode::object(obj) {
+        Ok(b) => bytes_response(200, protobuf::CONTENT_TYPE, b),
+        Err(e) => error_response(&e),
+    }
+}
+
+/// A success `Status` in the negotiated form.
+fn render_status(out: Output, status: &Value) -> Response {
+    if out == Output::Protobuf {
+        bytes_response(
+            200,
+            protobuf::CONTENT_TYPE,
+            protobuf::encode::status_value(status),
+        )
+    } else {
+        json_response(200, status)
+    }
 }
 
 /// DELETE of one object.
@@ -28,7 +48,7 @@ pub(crate) fn delete(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    output(headers)?;
+    let out = output(headers, protobuf::supports(&target.info))?;
     let opts: Value = if body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {
@@ -63,7 +83,7 @@ pub(crate) fn delete(
         || (info.group.is_empty() && matches!(info.plural.as_str(), "pods" | "namespaces"))
         || super::crd::is_crd(info)
     {
-        return Ok(render_value(200, &obj.value()));
+        return Ok(render_object(out, &obj));
     }
     let mut details = Map::new();
     details.insert("name".into(), json!(obj.name()));
@@ -72,8 +92,8 @@ pub(crate) fn delete(
     }
     details.insert("kind".into(), json!(info.plural));
     details.insert("uid".into(), json!(meta_str(&obj.value(), "uid")));
-    Ok(render_value(
-        200,
+    Ok(render_status(
+        out,
         &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}),
     ))
 }
@@ -246,7 +266,7 @@ pub(crate) fn delete_collection(
     query: &HashMap<String, String>,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    output(headers)?;
+    let out = output(headers, protobuf::supports(&target.info))?;
     let mut q = query.clone();
     q.remove("watch");
     let p =
@@ -271,12 +291,20 @@ pub(crate) fn delete_collection(
             ..target.clone()
         };
         if let Ok((o, _)) = delete_object(state, &t, &json!({}), is_dry_run(query)) {
-            deleted.push(o.value().clone());
+            deleted.push(o);
         }
     }
-    Ok(render_value(
+    let rv = state.store.current_rv();
+    let list_kind = format!("{}List", target.info.kind);
+    if out == Output::Protobuf {
+        let meta = protobuf::encode::list_meta(rv, None, None);
+        let body = protobuf::encode::list(&target.info.api_version(), &list_kind, &meta, &deleted)?;
+        return Ok(bytes_response(200, protobuf::CONTENT_TYPE, body));
+    }
+    let items: Vec<Value> = deleted.iter().map(|o| o.value().clone()).collect();
+    Ok(json_response(
         200,
-        &json!({"kind": format!("{}List", target.info.kind), "apiVersion": target.info.api_version(),
-                "metadata": {"resourceVersion": state.store.current_rv().to_string()}, "items": deleted}),
+        &json!({"kind": list_kind, "apiVersion": target.info.api_version(),
+                "metadata": {"resourceVersion": rv.to_string()}, "items": items}),
     ))
 }

@@ -207,7 +207,7 @@ pub(crate) fn handle(
     route: &Route,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    let wants_aggregated = output(headers).is_ok_and(|o| o == Output::Discovery);
+    let wants_aggregated = output(headers, false).is_ok_and(|o| o == Output::Discovery);
     let all = groups(state);
     let empty = BTreeMap::new();
     match route {

@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 use super::negotiate::Output;
 use super::params::{ListParams, RvMatch};
 use super::table::{IncludeObject, partial_metadata, table};
-use super::{AppState, Target, json_response};
+use super::{AppState, Target, bytes_response, json_response, protobuf};
 use crate::object::StoredObject;
 use crate::status::ApiError;
 use crate::store::{ListQuery, ReadAt, StoreError};
@@ -170,6 +170,16 @@ pub(crate) async fn list(
         .continue_after
         .as_deref()
         .map(|k| encode_token(i64::try_from(page.rv).unwrap_or(i64::MAX), &format!("/{k}")));
+    if out == Output::Protobuf {
+        let meta = protobuf::encode::list_meta(page.rv, token.as_deref(), page.remaining);
+        let body = protobuf::encode::list(
+            &target.info.api_version(),
+            &format!("{}List", target.info.kind),
+            &meta,
+            &page.items,
+        )?;
+        return Ok(bytes_response(200, protobuf::CONTENT_TYPE, body));
+    }
     let meta = list_meta(page.rv, token.as_deref(), page.remaining);
     match out {
         Output::Table(api_version) => {
@@ -191,7 +201,7 @@ pub(crate) async fn list(
                         "metadata": meta, "items": items}),
             ))
         }
-        Output::Json | Output::Discovery => Ok(json_list(
+        Output::Json | Output::Discovery | Output::Protobuf => Ok(json_list(
             &format!("{}List", target.info.kind),
             &target.info.api_version(),
             &meta,

@@ -11,7 +11,7 @@ pub(crate) mod managed;
 pub(crate) mod negotiate;
 mod openapi;
 pub(crate) mod params;
-mod protobuf;
+pub(crate) mod protobuf;
 mod smp;
 pub(crate) mod table;
 mod validate;
@@ -83,12 +83,18 @@ pub(crate) async fn serve(
 }
 
 async fn entry(State(state): State<Arc<AppState>>, req: Request) -> Response {
-    match AssertUnwindSafe(handle(state, req)).catch_unwind().await {
+    let resp = match AssertUnwindSafe(handle(state, req)).catch_unwind().await {
         Ok(resp) => resp,
         Err(_) => error_response(&ApiError::internal(
             "the server panicked handling this request",
         )),
-    }
+    };
+    tracing::debug!(
+        status = resp.status().as_u16(),
+        content_type = ?resp.headers().get(CONTENT_TYPE),
+        "response"
+    );
+    resp
 }
 
 /// A JSON response with a trailing newline.
@@ -108,7 +114,17 @@ pub(crate) fn bytes_response(code: u16, content_type: &'static str, body: Bytes)
 
 /// The Status response for an error.
 pub(crate) fn error_response(e: &ApiError) -> Response {
-    let mut resp = json_response(e.code, &e.to_status());
+    with_retry_after(json_response(e.code, &e.to_status()), e)
+}
+
+/// The Status response for an error, in protobuf (kube-apiserver encodes errors with the
+/// serializer negotiated for the request).
+pub(crate) fn protobuf_error_response(e: &ApiError) -> Response {
+    let body = protobuf::encode::status(e);
+    with_retry_after(bytes_response(e.code, protobuf::CONTENT_TYPE, body), e)
+}
+
+fn with_retry_after(mut resp: Response, e: &ApiError) -> Response {
     if let Some(secs) = e.retry_after {
         resp.headers_mut()
             .insert(RETRY_AFTER, HeaderValue::from(secs));
@@ -304,6 +320,9 @@ async fn handle(state: Arc<AppState>, req: Request) -> Response {
             .map(|q| q.0)
             .unwrap_or_default();
     let route = route(&state.registry, &path);
+    // Errors are Status objects in the representation negotiated for the resource.
+    let protobuf_errors = matches!(&route, Route::Resource(t)
+        if negotiate::output(req.headers(), protobuf::supports(&t.info)) == Ok(negotiate::Output::Protobuf));
     if let Route::Debug(action) = &route {
         if !state.config.enable_faults_http {
             return text_not_found();
@@ -319,7 +338,10 @@ async fn handle(state: Arc<AppState>, req: Request) -> Response {
     if let Some(failure) = state.faults.take_failure() {
         let err = failure.to_error();
         if is_watch && err.code == 410 {
-            return watch::error_stream(&err);
+            return watch::error_stream(&err, protobuf_errors);
+        }
+        if protobuf_errors {
+            return protobuf_error_response(&err);
         }
         return error_response(&err);
     }
@@ -358,7 +380,13 @@ async fn handle(state: Arc<AppState>, req: Request) -> Response {
         Route::UnknownResource => Err(ApiError::unknown_resource()),
         Route::Debug(_) | Route::NotFound => return text_not_found(),
     };
-    result.unwrap_or_else(|e| error_response(&e))
+    result.unwrap_or_else(|e| {
+        if protobuf_errors {
+            protobuf_error_response(&e)
+        } else {
+            error_response(&e)
+        }
+    })
 }
 
 async fn dispatch(
@@ -372,7 +400,7 @@ async fn dispatch(
     let headers = &parts.headers;
     match (target.name.is_some(), method.clone()) {
         (false, Method::GET) => {
-            let out = negotiate::output(headers)?;
+            let out = negotiate::output(headers, protobuf::supports(&target.info))?;
             let labels = crate::selector::field_labels(&target.info);
             let params = params::ListParams::parse(query, target.watch_path, labels)?;
             if params.watch {
@@ -382,7 +410,7 @@ async fn dispatch(
             }
         }
         (true, Method::GET) if target.watch_path => {
-            let out = negotiate::output(headers)?;
+            let out = negotiate::output(headers, protobuf::supports(&target.info))?;
             let mut q = query.clone();
             let name = target.name.clone().unwrap_or_default();
             q.insert("fieldSelector".into(), format!("metadata.name={name}"));

@@ -10,6 +10,9 @@ use crate::status::ApiError;
 pub(crate) enum Output {
     /// Plain JSON objects.
     Json,
+    /// Kubernetes protobuf (`application/vnd.kubernetes.protobuf`, `;stream=watch` for
+    /// watches): only for kinds with a protobuf type.
+    Protobuf,
     /// `meta.k8s.io` Table (kubectl); the payload is the API version of the table.
     Table(&'static str),
     /// `PartialObjectMetadata[List]`.
@@ -25,11 +28,56 @@ fn param<'a>(media: &'a str, key: &str) -> Option<&'a str> {
     })
 }
 
-/// Picks the first acceptable representation from the `Accept` header.
+/// One media range of an `Accept` header.
+struct Range<'a> {
+    /// `type/subtype`, lower case.
+    base: String,
+    /// The whole range, parameters included.
+    media: &'a str,
+    q: f32,
+}
+
+impl Range<'_> {
+    /// Wildcards rank after concrete types of the same quality (goautoneg's order).
+    fn rank(&self) -> (u8, u8) {
+        let (t, sub) = self.base.split_once('/').unwrap_or((&self.base, ""));
+        (u8::from(t == "*"), u8::from(sub == "*"))
+    }
+}
+
+/// The media ranges of `accept`, best first: by quality, then concrete before wildcard, then
+/// in the order written. Ranges with `q=0` are left out.
+fn ranges(accept: &str) -> Vec<Range<'_>> {
+    let mut out: Vec<Range<'_>> = accept
+        .split(',')
+        .map(str::trim)
+        .filter(|m| !m.is_empty())
+        .map(|media| Range {
+            base: media
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase(),
+            media,
+            q: param(media, "q")
+                .and_then(|q| q.parse::<f32>().ok())
+                .unwrap_or(1.0),
+        })
+        .filter(|r| r.q > 0.0)
+        .collect();
+    out.sort_by(|a, b| b.q.total_cmp(&a.q).then_with(|| a.rank().cmp(&b.rank())));
+    out
+}
+
+/// Picks the best acceptable representation from the `Accept` header, as kube-apiserver's
+/// negotiation does: protobuf only where `protobuf` (the kind has a protobuf type), else the
+/// next acceptable range (e.g. the `application/json` fallback client-go sends).
 ///
 /// # Errors
-/// 406 NotAcceptable when nothing listed can be produced (e.g. only protobuf or XML).
-pub(crate) fn output(headers: &HeaderMap) -> Result<Output, ApiError> {
+/// 406 NotAcceptable when nothing listed can be produced (e.g. only protobuf for a custom
+/// resource, or XML).
+pub(crate) fn output(headers: &HeaderMap, protobuf: bool) -> Result<Output, ApiError> {
     let accept = headers
         .get(ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -38,15 +86,23 @@ pub(crate) fn output(headers: &HeaderMap) -> Result<Output, ApiError> {
     if accept.is_empty() {
         return Ok(Output::Json);
     }
-    for media in accept.split(',') {
-        let media = media.trim();
-        let base = media
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        if !matches!(base.as_str(), "application/json" | "*/*" | "application/*") {
+    for range in ranges(accept) {
+        let media = range.media;
+        // Only `stream=watch` names a stream kube-apiserver serves.
+        if param(media, "stream").is_some_and(|s| !s.is_empty() && s != "watch") {
+            continue;
+        }
+        if range.base == "application/vnd.kubernetes.protobuf" {
+            // Tables and metadata in protobuf are not served; the next range may be JSON.
+            if protobuf && param(media, "as").is_none() {
+                return Ok(Output::Protobuf);
+            }
+            continue;
+        }
+        if !matches!(
+            range.base.as_str(),
+            "application/json" | "*/*" | "application/*"
+        ) {
             continue;
         }
         let group = param(media, "g");
@@ -129,10 +185,14 @@ mod tests {
     use super::*;
     use http::HeaderValue;
 
-    fn accept(v: &str) -> Result<Output, ApiError> {
+    fn accept_for(v: &str, protobuf: bool) -> Result<Output, ApiError> {
         let mut h = HeaderMap::new();
         h.insert(ACCEPT, HeaderValue::from_str(v).unwrap());
-        output(&h)
+        output(&h, protobuf)
+    }
+
+    fn accept(v: &str) -> Result<Output, ApiError> {
+        accept_for(v, true)
     }
 
     #[test]
@@ -146,17 +206,63 @@ mod tests {
     }
 
     #[test]
-    fn protobuf_with_json_fallback_is_answered_in_json_and_xml_is_not_acceptable() {
+    fn protobuf_is_chosen_for_kinds_that_have_it_and_json_is_the_fallback() {
+        for v in [
+            "application/vnd.kubernetes.protobuf",
+            "application/vnd.kubernetes.protobuf, application/json",
+            "application/vnd.kubernetes.protobuf;stream=watch",
+            "application/vnd.kubernetes.protobuf;stream=watch, application/json;stream=watch",
+            "application/json;q=0.5, application/vnd.kubernetes.protobuf",
+            "*/*;q=0.1, application/vnd.kubernetes.protobuf;q=0.9",
+        ] {
+            assert_eq!(accept(v).unwrap(), Output::Protobuf, "{v}");
+        }
+        // A custom resource (no protobuf type): JSON if allowed, else 406.
         assert_eq!(
-            accept("application/vnd.kubernetes.protobuf, application/json").unwrap(),
+            accept_for(
+                "application/vnd.kubernetes.protobuf, application/json",
+                false
+            )
+            .unwrap(),
             Output::Json
         );
-        assert_eq!(accept("application/xml").unwrap_err().code, 406);
         assert_eq!(
-            accept("application/vnd.kubernetes.protobuf")
+            accept_for("application/vnd.kubernetes.protobuf", false)
                 .unwrap_err()
                 .code,
             406
         );
+        // Quality and wildcards.
+        assert_eq!(
+            accept("application/vnd.kubernetes.protobuf;q=0.5, application/json").unwrap(),
+            Output::Json
+        );
+        assert_eq!(
+            accept("*/*, application/vnd.kubernetes.protobuf").unwrap(),
+            Output::Protobuf
+        );
+        assert_eq!(
+            accept("application/json;q=0, application/vnd.kubernetes.protobuf;q=0")
+                .unwrap_err()
+                .code,
+            406
+        );
+        // Tables in protobuf are not served: the JSON range after it is.
+        assert_eq!(
+            accept("application/vnd.kubernetes.protobuf;as=Table;v=v1;g=meta.k8s.io, application/json;as=Table;v=v1;g=meta.k8s.io").unwrap(),
+            Output::Table("meta.k8s.io/v1")
+        );
+        assert_eq!(
+            accept("application/vnd.kubernetes.protobuf;stream=other")
+                .unwrap_err()
+                .code,
+            406
+        );
+    }
+
+    #[test]
+    fn xml_is_not_acceptable() {
+        assert_eq!(accept("application/xml").unwrap_err().code, 406);
+        assert_eq!(accept("application/json").unwrap(), Output::Json);
     }
 }

@@ -1,6 +1,7 @@
-//! `watch`: a chunked stream of newline-delimited JSON events, fed from the store's event
-//! history, with bookmarks, timeouts, streaming initial lists, selector semantics and
-//! the fault hooks (drop, stall, truncate).
+//! `watch`: a chunked stream of newline-delimited JSON events (or length-prefixed protobuf
+//! `WatchEvent` frames, see [`protobuf::encode`](super::protobuf::encode)), fed from the
+//! store's event history, with bookmarks, timeouts, streaming initial lists, selector
+//! semantics and the fault hooks (drop, stall, truncate).
 
 use std::collections::HashMap;
 use std::io;
@@ -19,7 +20,7 @@ use tokio::time::{Instant, sleep_until};
 use super::negotiate::Output;
 use super::params::ListParams;
 use super::table::{IncludeObject, partial_metadata, table};
-use super::{AppState, Target};
+use super::{AppState, Target, protobuf};
 use crate::object::StoredObject;
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
@@ -36,13 +37,18 @@ const PRE_TIMEOUT_BOOKMARK: Duration = Duration::from_secs(2);
 
 type Chunk = Result<Bytes, io::Error>;
 
-fn streaming_response(rx: mpsc::Receiver<Chunk>) -> Response {
+fn streaming_response(rx: mpsc::Receiver<Chunk>, protobuf: bool) -> Response {
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|item| (item, rx))
     });
     let mut resp = Response::new(Body::from_stream(stream));
+    let content_type = if protobuf {
+        protobuf::CONTENT_TYPE_WATCH
+    } else {
+        "application/json"
+    };
     resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp
 }
 
@@ -56,7 +62,11 @@ fn line(kind: &str, object: &[u8]) -> Bytes {
     Bytes::from(buf)
 }
 
-fn error_line(err: &ApiError) -> Bytes {
+/// An ERROR event carrying `err`'s Status, as a JSON line or a protobuf frame.
+fn error_event(err: &ApiError, protobuf: bool) -> Bytes {
+    if protobuf {
+        return protobuf::encode::watch_frame("ERROR", protobuf::encode::status(err));
+    }
     line(
         "ERROR",
         &serde_json::to_vec(&err.to_status()).unwrap_or_default(),
@@ -64,10 +74,10 @@ fn error_line(err: &ApiError) -> Bytes {
 }
 
 /// HTTP 200 with a single ERROR event carrying `err`, then the end of the stream.
-pub(crate) fn error_stream(err: &ApiError) -> Response {
+pub(crate) fn error_stream(err: &ApiError, protobuf: bool) -> Response {
     let (tx, rx) = mpsc::channel(1);
-    let _ = tx.try_send(Ok(error_line(err)));
-    streaming_response(rx)
+    let _ = tx.try_send(Ok(error_event(err, protobuf)));
+    streaming_response(rx, protobuf)
 }
 
 struct Renderer {
@@ -77,8 +87,20 @@ struct Renderer {
 }
 
 impl Renderer {
+    fn protobuf(&self) -> bool {
+        self.out == Output::Protobuf
+    }
+
+    fn error(&self, err: &ApiError) -> Bytes {
+        error_event(err, self.protobuf())
+    }
+
     fn event(&self, kind: &str, obj: &StoredObject) -> Bytes {
         match self.out {
+            Output::Protobuf => match protobuf::encode::object(obj) {
+                Ok(env) => protobuf::encode::watch_frame(kind, env),
+                Err(e) => self.error(&e),
+            },
             Output::Json | Output::Discovery => line(kind, obj.json()),
             Output::Table(api_version) => {
                 let meta = json!({"resourceVersion": obj.rv().to_string()});
@@ -99,6 +121,15 @@ impl Renderer {
     }
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
+        if self.protobuf() {
+            let obj = protobuf::encode::bookmark_object(
+                &self.info.api_version(),
+                &self.info.kind,
+                rv,
+                initial_end,
+            );
+            return protobuf::encode::watch_frame("BOOKMARK", obj);
+        }
         let mut meta = json!({"resourceVersion": rv.to_string()});
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
@@ -198,7 +229,10 @@ pub(crate) async fn watch(
         }
     };
     if let Err(StoreError::TooOld { requested, oldest }) = store.events_since(&id, start_rv, 0) {
-        return Ok(error_stream(&ApiError::watch_too_old(requested, oldest)));
+        return Ok(error_stream(
+            &ApiError::watch_too_old(requested, oldest),
+            out == Output::Protobuf,
+        ));
     }
     let renderer = Renderer {
         info: target.info.clone(),
@@ -224,7 +258,7 @@ pub(crate) async fn watch(
         deadline: Instant::now() + timeout,
     };
     tokio::spawn(job.run());
-    Ok(streaming_response(rx))
+    Ok(streaming_response(rx, out == Output::Protobuf))
 }
 
 struct WatchJob {
@@ -312,7 +346,7 @@ impl WatchJob {
                 match self.state.store.events_since(&self.id, cursor, BATCH) {
                     Err(StoreError::TooOld { requested, oldest }) => {
                         let err = ApiError::watch_too_old(requested, oldest);
-                        self.send(error_line(&err)).await?;
+                        self.send(self.renderer.error(&err)).await?;
                         return Ok(());
                     }
                     Err(StoreError::TooLarge { .. }) => return Ok(()),

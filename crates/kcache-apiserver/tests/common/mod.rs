@@ -229,3 +229,103 @@ pub(crate) fn outline(events: &[Value]) -> Vec<String> {
         })
         .collect()
 }
+
+impl Watch {
+    /// Every remaining byte until the stream ends (protobuf watches).
+    pub(crate) async fn collect_bytes(&mut self) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.buf);
+        loop {
+            match self.body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        out.extend_from_slice(&data);
+                    }
+                }
+                Some(Err(_)) => {
+                    self.aborted = true;
+                    return out;
+                }
+                None => return out,
+            }
+        }
+    }
+}
+
+/// Outlines of Kubernetes protobuf bodies, for comparing ours with kube-apiserver's.
+pub(crate) mod pb {
+    use bytes::Bytes;
+    use kcache_proto::Envelope;
+    use kcache_proto::apimachinery::pkg::apis::meta::v1 as meta;
+    use prost::Message;
+
+    /// Any top-level object: `metadata` is field 1 of every kind.
+    #[derive(Clone, PartialEq, Message)]
+    pub(crate) struct AnyObject {
+        #[prost(message, optional, tag = "1")]
+        pub(crate) metadata: Option<meta::ObjectMeta>,
+    }
+
+    /// Any list: `metadata` (1), `items` (2).
+    #[derive(Clone, PartialEq, Message)]
+    pub(crate) struct AnyList {
+        #[prost(message, optional, tag = "1")]
+        pub(crate) metadata: Option<meta::ListMeta>,
+        #[prost(message, repeated, tag = "2")]
+        pub(crate) items: Vec<AnyObject>,
+    }
+
+    /// `apiVersion/kind` of an enveloped body, and for objects their name, for lists the item
+    /// names, for `Status` its code, reason and message.
+    pub(crate) fn outline(body: &[u8]) -> String {
+        let env = match Envelope::decode(Bytes::copy_from_slice(body)) {
+            Ok(e) => e,
+            Err(e) => return format!("not an envelope: {e}"),
+        };
+        let head = format!("{}/{}", env.api_version, env.kind);
+        if env.kind == "Status" {
+            let s = meta::Status::decode(env.raw).unwrap_or_default();
+            return format!(
+                "{head} {} {} {:?}",
+                s.code.unwrap_or_default(),
+                s.reason.unwrap_or_default(),
+                s.message.unwrap_or_default()
+            );
+        }
+        if env.kind.ends_with("List") {
+            let l = AnyList::decode(env.raw).unwrap_or_default();
+            let names: Vec<String> = l.items.iter().map(|i| name(i.metadata.as_ref())).collect();
+            return format!("{head} [{}]", names.join(","));
+        }
+        let o = AnyObject::decode(env.raw).unwrap_or_default();
+        format!("{head} {}", name(o.metadata.as_ref()))
+    }
+
+    fn name(m: Option<&meta::ObjectMeta>) -> String {
+        m.and_then(|m| m.name.clone()).unwrap_or_default()
+    }
+
+    /// The frames of a protobuf watch stream: `type` and the object's outline each.
+    pub(crate) fn watch_outline(stream: &[u8]) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut rest = stream;
+        while rest.len() >= 4 {
+            let len = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+            if rest.len() < 4 + len {
+                out.push(format!("truncated frame of {len} bytes"));
+                break;
+            }
+            let ev = meta::WatchEvent::decode(&rest[4..4 + len]).unwrap_or_default();
+            let raw = ev.object.and_then(|o| o.raw).unwrap_or_default();
+            out.push(format!(
+                "{} {}",
+                ev.r#type.unwrap_or_default(),
+                outline(&raw)
+            ));
+            rest = &rest[4 + len..];
+        }
+        if !rest.is_empty() && rest.len() < 4 {
+            out.push(format!("{} trailing bytes", rest.len()));
+        }
+        out
+    }
+}

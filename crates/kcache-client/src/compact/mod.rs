@@ -10,7 +10,7 @@
 //! With the `protobuf` feature (on by default), [`CompactDecoder`] takes protobuf for the
 //! k8s-openapi types of built-in kinds, so a compact lister-watcher of Pods asks the API
 //! server for protobuf and keeps each object's protobuf message (about 0.7× its JSON size);
-//! a server that answers JSON (kcache-apiserver, say) gives JSON-backed objects. Either way the
+//! a server that answers JSON instead gives JSON-backed objects. Either way the
 //! API is the same; [`Compact::format`] tells which bytes are held.
 //!
 //! ```

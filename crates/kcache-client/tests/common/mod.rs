@@ -206,11 +206,11 @@ impl TestServer {
         self.embedded.as_ref()
     }
 
-    /// Checks the wire format a built-in kind's lists and watches came in: protobuf only from
-    /// the upstream kube-apiserver (feature `protobuf`), JSON only from the embedded server
-    /// (which serves no protobuf) or without the feature.
+    /// Checks the wire format a built-in kind's lists and watches came in: protobuf only with
+    /// the feature `protobuf` (the upstream kube-apiserver and the embedded server both serve
+    /// it), JSON only without it.
     pub(crate) fn ensure_wire(&self, stats: &kcache_client::WireStats) -> Result<()> {
-        let want_protobuf = cfg!(feature = "protobuf") && self.upstream.is_some();
+        let want_protobuf = cfg!(feature = "protobuf");
         let (pb, json) = (stats.protobuf(), stats.json());
         let ok = if want_protobuf {
             pb > 0 && json == 0

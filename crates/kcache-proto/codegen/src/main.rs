@@ -10,6 +10,8 @@
 //!    message to the k8s-openapi struct generated from the same Kubernetes definition (parsed
 //!    from k8s-openapi's own sources: struct fields, JSON field names, `Option`-ness), field
 //!    by field. A message whose fields do not all match is reported and skipped.
+//! 3. Direct decoders (wire bytes -> k8s-openapi) for the same messages (`direct.rs`).
+//! 4. The reverse conversions k8s-openapi -> prost for the same messages (`encode.rs`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -21,6 +23,7 @@ use prost_types::field_descriptor_proto::{Label, Type};
 use prost_types::{DescriptorProto, FileDescriptorSet};
 
 mod direct;
+mod encode;
 
 /// The `.proto` files compiled, relative to the proto dir.
 const FILES: &[&str] = &[
@@ -132,6 +135,10 @@ fn main() -> Result<()> {
     // 3. direct decoders (wire bytes -> k8s-openapi), for the same messages.
     let code = direct::gen_decoders(&messages, &openapi, &facts, &converted)?;
     std::fs::write(out_dir.join("decode_gen.rs"), code)?;
+
+    // 4. the reverse conversions (k8s-openapi -> prost), for servers that encode protobuf.
+    let code = encode::gen_encoders(&messages, &openapi, &converted)?;
+    std::fs::write(out_dir.join("encode_gen.rs"), code)?;
     Ok(())
 }
 

@@ -87,6 +87,10 @@ fn render_object(
         Output::Metadata(api_version) => {
             json_response(code, &partial_metadata(&obj.value(), api_version))
         }
+        Output::Protobuf => match super::protobuf::encode::object(obj) {
+            Ok(b) => bytes_response(code, super::protobuf::CONTENT_TYPE, b),
+            Err(e) => super::error_response(&e),
+        },
         Output::Json | Output::Discovery => {
             let mut b = obj.json().to_vec();
             b.push(b'\n');
@@ -102,7 +106,7 @@ pub(crate) async fn get(
     query: &HashMap<String, String>,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    let out = output(headers)?;
+    let out = output(headers, super::protobuf::supports(&target.info))?;
     if let Some(raw) = query.get("resourceVersion").filter(|s| !s.is_empty()) {
         let rv = parse_rv(raw)?;
         if rv > state.store.current_rv() {

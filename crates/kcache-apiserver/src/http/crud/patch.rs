@@ -54,7 +54,7 @@ pub(crate) fn patch(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    let write = Write::open(query, headers, "PatchOptions")?;
+    let write = Write::open(target, query, headers, "PatchOptions")?;
     let info = &target.info;
     let name = target.name.clone().unwrap_or_default();
     let kind = body_type(headers);

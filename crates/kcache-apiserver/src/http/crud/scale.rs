@@ -68,7 +68,7 @@ pub(crate) fn get_scale(
     target: &Target,
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
-    output(headers)?;
+    output(headers, false)?;
     let obj = get_object(state, &main_target(target))?;
     Ok(json_response(200, &scale_of(&obj)))
 }
@@ -118,7 +118,7 @@ pub(crate) fn update_scale(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    let write = Write::open(query, headers, "UpdateOptions")?;
+    let write = Write::open(target, query, headers, "UpdateOptions")?;
     let scale: Value = serde_json::from_slice(body).map_err(|_| {
         ApiError::bad_request("the object provided is unrecognized (must be of type Scale)")
     })?;
@@ -133,7 +133,7 @@ pub(crate) fn patch_scale(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    let write = Write::open(query, headers, "PatchOptions")?;
+    let write = Write::open(target, query, headers, "PatchOptions")?;
     if !matches!(
         body_type(headers),
         BodyType::MergePatch | BodyType::StrategicMergePatch

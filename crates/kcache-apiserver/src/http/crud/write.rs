@@ -114,12 +114,13 @@ pub(super) struct Write {
 impl Write {
     /// Negotiates the answer's form (406 first, as kube-apiserver) and reads the query.
     pub(super) fn open(
+        target: &Target,
         query: &HashMap<String, String>,
         headers: &HeaderMap,
         options: &str,
     ) -> Result<Self, ApiError> {
         let write = Self {
-            out: output(headers)?,
+            out: output(headers, crate::http::protobuf::supports(&target.info))?,
             query: WriteQuery::from_query(query),
         };
         write.query.check(options)?;
@@ -201,14 +202,18 @@ fn decode_body(
     match body_type(headers) {
         BodyType::Json => decode_object(&target.info, body),
         BodyType::Yaml => decode_yaml(&target.info, body),
-        BodyType::Protobuf => crate::http::protobuf::decode(body)
+        BodyType::Protobuf => crate::http::protobuf::decode::decode(body)
             .or_else(|e| match e {
-                crate::http::protobuf::ProtoError::Unsupported(_) => decode_any_protobuf(body),
+                crate::http::protobuf::decode::ProtoError::Unsupported(_) => {
+                    decode_any_protobuf(body)
+                }
                 e => Err(e),
             })
             .map_err(|e| match e {
-                crate::http::protobuf::ProtoError::Unsupported(_) => ApiError::unsupported_body(),
-                e @ crate::http::protobuf::ProtoError::Malformed(_) => {
+                crate::http::protobuf::decode::ProtoError::Unsupported(_) => {
+                    ApiError::unsupported_body()
+                }
+                e @ crate::http::protobuf::decode::ProtoError::Malformed(_) => {
                     ApiError::bad_request(format!(
                         "the object provided is unrecognized (must be of type {}): {e}",
                         target.info.kind
@@ -223,8 +228,8 @@ fn decode_body(
 /// generators send Deployments so, for one), through its k8s-openapi type into JSON.
 fn decode_any_protobuf(
     body: &[u8],
-) -> Result<Map<String, Value>, crate::http::protobuf::ProtoError> {
-    use crate::http::protobuf::ProtoError;
+) -> Result<Map<String, Value>, crate::http::protobuf::decode::ProtoError> {
+    use crate::http::protobuf::decode::ProtoError;
     let env = kcache_proto::envelope::Envelope::decode(bytes::Bytes::copy_from_slice(body))
         .map_err(|_| ProtoError::Malformed("not a k8s\\0 runtime.Unknown envelope"))?;
     if !kcache_proto::kind_is_supported(&env.api_version, &env.kind) {
@@ -277,7 +282,7 @@ pub(crate) fn create(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    let write = Write::open(query, headers, "CreateOptions")?;
+    let write = Write::open(target, query, headers, "CreateOptions")?;
     if target.info.namespaced && target.namespace.is_none() {
         return Err(ApiError::method_not_allowed());
     }
@@ -295,7 +300,7 @@ pub(crate) fn update(
     headers: &HeaderMap,
     body: &[u8],
 ) -> Result<Response, ApiError> {
-    let write = Write::open(query, headers, "UpdateOptions")?;
+    let write = Write::open(target, query, headers, "UpdateOptions")?;
     let (obj, warnings) = write.decode_object(target, headers, body)?;
     let url_name = target.name.clone().unwrap_or_default();
     let body_name = meta_str(&obj, "name").to_owned();

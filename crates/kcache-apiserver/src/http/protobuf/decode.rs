@@ -1,7 +1,6 @@
 //! Decoding of protobuf request bodies for the few built-in kinds kubectl's typed
 //! generators send that way (`kubectl create namespace|configmap|secret`): the `k8s\0`
 //! envelope, `runtime.Unknown`, `ObjectMeta`, `Namespace`, `ConfigMap` and `Secret`.
-//! Responses are always JSON (the clients' Accept headers allow it).
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;

@@ -1,0 +1,25 @@
+//! Kubernetes' protobuf wire format on the server side: request bodies in
+//! (`decode`: the few kinds kubectl sends as protobuf) and responses out (`encode`: every
+//! built-in kind with a generated protobuf type in `kcache-proto`, their lists, `Status`
+//! and watch frames).
+//!
+//! Which kinds answer protobuf is [`supports`]: the kinds `kcache-proto` has a prost type for
+//! (core/v1, coordination/v1, apps/v1). Custom resources and other kinds answer JSON when the
+//! `Accept` header allows it and 406 otherwise, as kube-apiserver does for kinds without a
+//! protobuf serializer.
+
+pub(crate) mod decode;
+pub(crate) mod encode;
+
+use crate::resource::ResourceInfo;
+
+/// `Content-Type` of protobuf objects, lists and `Status`.
+pub(crate) const CONTENT_TYPE: &str = kcache_proto::CONTENT_TYPE;
+/// `Content-Type` of a protobuf watch stream.
+pub(crate) const CONTENT_TYPE_WATCH: &str = kcache_proto::CONTENT_TYPE_WATCH;
+
+/// Whether objects of this resource can be sent as protobuf.
+#[must_use]
+pub(crate) fn supports(info: &ResourceInfo) -> bool {
+    kcache_proto::kind_is_supported(&info.api_version(), &info.kind)
+}
