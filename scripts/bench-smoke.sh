@@ -5,6 +5,8 @@
 # that every peer configuration produced a valid result line (the bench itself validates each
 # line: pod count, update count, plausible figures), that kcache's protobuf lines were answered
 # in protobuf and its JSON lines in JSON, and that the reports were written — never a speed.
+# Then `kcache bench` with its defaults (the embedded server, every peer) at 100 pods, 1 run:
+# it must pass as it is, protobuf configurations included.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -24,6 +26,23 @@ cargo run --locked -q -p kcache-cli --bin kcache -- bench \
   --server kubeconfig "$KCACHE_UPSTREAM_KUBECONFIG" --objects 500 --runs 1 \
   --peers kcache,kube-rs,client-go --client-go-peer "$client_go_peer" --out "$out" \
   || fail "kcache bench (peer logs: see the lines above)"
+
+# The defaults: the embedded server (which answers protobuf too), every peer, every mode.
+cargo run --locked -q -p kcache-cli --bin kcache -- bench --objects 100 --runs 1 \
+  --client-go-peer "$client_go_peer" --out "$out/defaults" \
+  || fail "kcache bench with its defaults against the embedded server"
+python3 - "$out/defaults" <<'PY' || fail "default-server results in $out/defaults"
+import json, os, sys
+r = json.load(open(os.path.join(sys.argv[1], "results.json")))
+runs = r["runs"]
+bad = [x for x in runs if "error" in x["line"]]
+assert not bad, bad
+kcache_pb = [x for x in runs if x["peer"] == "kcache" and x["protobuf"]]
+assert kcache_pb, "no kcache protobuf configuration against the embedded server"
+for x in kcache_pb:
+    assert x["line"]["protobuf_responses"] > 0 and x["line"]["json_responses"] == 0, x
+print(f"bench-smoke: defaults against the embedded server: {len(runs)} peer runs, all valid")
+PY
 
 python3 - "$out" <<'PY' || fail "results in $out"
 import json, os, sys
