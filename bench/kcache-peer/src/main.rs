@@ -1,4 +1,4 @@
-//! kcache peer of `kcache bench`: a kcache [`SharedIndexInformer`](kcache::SharedIndexInformer)
+//! kcache peer of `kcache bench`: a kcache [`SharedIndexInformer`]
 //! (through [`SharedInformerFactory`]) of the pods of one namespace, fed by kcache-client's
 //! [`HttpListerWatcher`].
 //!
