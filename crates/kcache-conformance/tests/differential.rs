@@ -8,9 +8,7 @@
 //! A missing upstream server is a failure, never a silent skip: only `KCACHE_UPSTREAM=skip`
 //! (`scripts/quick-test.sh`) skips the test, with a line on stderr.
 
-use std::path::PathBuf;
-
-use kcache_conformance::{Target, describe, event_lines, item_names};
+use kcache_conformance::{Target, describe, event_lines, item_names, upstream_kubeconfig};
 use serde_json::{Value, json};
 
 /// Lines where the two servers differ on purpose, as (embedded line, upstream line). Empty:
@@ -263,31 +261,9 @@ async fn scenario(t: &Target, ns: &str) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
-/// The upstream server's kubeconfig; `None` (skipped, said on stderr past the output capture)
-/// only under `KCACHE_UPSTREAM=skip`.
-fn upstream_kubeconfig() -> Option<PathBuf> {
-    match std::env::var("KCACHE_UPSTREAM") {
-        Ok(v) if v == "skip" => {
-            use std::io::Write as _;
-            let _ = writeln!(
-                std::io::stderr(),
-                "SKIPPED: the differential scenario (upstream-only), because KCACHE_UPSTREAM=skip"
-            );
-            return None;
-        }
-        Ok(v) if !v.is_empty() => panic!("KCACHE_UPSTREAM={v:?}: the only value is `skip`"),
-        _ => {}
-    }
-    let path = std::env::var_os("KCACHE_UPSTREAM_KUBECONFIG").expect(
-        "KCACHE_UPSTREAM_KUBECONFIG is not set: start the upstream kube-apiserver with scripts/kube-up.sh \
-         (scripts/test.sh does) — this test never skips silently (KCACHE_UPSTREAM=skip skips it)",
-    );
-    Some(PathBuf::from(path))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_and_upstream_servers_answer_the_scenario_alike() -> anyhow::Result<()> {
-    let Some(upstream_cfg) = upstream_kubeconfig() else {
+    let Some(upstream_cfg) = upstream_kubeconfig("the differential scenario") else {
         return Ok(());
     };
     let ns = format!("kcache-diff-{}", std::process::id());
