@@ -223,15 +223,15 @@ pub(crate) fn finalize_namespaces(state: &AppState) {
         let Some(ns) = state.store.get(&id, &key) else {
             continue;
         };
+        let ns = ns.value();
         let since = ns
-            .value()
             .pointer("/metadata/deletionTimestamp")
             .and_then(Value::as_str)
             .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok());
         let Some(since) = since else {
             continue;
         };
-        if now.signed_duration_since(since) < NAMESPACE_TERMINATION || has_finalizers(&ns.value()) {
+        if now.signed_duration_since(since) < NAMESPACE_TERMINATION || has_finalizers(&ns) {
             continue;
         }
         delete_namespace_contents(state, &key);
@@ -282,7 +282,8 @@ pub(crate) fn delete_collection(
         let Some(obj) = state.store.get(&id, &key) else {
             continue;
         };
-        if !(p.labels.matches(&obj.value()) && p.fields.matches(&obj.value())) {
+        let value = obj.value();
+        if !(p.labels.matches(&value) && p.fields.matches(&value)) {
             continue;
         }
         let t = Target {

@@ -177,6 +177,11 @@ fn known_fields(info: &ResourceInfo) -> Option<&'static [&'static str]> {
     })
 }
 
+/// The `Warning` header value kube-apiserver sends for an unknown or pruned field.
+pub(crate) fn unknown_field_warning(field: &str) -> String {
+    format!("299 - \"unknown field \\\"{field}\\\"\"")
+}
+
 /// `metav1.ObjectMeta`'s fields.
 const OBJECT_META_FIELDS: &[&str] = &[
     "name",
@@ -257,10 +262,7 @@ pub(crate) fn unknown_fields(
     if mode == "Ignore" {
         return Ok(Vec::new());
     }
-    Ok(unknown
-        .iter()
-        .map(|f| format!("299 - \"unknown field \\\"{f}\\\"\""))
-        .collect())
+    Ok(unknown.iter().map(|f| unknown_field_warning(f)).collect())
 }
 
 fn is_dns_label(s: &str) -> bool {

@@ -301,8 +301,7 @@ pub(crate) fn update_object(
             v
         } else {
             let mut v = Value::Object(obj);
-            let cur_meta = cur
-                .value()
+            let cur_meta = cur_value
                 .get("metadata")
                 .cloned()
                 .unwrap_or_else(|| json!({}));
@@ -346,8 +345,7 @@ pub(crate) fn update_object(
         };
         rules::on_update(info, &cur_value, &mut next)?;
         if info.tracks_generation && spec_part(&next) != spec_part(&cur_value) {
-            let g = cur
-                .value()
+            let g = cur_value
                 .pointer("/metadata/generation")
                 .and_then(Value::as_i64)
                 .unwrap_or(0);

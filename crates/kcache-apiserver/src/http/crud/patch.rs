@@ -120,7 +120,7 @@ pub(crate) fn patch(
             Some(schema) if write.query.field_validation != "Ignore" => {
                 crate::http::crd::prune(&mut next, schema)
                     .iter()
-                    .map(|f| format!("299 - \"unknown field \\\"{f}\\\"\""))
+                    .map(|f| crate::http::validate::unknown_field_warning(f))
                     .collect()
             }
             _ => Vec::new(),

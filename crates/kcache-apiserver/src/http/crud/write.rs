@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use super::{create_object, render_object, update_object, with_warnings};
 use crate::http::managed::{FieldsChange, Manager, field_set};
 use crate::http::negotiate::{BodyType, Output, body_type, output};
-use crate::http::validate::{check_type, decode_object, unknown_fields};
+use crate::http::validate::{check_type, decode_object, unknown_field_warning, unknown_fields};
 use crate::http::{AppState, Target};
 use crate::object::{StoredObject, meta_str};
 use crate::resource::ResourceInfo;
@@ -170,11 +170,7 @@ impl Write {
                         kind = target.info.kind,
                     )));
                 }
-                _ => warnings.extend(
-                    pruned
-                        .iter()
-                        .map(|f| format!("299 - \"unknown field \\\"{f}\\\"\"")),
-                ),
+                _ => warnings.extend(pruned.iter().map(|f| unknown_field_warning(f))),
             }
         }
         Ok((Value::Object(obj), warnings))
