@@ -18,6 +18,9 @@ use kcache::lister_watcher::{Error, WatchStream};
 use kcache_proto::{DecodeError, Envelope, WatchDecoder, WatchError, WatchEventType};
 use kube_core::{ListMeta, ObjectList, TypeMeta, WatchEvent};
 
+use kcache_proto::list::ListSplitter;
+
+use crate::client::{Items, malformed_list};
 use crate::decode::ItemDecoder;
 
 /// `Accept` of a list (or get) that prefers protobuf.
@@ -69,39 +72,80 @@ fn object<K, D: ItemDecoder<K>>(decoder: &D, env: Envelope) -> Result<K, Error> 
     }
 }
 
-/// Decodes a protobuf list body into an [`ObjectList`].
-pub(crate) fn decode_list<K: Clone, D: ItemDecoder<K>>(
-    body: Bytes,
-    decoder: &D,
-) -> Result<ObjectList<K>, Error> {
-    let env = Envelope::decode(body).map_err(Error::decode)?;
-    let types = TypeMeta {
-        api_version: env.api_version.clone(),
-        kind: env.kind.clone(),
-    };
-    let item_kind = kcache_proto::list::item_kind(&env.kind).map_err(Error::decode)?;
-    let list = kcache_proto::list::RawList::decode_raw(env.raw.clone()).map_err(Error::decode)?;
-    let metadata = list_meta(list.metadata)?;
-    let items = list
-        .items
-        .into_iter()
-        .map(|raw| {
-            object(
-                decoder,
-                Envelope {
-                    api_version: env.api_version.clone(),
-                    kind: item_kind.to_owned(),
-                    raw,
-                    content_type: String::new(),
-                },
-            )
+/// A protobuf list body split while it arrives ([`kcache_proto::list::ListSplitter`]), each
+/// item decoded by `decoder` as soon as it is complete (once the list's type came, which the
+/// server sends first).
+pub(crate) struct ListItems<D> {
+    splitter: ListSplitter,
+    decoder: D,
+    /// The items' `apiVersion` and `kind`, once the list's type came.
+    item_type: Option<(String, String)>,
+    /// Items that came before the list's type.
+    waiting: Vec<Bytes>,
+}
+
+impl<D> ListItems<D> {
+    /// Splits a body whose items are at most `max_item` bytes.
+    pub(crate) fn new(decoder: D, max_item: usize) -> Self {
+        Self {
+            splitter: ListSplitter::new(max_item),
+            decoder,
+            item_type: None,
+            waiting: Vec::new(),
+        }
+    }
+
+    fn decode_waiting<K>(&mut self, out: &mut Vec<K>) -> Result<(), Error>
+    where
+        D: ItemDecoder<K>,
+    {
+        if self.item_type.is_none()
+            && let Some((api_version, kind)) = self.splitter.type_meta()
+        {
+            let item = kcache_proto::list::item_kind(kind).map_err(Error::decode)?;
+            self.item_type = Some((api_version.to_owned(), item.to_owned()));
+        }
+        let Some((api_version, kind)) = &self.item_type else {
+            return Ok(());
+        };
+        for raw in self.waiting.drain(..) {
+            let env = Envelope {
+                api_version: api_version.clone(),
+                kind: kind.clone(),
+                raw,
+                content_type: String::new(),
+            };
+            out.push(object(&self.decoder, env)?);
+        }
+        Ok(())
+    }
+}
+
+impl<K: Clone + Send + 'static, D: ItemDecoder<K>> Items<K> for ListItems<D> {
+    fn push(&mut self, chunk: &Bytes, out: &mut Vec<K>) -> Result<(), Error> {
+        let items = self.splitter.push(chunk).map_err(|e| malformed_list(&e))?;
+        self.waiting.extend(items);
+        self.decode_waiting(out)
+    }
+
+    fn finish(mut self: Box<Self>, mut items: Vec<K>) -> Result<ObjectList<K>, Error> {
+        let splitter = std::mem::replace(&mut self.splitter, ListSplitter::new(0));
+        let env = splitter.finish().map_err(|e| malformed_list(&e))?;
+        if self.item_type.is_none() {
+            let item = kcache_proto::list::item_kind(&env.kind).map_err(Error::decode)?;
+            self.item_type = Some((env.api_version.clone(), item.to_owned()));
+        }
+        self.decode_waiting(&mut items)?;
+        let list = kcache_proto::list::RawList::decode_raw(env.raw).map_err(Error::decode)?;
+        Ok(ObjectList {
+            types: TypeMeta {
+                api_version: env.api_version,
+                kind: env.kind,
+            },
+            metadata: list_meta(list.metadata)?,
+            items,
         })
-        .collect::<Result<Vec<K>, Error>>()?;
-    Ok(ObjectList {
-        types,
-        metadata,
-        items,
-    })
+    }
 }
 
 fn list_meta(

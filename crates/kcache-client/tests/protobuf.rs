@@ -30,7 +30,12 @@ use kcache::{
     ListerWatcher,
     lister_watcher::{ListParams, WatchParams},
 };
-use kcache_client::{Client, HttpListerWatcher, decode::ItemDecoder, protobuf};
+use kcache_client::{
+    Client, HttpListerWatcher,
+    compact::{Compact, CompactDecoder, Format},
+    decode::ItemDecoder,
+    protobuf,
+};
 use kube_core::WatchEvent;
 use serde_json::{Value, json};
 
@@ -45,6 +50,10 @@ enum Mode {
     Protobuf,
     /// Answers 406 to anything mentioning protobuf, JSON otherwise.
     RefuseProtobuf,
+    /// As `Protobuf`, the list in 7-byte chunks.
+    ListInPieces,
+    /// As `ListInPieces`, the list breaking off after two thirds of its bytes.
+    ListCutShort,
 }
 
 #[derive(Clone)]
@@ -67,6 +76,20 @@ async fn pods(State(fake): State<Fake>, RawQuery(query): RawQuery, headers: Head
     let wants_protobuf = accept.contains("application/vnd.kubernetes.protobuf");
     let response = Response::builder();
     match (fake.mode, wants_protobuf, watch) {
+        (Mode::ListInPieces | Mode::ListCutShort, true, false) => {
+            let cut = match fake.mode {
+                Mode::ListCutShort => fake.list.len() * 2 / 3,
+                _ => fake.list.len(),
+            };
+            let mut chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+                fake.list[..cut].chunks(7).map(|c| Ok(c.to_vec())).collect();
+            if cut < fake.list.len() {
+                chunks.push(Err(std::io::Error::other("connection reset")));
+            }
+            response
+                .header("content-type", "application/vnd.kubernetes.protobuf")
+                .body(Body::from_stream(futures::stream::iter(chunks)))
+        }
         (Mode::Protobuf, true, false) => response
             .header("content-type", "application/vnd.kubernetes.protobuf")
             .body(Body::from(fake.list.to_vec())),
@@ -156,6 +179,65 @@ async fn built_in_types_are_listed_over_protobuf() -> Result<()> {
             == Some("registry.k8s.io/pause:3.10")
     );
     ensure!(accepts.lock().unwrap().as_slice() == [protobuf::ACCEPT_LIST]);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_protobuf_list_arriving_in_pieces_is_decoded_the_same() -> Result<()> {
+    let (client, _) = fake_server(Mode::ListInPieces).await?;
+    let typed = HttpListerWatcher::<Pod>::namespaced(client.clone(), "fx-proto")
+        .list(&ListParams::default())
+        .await?;
+    let names: Vec<_> = typed
+        .items
+        .iter()
+        .map(|p| p.metadata.name.clone())
+        .collect();
+    ensure!(
+        names
+            == [
+                Some("pb-1".into()),
+                Some("pb-2".into()),
+                Some("pb-3".into())
+            ],
+        "{names:?}"
+    );
+    ensure!(
+        typed.metadata.resource_version.is_some(),
+        "{:?}",
+        typed.metadata
+    );
+    let lean = HttpListerWatcher::<Compact<Pod>>::namespaced(client, "fx-proto")
+        .with_decoder(CompactDecoder::new())
+        .list(&ListParams::default())
+        .await?;
+    let names: Vec<_> = lean
+        .items
+        .iter()
+        .map(|p| p.metadata().name.clone())
+        .collect();
+    ensure!(
+        names
+            == typed
+                .items
+                .iter()
+                .map(|p| p.metadata.name.clone())
+                .collect::<Vec<_>>()
+    );
+    ensure!(lean.items[0].format() == Format::Protobuf);
+    ensure!(lean.items[0].typed()?.spec == typed.items[0].spec);
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_protobuf_list_that_breaks_off_is_an_error_not_a_short_list() -> Result<()> {
+    let (client, _) = fake_server(Mode::ListCutShort).await?;
+    let err = HttpListerWatcher::<Pod>::namespaced(client, "fx-proto")
+        .list(&ListParams::default())
+        .await
+        .err()
+        .context("a list cut short must fail")?;
+    ensure!(err.to_string().contains("broke off"), "{err}");
     Ok(())
 }
 

@@ -7,6 +7,7 @@
 //! show in `redact`.
 
 mod errors;
+mod list;
 mod redact;
 #[cfg(test)]
 mod tests;
@@ -27,6 +28,7 @@ use kube_client::{
 use crate::error::{Error, Result, redact_quoted};
 use errors::api_error;
 pub(crate) use errors::{decode_error, transport_error};
+pub(crate) use list::{Items, malformed as malformed_list};
 pub(crate) use redact::{display_safe, sanitize_status};
 
 /// The most we read of an error response body: Status objects are small, and a proxy's HTML
@@ -226,83 +228,10 @@ impl Client {
     }
 }
 
-/// Chunks of a JSON list body in flight to the decoding thread: enough to keep it busy, few
-/// enough that a slow decoder holds the transfer back rather than buffering the body.
-const SPLIT_CHANNEL_CHUNKS: usize = 16;
-
-impl Client {
-    /// Sends a list request whose answer is JSON and decodes it while it arrives: the body's
-    /// chunks go to a blocking thread that splits items out ([`crate::decode::ListSplitter`])
-    /// and decodes each one as soon as it is complete, so the whole body is never held and the
-    /// decode overlaps the transfer. Returns the envelope's decoded list (no items), the items,
-    /// and the body's size.
-    pub(crate) async fn send_split_list<K, D>(
-        &self,
-        request: http::Request<Vec<u8>>,
-        decoder: D,
-    ) -> Result<(kube_core::ObjectList<K>, u64), LwError>
-    where
-        K: Clone + Send + 'static,
-        D: crate::decode::ItemDecoder<K>,
-    {
-        let mut body = self.send(request, "list").await?.into_body();
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(SPLIT_CHANNEL_CHUNKS);
-        let worker = tokio::task::spawn_blocking(
-            move || -> Result<(kube_core::ObjectList<K>, u64), LwError> {
-                let mut splitter = crate::decode::ListSplitter::new();
-                let mut items = Vec::new();
-                let mut size = 0u64;
-                let bad = |e: &dyn std::fmt::Display| LwError::decode(format!("list body: {e}"));
-                while let Some(chunk) = rx.blocking_recv() {
-                    size += chunk.len() as u64;
-                    for raw in splitter.push(&chunk).map_err(|e| bad(&e))? {
-                        let mut de = serde_json::Deserializer::from_slice(&raw);
-                        items.push(
-                            decoder
-                                .decode_item(&mut de)
-                                .map_err(crate::client::decode_error)?,
-                        );
-                    }
-                }
-                let envelope = splitter.finish().map_err(|e| bad(&e))?;
-                let mut list: kube_core::ObjectList<K> =
-                    crate::decode::decode_list(&envelope, &decoder)
-                        .map_err(crate::client::decode_error)?;
-                list.items = items;
-                Ok((list, size))
-            },
-        );
-        let mut broke = None;
-        while let Some(frame) = body.frame().await {
-            match frame {
-                Ok(frame) => {
-                    if let Ok(data) = frame.into_data()
-                        && tx.send(data).await.is_err()
-                    {
-                        break; // the decoder failed: its error is the answer
-                    }
-                }
-                Err(e) => {
-                    broke = Some(LwError::transport(BodyError(e.to_string())));
-                    break;
-                }
-            }
-        }
-        drop(tx);
-        let decoded = worker
-            .await
-            .map_err(|e| LwError::decode(format!("list decoding task failed: {e}")))?;
-        match (broke, decoded) {
-            (Some(e), _) => Err(e),
-            (None, result) => result,
-        }
-    }
-}
-
 /// A response body broke off.
 #[derive(Debug, thiserror::Error)]
 #[error("the response body broke off: {0}")]
-struct BodyError(String);
+pub(crate) struct BodyError(String);
 
 /// Reads at most `limit` bytes of a body; a broken body yields what was read.
 async fn read_limited(mut body: Body, limit: usize) -> Vec<u8> {

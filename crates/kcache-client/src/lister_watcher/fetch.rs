@@ -1,10 +1,9 @@
 //! [`HttpListerWatcher`] as a [`ListerWatcher`]: requests sent, protobuf asked for first when
-//! it may be (and JSON asked for again after a 406), answers decoded and counted, shard
-//! filters applied.
+//! it may be (and JSON asked for again after a 406), answers decoded while they arrive and
+//! counted, shard filters applied.
 
 use std::sync::atomic::Ordering;
 
-use bytes::Bytes;
 #[cfg(feature = "protobuf")]
 use http::HeaderValue;
 use http_body_util::BodyDataStream;
@@ -15,10 +14,7 @@ use kcache::{
 };
 
 use super::{HttpListerWatcher, describe::describe_collection};
-use crate::decode::{ItemDecoder, decode_list, watch_events};
-
-/// List bodies at least this large are decoded on Tokio's blocking pool.
-const BLOCKING_DECODE_THRESHOLD: usize = 256 * 1024;
+use crate::decode::{ItemDecoder, watch_events};
 
 impl<K, D> ListerWatcher<K> for HttpListerWatcher<K, D>
 where
@@ -83,25 +79,29 @@ where
                 http::header::ACCEPT,
                 HeaderValue::from_static(crate::protobuf::ACCEPT_LIST),
             );
-            match self.client.send_collect_with_headers(request, "list").await {
-                Ok((headers, body)) => {
-                    let protobuf = crate::protobuf::is_protobuf(&headers);
-                    return self.decode_list_body(body, protobuf).await;
-                }
+            match self.split_list(request).await {
                 // A server that cannot produce protobuf and does not take the JSON
                 // alternative: ask again for JSON only.
                 Err(e) if is_not_acceptable(&e) => {}
-                Err(e) => return Err(e),
+                answer => return answer,
             }
         }
         let request = self.list_request(params, shard)?;
-        let (list, size) = self
+        self.split_list(request).await
+    }
+
+    /// Sends a list request and decodes its answer while it arrives; counts its format and size.
+    async fn split_list(&self, request: http::Request<Vec<u8>>) -> Result<ObjectList<K>, Error> {
+        let split = self
             .client
-            .send_split_list(request, self.decoder.clone())
+            .send_split_list(request, self.decoder.clone(), self.max_frame_size)
             .await?;
-        self.wire.record(false);
-        self.wire.0.list_bytes.fetch_add(size, Ordering::Relaxed);
-        Ok(list)
+        self.wire.record(split.protobuf);
+        self.wire
+            .0
+            .list_bytes
+            .fetch_add(split.size, Ordering::Relaxed);
+        Ok(split.list)
     }
 
     async fn watch_unfiltered(
@@ -142,37 +142,6 @@ where
             self.decoder.clone(),
             self.max_frame_size,
         ))
-    }
-}
-
-impl<K, D: ItemDecoder<K>> HttpListerWatcher<K, D> {
-    /// Decodes a list body (protobuf or JSON, as the response said) and counts its format. The
-    /// body is dropped as soon as its items are decoded; a large page (a 500-pod page is about
-    /// 4 MB of JSON, tens of milliseconds of CPU) is decoded on the blocking pool so that it does
-    /// not stall the runtime's worker.
-    async fn decode_list_body(&self, body: Bytes, protobuf: bool) -> Result<ObjectList<K>, Error>
-    where
-        K: Clone + Send + 'static,
-    {
-        self.wire.record(protobuf);
-        self.wire
-            .0
-            .list_bytes
-            .fetch_add(body.len() as u64, Ordering::Relaxed);
-        let decode = move |body: Bytes, decoder: &D| -> Result<ObjectList<K>, Error> {
-            #[cfg(feature = "protobuf")]
-            if protobuf {
-                return crate::protobuf::decode_list(body, decoder);
-            }
-            decode_list(&body, decoder).map_err(crate::client::decode_error)
-        };
-        if body.len() < BLOCKING_DECODE_THRESHOLD {
-            return decode(body, &self.decoder);
-        }
-        let decoder = self.decoder.clone();
-        tokio::task::spawn_blocking(move || decode(body, &decoder))
-            .await
-            .map_err(|e| Error::decode(format!("list decoding task failed: {e}")))?
     }
 }
 

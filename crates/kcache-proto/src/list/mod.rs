@@ -7,6 +7,9 @@ use prost::Message;
 
 use crate::apimachinery::pkg::apis::meta::v1::ListMeta;
 
+mod split;
+pub use split::{ListSplitter, SplitError};
+
 /// Errors decoding a list.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -1,0 +1,147 @@
+//! List responses decoded while they arrive: the body's chunks go to a blocking thread that
+//! splits items out (JSON: [`crate::decode::ListSplitter`]; protobuf:
+//! [`kcache_proto::list::ListSplitter`]) and decodes each one as soon as it is complete. The
+//! whole body is never held (the RV=0 list of the watch cache is one response of hundreds of
+//! megabytes), and the decode overlaps the transfer. The items become the list only at the end,
+//! so the reflector still applies them as one replace.
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use kcache::lister_watcher::Error as LwError;
+use kube_core::ObjectList;
+
+use super::{BodyError, Client};
+use crate::decode::ItemDecoder;
+
+/// Chunks in flight to the decoding thread: enough to keep it busy, few enough that a slow
+/// decoder holds the transfer back rather than buffering the body.
+const SPLIT_CHANNEL_CHUNKS: usize = 16;
+
+/// A list decoded by [`Client::send_split_list`].
+pub(crate) struct SplitList<K: Clone> {
+    /// The list, items included.
+    pub list: ObjectList<K>,
+    /// The body's size in bytes.
+    pub size: u64,
+    /// Whether the server answered in protobuf.
+    pub protobuf: bool,
+}
+
+/// One format's splitting and decoding, run on the blocking thread.
+pub(crate) trait Items<K: Clone>: Send + 'static {
+    /// Takes one chunk, decoding the items it completed into `out`.
+    fn push(&mut self, chunk: &Bytes, out: &mut Vec<K>) -> Result<(), LwError>;
+    /// After the last chunk: the list's envelope decoded, with `items` as its items.
+    fn finish(self: Box<Self>, items: Vec<K>) -> Result<ObjectList<K>, LwError>;
+}
+
+/// JSON: items split by [`crate::decode::ListSplitter`], each decoded by `decoder`.
+struct JsonItems<D> {
+    splitter: crate::decode::ListSplitter,
+    decoder: D,
+}
+
+/// A list body that is not a list.
+pub(crate) fn malformed(e: &dyn std::fmt::Display) -> LwError {
+    LwError::decode(format!("list body: {e}"))
+}
+
+impl<K: Clone + Send + 'static, D: ItemDecoder<K>> Items<K> for JsonItems<D> {
+    fn push(&mut self, chunk: &Bytes, out: &mut Vec<K>) -> Result<(), LwError> {
+        for raw in self.splitter.push(chunk).map_err(|e| malformed(&e))? {
+            let mut de = serde_json::Deserializer::from_slice(&raw);
+            let item = self.decoder.decode_item(&mut de);
+            out.push(item.map_err(super::decode_error)?);
+        }
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>, items: Vec<K>) -> Result<ObjectList<K>, LwError> {
+        let envelope = self.splitter.finish().map_err(|e| malformed(&e))?;
+        let mut list: ObjectList<K> =
+            crate::decode::decode_list(&envelope, &self.decoder).map_err(super::decode_error)?;
+        list.items = items;
+        Ok(list)
+    }
+}
+
+impl Client {
+    /// Sends a list request and decodes its answer, JSON or protobuf as the `Content-Type`
+    /// says, while it arrives (see the module docs); items of protobuf lists may be at most
+    /// `max_item` bytes.
+    ///
+    /// # Errors
+    /// As [`Client::send`]; [`LwError::transport`] when the body breaks off, decode errors for
+    /// a malformed list or item.
+    pub(crate) async fn send_split_list<K, D>(
+        &self,
+        request: http::Request<Vec<u8>>,
+        decoder: D,
+        max_item: usize,
+    ) -> Result<SplitList<K>, LwError>
+    where
+        K: Clone + Send + 'static,
+        D: ItemDecoder<K>,
+    {
+        let response = self.send(request, "list").await?;
+        #[cfg(feature = "protobuf")]
+        let protobuf = crate::protobuf::is_protobuf(response.headers());
+        #[cfg(not(feature = "protobuf"))]
+        let protobuf = false;
+        let items: Box<dyn Items<K>> = if protobuf {
+            #[cfg(feature = "protobuf")]
+            {
+                Box::new(crate::protobuf::ListItems::new(decoder, max_item))
+            }
+            #[cfg(not(feature = "protobuf"))]
+            unreachable!("protobuf is never asked for without the feature")
+        } else {
+            let _ = max_item;
+            Box::new(JsonItems {
+                splitter: crate::decode::ListSplitter::new(),
+                decoder,
+            })
+        };
+        let mut body = response.into_body();
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(SPLIT_CHANNEL_CHUNKS);
+        let worker =
+            tokio::task::spawn_blocking(move || -> Result<(ObjectList<K>, u64), LwError> {
+                let mut items_so_far = Vec::new();
+                let mut size = 0u64;
+                let mut items = items;
+                while let Some(chunk) = rx.blocking_recv() {
+                    size += chunk.len() as u64;
+                    items.push(&chunk, &mut items_so_far)?;
+                }
+                Ok((items.finish(items_so_far)?, size))
+            });
+        let mut broke = None;
+        while let Some(frame) = body.frame().await {
+            match frame {
+                Ok(frame) => {
+                    if let Ok(data) = frame.into_data()
+                        && tx.send(data).await.is_err()
+                    {
+                        break; // the decoder failed: its error is the answer
+                    }
+                }
+                Err(e) => {
+                    broke = Some(LwError::transport(BodyError(e.to_string())));
+                    break;
+                }
+            }
+        }
+        drop(tx);
+        let decoded = worker
+            .await
+            .map_err(|e| LwError::decode(format!("list decoding task failed: {e}")))?;
+        match (broke, decoded) {
+            (Some(e), _) => Err(e),
+            (None, result) => result.map(|(list, size)| SplitList {
+                list,
+                size,
+                protobuf,
+            }),
+        }
+    }
+}
