@@ -4,7 +4,9 @@
 # (kcache, kube-rs, client-go) in every mode and wire format, with debug builds. Asserts only
 # that every peer configuration produced a valid result line (the bench itself validates each
 # line: pod count, update count, plausible figures), that kcache's protobuf lines were answered
-# in protobuf and its JSON lines in JSON, and that the reports were written — never a speed.
+# in protobuf and its JSON lines in JSON, that the limit lines (kcache-peer --storage limit:
+# the server's cost alone) ran in both modes and formats, saw every pod and read a body of
+# plausible size, and that the reports were written — never a speed.
 # Then `kcache bench` with its defaults (the embedded server, every peer) at 100 pods, 1 run:
 # it must pass as it is, protobuf configurations included.
 set -euo pipefail
@@ -22,6 +24,22 @@ out="$(mktemp -d "${TMPDIR:-/tmp}/kcache-bench-smoke.XXXXXX")"
 # The peers' logs stay when the smoke fails (their path is printed), for the post-mortem.
 trap 'rc=$?; if [[ $rc -eq 0 ]]; then rm -rf "$out"; else echo "bench-smoke: peer logs kept in $out/logs" >&2; fi' EXIT
 
+# The check of the limit lines (kcache-peer --storage limit), shared by both checks below.
+cat >"$out/smoke_limits.py" <<'PY'
+def check_limits(runs, n):
+    limit = [x for x in runs if x["storage"] == "limit"]
+    want = {(m, pb) for m in ("list-watch", "streaming") for pb in (False, True)}
+    assert {(x["mode"], x["protobuf"]) for x in limit} == want, limit
+    for x in limit:
+        line = x["line"]
+        assert line["n"] == n and line["update_events"] is None, x
+        # Every pod's bytes went through: at least 1 kB of JSON or protobuf each.
+        assert line["body_bytes"] >= 1000 * n, x
+        key = "list_requests" if x["mode"] == "list-watch" else "watch_list_requests"
+        assert line[key] >= 1, x
+PY
+export PYTHONPATH="$out"
+
 cargo run --locked -q -p kcache-cli --bin kcache -- bench \
   --server kubeconfig "$KCACHE_UPSTREAM_KUBECONFIG" --objects 500 --runs 1 \
   --peers kcache,kube-rs,client-go --client-go-peer "$client_go_peer" --out "$out" \
@@ -33,10 +51,12 @@ cargo run --locked -q -p kcache-cli --bin kcache -- bench --objects 100 --runs 1
   || fail "kcache bench with its defaults against the embedded server"
 python3 - "$out/defaults" <<'PY' || fail "default-server results in $out/defaults"
 import json, os, sys
+from smoke_limits import check_limits
 r = json.load(open(os.path.join(sys.argv[1], "results.json")))
 runs = r["runs"]
 bad = [x for x in runs if "error" in x["line"]]
 assert not bad, bad
+check_limits(runs, 100)
 kcache_pb = [x for x in runs if x["peer"] == "kcache" and x["protobuf"]]
 assert kcache_pb, "no kcache protobuf configuration against the embedded server"
 for x in kcache_pb:
@@ -46,6 +66,7 @@ PY
 
 python3 - "$out" <<'PY' || fail "results in $out"
 import json, os, sys
+from smoke_limits import check_limits
 out = sys.argv[1]
 r = json.load(open(os.path.join(out, "results.json")))
 runs = r["runs"]
@@ -55,7 +76,10 @@ for x in runs:
     line = x["line"]
     assert "error" not in line, x
     assert line["peer"] == x["peer"] and line["mode"] == x["mode"], x
-    assert line["n"] == 500 and line["update_events"] == 500, x
+    assert line["n"] == 500, x
+    if x["storage"] != "limit":
+        assert line["update_events"] == 500, x
+check_limits(runs, 500)
 modes = {(x["peer"], x["mode"]) for x in runs}
 for p in peers:
     assert {(p, "list-watch"), (p, "streaming")} <= modes, (p, modes)
@@ -70,6 +94,7 @@ for x in kcache:
         assert line["protobuf_responses"] == 0 and line["json_responses"] > 0, x
 md = open(os.path.join(out, "results.md")).read()
 assert "Ratios protobuf / JSON" in md, "no protobuf/JSON ratios in results.md"
+assert "Sync wall × limit" in md, "no × limit table in results.md"
 for f in ("results.md", "chart-500.png"):
     assert os.path.getsize(os.path.join(out, f)) > 0, f
 print(f"bench-smoke: {len(runs)} peer runs, all valid: " + ", ".join(sorted(x['label'] for x in runs)))

@@ -14,11 +14,15 @@
 //! answered, counted by `Content-Type` over every successful response (`protobuf_responses`,
 //! `json_responses`, `other_responses`); exit 1 if that differs from what was asked.
 //!
+//! `--storage=limit` is no informer: the server-bound limit line (see [`limit`]), the
+//! reflector's first request read to the sync point with nothing decoded, no update phase.
+//!
 //! `--list-storages` prints the storage modes this build offers; `--list-formats` prints one
 //! line per storage with the wire formats it can use (`typed json protobuf`), for
 //! `kcache bench`.
 
 mod default;
+mod limit;
 mod wire;
 
 use std::sync::{
@@ -60,6 +64,9 @@ enum Storage {
     /// What the quick start builds: `factory.informer::<Pod>(&client)` (lean `Compact<Pod>`,
     /// `managedFields` kept), with a handler that enqueues every key into a work queue.
     Default,
+    /// No informer: the reflector's first list (or streaming list) read to its end with
+    /// nothing decoded — what the server alone costs (no update phase: `--updates 0`).
+    Limit,
 }
 
 impl Storage {
@@ -70,6 +77,7 @@ impl Storage {
             Storage::Metadata => "metadata",
             Storage::Compact => "compact",
             Storage::Default => "default",
+            Storage::Limit => "limit",
         }
     }
 }
@@ -154,6 +162,7 @@ fn main() -> anyhow::Result<()> {
                 let lw = default::lister_watcher(&client, &ns, pb);
                 run(run_args, lw, default::register_key_handler).await
             }
+            Storage::Limit => limit::run(client, run_args.args, pb, run_args.counts).await,
         }
     })
 }
@@ -197,6 +206,8 @@ fn asks_for_protobuf(storage: Storage, client: &Client) -> bool {
         Storage::Metadata => metadata(c, "default", true).asks_for_protobuf(),
         Storage::Compact => compact(c, "default", true).asks_for_protobuf(),
         Storage::Default => default::lister_watcher(&c, "default", true).asks_for_protobuf(),
+        // The same Accept as the typed storage: protobuf for Pods.
+        Storage::Limit => typed(c, "default", true).asks_for_protobuf(),
     }
 }
 

@@ -1,5 +1,6 @@
 //! The PNG chart: per configuration, the median sync wall time (with its min–max) and the
-//! memory (peak RSS, RSS after sync), as horizontal bars.
+//! memory (peak RSS, RSS after sync), as horizontal bars; the limit lines (the server's cost
+//! alone) in grey.
 //!
 //! Drawn with plotters' bitmap backend only. Text needs a TrueType font, which plotters gets
 //! through `ab_glyph` from bytes we hand it: the first of a few usual system paths that exists
@@ -32,8 +33,12 @@ fn font_available() -> bool {
     })
 }
 
-fn color(peer: &str) -> RGBColor {
-    match peer {
+/// The bar colour: one per peer, grey for the limit line (the server's cost alone).
+fn color(row: &Row) -> RGBColor {
+    if row.is_limit() {
+        return RGBColor(140, 140, 140);
+    }
+    match row.peer.as_str() {
         "kcache" => RGBColor(230, 120, 20),
         "client-go" => RGBColor(40, 110, 200),
         _ => RGBColor(60, 160, 80),
@@ -85,7 +90,7 @@ pub(super) fn draw(path: &Path, n: usize, rows: &[&Row]) -> anyhow::Result<()> {
     }
     for (i, row) in rows.iter().enumerate() {
         let y = TOP + ROW_H * i as i32;
-        let c = color(&row.peer);
+        let c = color(row);
         if text {
             root.draw(&Text::new(row.label.clone(), (10, y + 6), style(14)))?;
         }

@@ -7,9 +7,11 @@
 //! and the kcache storages that `kcache-peer --list-formats` lists with `protobuf`) — runs
 //! `--runs` times, alternating (A B C A B C …), each as its own process so that its memory
 //! figures are its own. While a peer waits after its sync, the updater patches every pod once
-//! (or the first `--updates` pods) and the peer times those events. The results go to `--out`:
-//! `results.json` (every run), `results.md` (medians, min–max, ratios kcache/peer in the same
-//! wire format, ratios protobuf/JSON) and one `chart-N.png` per N.
+//! (or the first `--updates` pods) and the peer times those events. The kcache storage `limit`
+//! is the server-bound limit line: the reflector's first request read to the sync point with
+//! nothing decoded, and no update phase. The results go to `--out`: `results.json` (every
+//! run), `results.md` (medians, min–max, each line's sync wall × the limit line's, ratios
+//! kcache/peer in the same wire format, ratios protobuf/JSON) and one `chart-N.png` per N.
 
 mod chart;
 mod report;

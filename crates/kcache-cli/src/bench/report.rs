@@ -6,7 +6,10 @@ use std::{collections::BTreeMap, fmt::Write as _, path::Path};
 use anyhow::Context as _;
 use serde::Serialize;
 
-use super::{chart, runner::Record};
+use super::{
+    chart,
+    runner::{LIMIT_STORAGE, Record},
+};
 
 /// One figure over the runs of one configuration.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -50,6 +53,14 @@ pub(super) struct Row {
     pub runs_ok: usize,
     pub runs_failed: usize,
     pub figures: BTreeMap<&'static str, Stat>,
+}
+
+impl Row {
+    /// Whether this is a limit line (the server's cost alone, see `kcache-peer --storage
+    /// limit`).
+    pub(super) fn is_limit(&self) -> bool {
+        self.storage.as_deref() == Some(LIMIT_STORAGE)
+    }
 }
 
 /// The figures, in table order: key, column title, decimals.
@@ -124,6 +135,43 @@ fn reference<'a>(rows: &'a [Row], kcache: &Row, peer: &str) -> Option<&'a Row> {
     rows.iter().find(|r| {
         r.n == kcache.n && r.peer == peer && r.mode == kcache.mode && r.protobuf == kcache.protobuf
     })
+}
+
+/// The limit row a row is compared with: same N, mode and wire format.
+fn limit_twin<'a>(rows: &'a [Row], row: &Row) -> Option<&'a Row> {
+    rows.iter()
+        .find(|r| r.is_limit() && r.n == row.n && r.mode == row.mode && r.protobuf == row.protobuf)
+}
+
+/// The table "× limit": each line's median sync wall over the limit line's of the same mode
+/// and wire format (nothing when there is no limit line).
+fn limit_table(md: &mut String, rows: &[Row], n: usize) {
+    let wall = |r: &Row| r.figures.get("sync_ms").map(|s| s.median);
+    let pairs: Vec<(&Row, &Row)> = rows
+        .iter()
+        .filter(|r| r.n == n && !r.is_limit())
+        .filter_map(|r| Some((r, limit_twin(rows, r)?)))
+        .collect();
+    if pairs.is_empty() {
+        return;
+    }
+    md.push_str(
+        "Sync wall × limit (medians; the limit line of the same mode and wire format reads the \
+         same first answer with nothing decoded — what the server alone costs):\n\n",
+    );
+    md.push_str("| configuration | sync wall (ms) | limit (ms) | × limit |\n|---|---|---|---|\n");
+    for (row, limit) in pairs {
+        let ms = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.0}"));
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} |",
+            row.label,
+            ms(wall(row)),
+            ms(wall(limit)),
+            ratio(wall(row), wall(limit))
+        );
+    }
+    md.push('\n');
 }
 
 /// The JSON twin of a protobuf row: same N, peer, mode and storage.
@@ -217,9 +265,10 @@ pub(super) fn markdown(
             md.push('\n');
         }
         md.push('\n');
+        limit_table(&mut md, rows, n);
         let kcache_rows: Vec<&Row> = rows
             .iter()
-            .filter(|r| r.n == n && r.peer == "kcache")
+            .filter(|r| r.n == n && r.peer == "kcache" && !r.is_limit())
             .collect();
         for peer in ["client-go", "kube-rs"] {
             if kcache_rows.is_empty() || !rows.iter().any(|r| r.n == n && r.peer == peer) {
@@ -422,6 +471,44 @@ mod tests {
             !after.contains("stripped"),
             "a protobuf row without a JSON twin has no ratio"
         );
+    }
+
+    #[test]
+    fn lines_get_their_ratio_to_the_limit_line_of_the_same_format() {
+        let rows = [
+            row("client-go", None, false, 2000.0),
+            row("client-go", None, true, 1000.0),
+            row("kcache", Some("limit"), false, 400.0),
+            row("kcache", Some("limit"), true, 250.0),
+            row("kcache", Some("typed"), true, 500.0),
+        ];
+        let md = markdown("test", &[], &rows, 1);
+        let heading = "Sync wall × limit";
+        assert_eq!(
+            ratio_cells(&md, heading, "client-go list-watch"),
+            ["2000", "400", "5.00×"]
+        );
+        assert_eq!(
+            ratio_cells(&md, heading, "kcache list-watch typed protobuf"),
+            ["500", "250", "2.00×"]
+        );
+        let vs = &md[md.find("Ratios kcache / client-go").unwrap()..];
+        let table: Vec<&str> = vs
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .collect();
+        assert!(table.len() == 3, "{table:?}");
+        assert!(
+            table.iter().all(|l| !l.contains("limit")),
+            "the limit line is no kcache line: {table:?}"
+        );
+    }
+
+    #[test]
+    fn no_limit_line_no_limit_table() {
+        let rows = [row("client-go", None, false, 2000.0)];
+        assert!(!markdown("test", &[], &rows, 1).contains("× limit"));
     }
 
     #[test]

@@ -65,7 +65,16 @@ impl Config {
         }
         s
     }
+
+    /// Whether this is a limit line (`kcache-peer --storage limit`): the server's cost alone,
+    /// with no update phase.
+    pub(super) fn is_limit(&self) -> bool {
+        self.storage.as_deref() == Some(LIMIT_STORAGE)
+    }
 }
+
+/// The kcache storage whose line is the server-bound limit (nothing decoded, no updates).
+pub(super) const LIMIT_STORAGE: &str = "limit";
 
 /// One run's outcome.
 #[derive(Debug, Serialize)]
@@ -273,7 +282,9 @@ async fn run_peer(ctx: &Context<'_>, config: &Config, run: usize) -> anyhow::Res
     let err_path = logs.join(format!("{slug}-n{}-r{run}.stderr", ctx.n));
     let _ = std::fs::remove_file(&ready);
     let n = ctx.n.to_string();
-    let updates = ctx.updates.to_string();
+    // A limit line only syncs: no updates are sent to it or expected from it.
+    let update_count = if config.is_limit() { 0 } else { ctx.updates };
+    let updates = update_count.to_string();
     let mut cmd = tokio::process::Command::new(&config.program);
     cmd.arg("--kubeconfig")
         .arg(ctx.kubeconfig)
@@ -312,12 +323,15 @@ async fn run_peer(ctx: &Context<'_>, config: &Config, run: usize) -> anyhow::Res
 
     let deadline = tokio::time::Instant::now() + ctx.args.timeout;
     loop {
+        if ready.exists() && update_count == 0 {
+            break;
+        }
         if ready.exists() {
             let tag = format!("{slug}-r{run}");
             dataset::touch_all(
                 ctx.client,
                 ctx.namespace,
-                ctx.updates,
+                update_count,
                 &tag,
                 ctx.args.concurrency,
             )
@@ -358,7 +372,7 @@ async fn run_peer(ctx: &Context<'_>, config: &Config, run: usize) -> anyhow::Res
             config.label()
         );
     }
-    line.validate(ctx.n as u64, ctx.updates as u64)?;
+    line.validate(ctx.n as u64, update_count as u64)?;
     Ok(line)
 }
 
@@ -436,6 +450,15 @@ mod tests {
         );
         let err = select(all(), &["kcache list-watch typed json".to_owned()]).unwrap_err();
         assert!(err.to_string().contains("names no configuration"), "{err}");
+    }
+
+    #[test]
+    fn the_limit_storage_is_the_limit_line() {
+        let limit = config(PeerKind::Kcache, Mode::Streaming, Some("limit"), true);
+        assert!(limit.is_limit());
+        assert_eq!(limit.label(), "kcache streaming limit protobuf");
+        assert!(!config(PeerKind::Kcache, Mode::Streaming, Some("typed"), true).is_limit());
+        assert!(!config(PeerKind::ClientGo, Mode::Streaming, None, true).is_limit());
     }
 }
 
