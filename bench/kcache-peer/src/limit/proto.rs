@@ -1,6 +1,8 @@
 //! The protobuf bodies of the limit line: a list walked field by field with every item's
 //! bytes skipped; watch frames told apart by their first field.
 
+use std::ops::Range;
+
 use anyhow::{Context as _, bail};
 
 use super::{Kind, MAGIC, end_of_initial_events, kind_of};
@@ -142,38 +144,55 @@ impl ProtoList {
     }
 }
 
+/// The field of `msg` at `*at`: its tag and its value's byte range (empty for a varint),
+/// with `*at` moved past it. The range may end past `msg` (a prefix of a message); `None` when
+/// `msg` ends inside the field's tag or length.
+fn next_field(msg: &[u8], at: &mut usize) -> anyhow::Result<Option<(u64, Range<usize>)>> {
+    let varint = |at: &mut usize| -> anyhow::Result<Option<u64>> {
+        let mut v = Varint::default();
+        while let Some(&byte) = msg.get(*at) {
+            *at += 1;
+            if let Some(value) = v.push(byte)? {
+                return Ok(Some(value));
+            }
+        }
+        Ok(None)
+    };
+    let Some(tag) = varint(at)? else {
+        return Ok(None);
+    };
+    let len = match tag & 7 {
+        0 => match varint(at)? {
+            Some(_) => 0,
+            None => return Ok(None),
+        },
+        1 => 8,
+        2 => match varint(at)? {
+            Some(len) => usize::try_from(len).context("a protobuf field too long")?,
+            None => return Ok(None),
+        },
+        5 => 4,
+        other => bail!("protobuf wire type {other}"),
+    };
+    let start = *at;
+    *at = start
+        .checked_add(len)
+        .context("a protobuf field too long")?;
+    Ok(Some((tag, start..*at)))
+}
+
 /// The last string (length-delimited) field `want` of the protobuf message `msg`.
 fn proto_string_field(msg: &[u8], want: u64) -> anyhow::Result<Option<String>> {
     let mut at = 0;
     let mut found = None;
-    let varint = |at: &mut usize| -> anyhow::Result<u64> {
-        let mut v = Varint::default();
-        loop {
-            let byte = *msg.get(*at).context("a truncated protobuf varint")?;
-            *at += 1;
-            if let Some(value) = v.push(byte)? {
-                return Ok(value);
-            }
-        }
-    };
     while at < msg.len() {
-        let tag = varint(&mut at)?;
-        let len = match tag & 7 {
-            0 => {
-                varint(&mut at)?;
-                continue;
-            }
-            1 => 8,
-            2 => varint(&mut at)? as usize,
-            5 => 4,
-            other => bail!("protobuf wire type {other}"),
-        };
-        let end = at.checked_add(len).filter(|e| *e <= msg.len());
-        let end = end.context("a protobuf field past the message's end")?;
-        if tag >> 3 == want && tag & 7 == 2 {
-            found = Some(String::from_utf8_lossy(&msg[at..end]).into_owned());
+        let (tag, value) = next_field(msg, &mut at)?.context("a truncated protobuf field")?;
+        if value.end > msg.len() {
+            bail!("a protobuf field past the message's end");
         }
-        at = end;
+        if tag >> 3 == want && tag & 7 == 2 {
+            found = Some(String::from_utf8_lossy(&msg[value]).into_owned());
+        }
     }
     Ok(found)
 }
@@ -260,36 +279,13 @@ fn frame_event_type(frame: &[u8]) -> anyhow::Result<Vec<u8>> {
 /// (the field may go on past it); `None` when the prefix ends before the field starts.
 fn proto_prefix_field(msg: &[u8], want: u64) -> Option<&[u8]> {
     let mut at = 0;
-    let varint = |at: &mut usize| -> Option<u64> {
-        let mut v = Varint::default();
-        loop {
-            let byte = *msg.get(*at)?;
-            *at += 1;
-            if let Some(value) = v.push(byte).ok()? {
-                return Some(value);
-            }
-        }
-    };
-    loop {
-        let tag = varint(&mut at)?;
-        let len = match tag & 7 {
-            0 => {
-                varint(&mut at)?;
-                continue;
-            }
-            1 => 8,
-            2 => varint(&mut at)? as usize,
-            5 => 4,
-            _ => return None,
-        };
+    while at < msg.len() {
+        let (tag, value) = next_field(msg, &mut at).ok()??;
         if tag >> 3 == want && tag & 7 == 2 {
-            return Some(&msg[at..msg.len().min(at.saturating_add(len))]);
-        }
-        at = at.checked_add(len)?;
-        if at > msg.len() {
-            return None;
+            return msg.get(value.start..value.end.min(msg.len()));
         }
     }
+    None
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
-//! List responses decoded while they arrive: the body's chunks go to a blocking thread that
-//! splits items out (JSON: [`crate::decode::ListSplitter`]; protobuf:
-//! [`kcache_proto::list::ListSplitter`]) and decodes each one as soon as it is complete. The
-//! whole body is never held (the RV=0 list of the watch cache is one response of hundreds of
-//! megabytes), and the decode overlaps the transfer. The items become the list only at the end,
-//! so the reflector still applies them as one replace.
+//! List responses decoded while they arrive: the body's chunks go, in batches of about
+//! 256 KB, to a blocking thread that splits items out (JSON: [`crate::decode::ListSplitter`];
+//! protobuf: [`kcache_proto::list::ListSplitter`]) and decodes each one as soon as it is
+//! complete. The whole body is never held (the RV=0 list of the watch cache is one response of
+//! hundreds of megabytes), and the decode overlaps the transfer. The items become the list only
+//! at the end, so the reflector still applies them as one replace.
 
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -13,9 +13,16 @@ use kube_core::ObjectList;
 use super::{BodyError, Client};
 use crate::decode::ItemDecoder;
 
-/// Chunks in flight to the decoding thread: enough to keep it busy, few enough that a slow
-/// decoder holds the transfer back rather than buffering the body.
-const SPLIT_CHANNEL_CHUNKS: usize = 16;
+/// The body's chunks go to the decoding thread in batches of at least this many bytes: one
+/// hand-over (and wake-up) per batch rather than per ~16 KB chunk. Profiled at 10,000 pods,
+/// sending every chunk spent about 20% of the sync's CPU in the channel and the thread
+/// wake-ups around it.
+const SPLIT_BATCH_BYTES: usize = 256 * 1024;
+
+/// Batches in flight to the decoding thread: enough to keep it busy, few enough that a slow
+/// decoder holds the transfer back (at most about 1.25 MB buffered) rather than buffering the
+/// body.
+const SPLIT_CHANNEL_BATCHES: usize = 4;
 
 /// A list decoded by [`Client::send_split_list`].
 pub(crate) struct SplitList<K: Clone> {
@@ -103,32 +110,46 @@ impl Client {
             })
         };
         let mut body = response.into_body();
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<Bytes>(SPLIT_CHANNEL_CHUNKS);
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<Bytes>>(SPLIT_CHANNEL_BATCHES);
         let worker =
             tokio::task::spawn_blocking(move || -> Result<(ObjectList<K>, u64), LwError> {
                 let mut items_so_far = Vec::new();
                 let mut size = 0u64;
                 let mut items = items;
-                while let Some(chunk) = rx.blocking_recv() {
-                    size += chunk.len() as u64;
-                    items.push(&chunk, &mut items_so_far)?;
+                while let Some(batch) = rx.blocking_recv() {
+                    for chunk in &batch {
+                        size += chunk.len() as u64;
+                        items.push(chunk, &mut items_so_far)?;
+                    }
                 }
                 Ok((items.finish(items_so_far)?, size))
             });
         let mut broke = None;
-        while let Some(frame) = body.frame().await {
-            match frame {
-                Ok(frame) => {
-                    if let Ok(data) = frame.into_data()
-                        && tx.send(data).await.is_err()
-                    {
-                        break; // the decoder failed: its error is the answer
+        let mut batch = Vec::new();
+        let mut batched = 0;
+        loop {
+            let last = match body.frame().await {
+                Some(Ok(frame)) => {
+                    if let Ok(data) = frame.into_data() {
+                        batched += data.len();
+                        batch.push(data);
                     }
+                    false
                 }
-                Err(e) => {
+                Some(Err(e)) => {
                     broke = Some(LwError::transport(BodyError(e.to_string())));
                     break;
                 }
+                None => true,
+            };
+            if (last && !batch.is_empty()) || batched >= SPLIT_BATCH_BYTES {
+                batched = 0;
+                if tx.send(std::mem::take(&mut batch)).await.is_err() {
+                    break; // the decoder failed: its error is the answer
+                }
+            }
+            if last {
+                break;
             }
         }
         drop(tx);
