@@ -74,6 +74,11 @@ pub(crate) struct BenchArgs {
     /// `client-go list-watch protobuf,kcache list-watch typed`); an unknown label is an error.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+    /// Leave each N's namespace and pods on the server at the end instead of deleting them
+    /// (e.g. to profile one peer against them by hand); the namespace is printed. Only with
+    /// `--server kubeconfig`: the embedded server goes away with the run.
+    #[arg(long)]
+    pub keep_dataset: bool,
 }
 
 /// Where the peers read from.
@@ -89,6 +94,11 @@ enum Server {
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.runs == 0 || args.objects.is_empty() || args.objects.contains(&0) {
         bail!("--runs and every --objects count must be at least 1");
+    }
+    if args.keep_dataset && args.server.first().map(String::as_str) != Some("kubeconfig") {
+        bail!(
+            "--keep-dataset needs --server kubeconfig PATH (the embedded server ends with the run)"
+        );
     }
     std::fs::create_dir_all(args.out.join("logs"))
         .with_context(|| format!("creating {}", args.out.display()))?;
@@ -170,7 +180,9 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 }
             }
         }
-        if let Err(e) = runner::delete_pods(&client, &namespace).await {
+        if args.keep_dataset {
+            eprintln!("bench: kept {n} pods in namespace {namespace} (--keep-dataset)");
+        } else if let Err(e) = runner::delete_pods(&client, &namespace).await {
             eprintln!("bench: cleaning up {namespace}: {e}");
         }
     }
