@@ -1,7 +1,7 @@
 //! Which wire format the server really answered in.
 //!
-//! The peer's kube-client stack gets one more tower layer that looks at every successful
-//! response's `Content-Type` (as soon as the headers arrive, before the body is read) and
+//! The peer's client (kcache-client's own stack) is given an observer that looks at every
+//! successful response's `Content-Type` (as soon as the headers arrive, before the body is read) and
 //! counts it as protobuf, JSON or other. The peer's line then states the format from these
 //! counts, not from what it asked for.
 
@@ -16,7 +16,6 @@ use std::{
 use anyhow::Context as _;
 use kube_client::{
     Config,
-    client::{ClientBuilder, DynBody},
     config::{KubeConfigOptions, Kubeconfig},
 };
 
@@ -76,8 +75,9 @@ impl WireCounts {
 }
 
 /// A kcache-client [`Client`](kcache_client::Client) for the kubeconfig at `path` whose
-/// successful responses are counted in `counts`. Built like `Client::from_kubeconfig`
-/// (kube-client's retry layer off: the reflector owns retries).
+/// successful responses are counted in `counts`: `Client::from_kubeconfig`'s stack (HTTP/2
+/// over TLS, kube-client's retry layer off for reads: the reflector owns retries), built
+/// through [`Client::from_config_observed`](kcache_client::Client::from_config_observed).
 ///
 /// # Errors
 /// An unreadable or invalid kubeconfig, or TLS settings that cannot be used.
@@ -87,30 +87,19 @@ pub(crate) async fn counting_client(
 ) -> anyhow::Result<kcache_client::Client> {
     let kubeconfig = Kubeconfig::read_from(path)
         .with_context(|| format!("reading the kubeconfig {}", path.display()))?;
-    let mut config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+    let config = Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .with_context(|| format!("loading the kubeconfig {}", path.display()))?;
-    config.default_retry = false;
-    let server = config.cluster_url.to_string();
-    let layer =
-        tower::util::MapResponseLayer::new(move |response: http::Response<Box<DynBody>>| {
-            if response.status().is_success() {
-                let content_type = response
-                    .headers()
-                    .get(http::header::CONTENT_TYPE)
-                    .and_then(|v| v.to_str().ok());
-                counts.record(content_type);
-            }
-            response
-        });
-    let inner = ClientBuilder::try_from(config)
-        .context("building the HTTP client")?
-        .with_layer(&layer)
-        .build();
-    Ok(kcache_client::Client::from_kube(
-        inner,
-        server.trim_end_matches('/'),
-    ))
+    let observer = Arc::new(move |status: http::StatusCode, headers: &http::HeaderMap| {
+        if status.is_success() {
+            let content_type = headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok());
+            counts.record(content_type);
+        }
+    });
+    kcache_client::Client::from_config_observed(config, observer)
+        .context("building the HTTP client")
 }
 
 #[cfg(test)]

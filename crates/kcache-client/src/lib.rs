@@ -43,7 +43,7 @@ pub mod protobuf;
 pub mod shard_leases;
 mod source;
 
-pub use client::Client;
+pub use client::{Client, ResponseObserver};
 pub use compact::{Compact, CompactDecoder};
 pub use decode::Typed;
 pub use error::{Error, Result};

@@ -31,6 +31,10 @@ pub(crate) use errors::{decode_error, transport_error};
 pub(crate) use list::{Items, malformed as malformed_list};
 pub(crate) use redact::{display_safe, sanitize_status};
 
+/// Sees the status and headers of every response a [`Client`] receives (see
+/// [`Client::from_config_observed`]).
+pub type ResponseObserver = Arc<dyn Fn(http::StatusCode, &HeaderMap) + Send + Sync>;
+
 /// The most we read of an error response body: Status objects are small, and a proxy's HTML
 /// error page is not worth more.
 const MAX_ERROR_BODY: usize = 64 * 1024;
@@ -103,11 +107,47 @@ impl Client {
     ///
     /// # Errors
     /// [`Error::Client`] when the TLS or proxy settings cannot be used.
-    pub fn from_config(mut config: Config) -> Result<Self> {
+    pub fn from_config(config: Config) -> Result<Self> {
+        Self::build(config, None)
+    }
+
+    /// As [`Client::from_config`], and `observer` is shown the status and headers of every
+    /// response the client receives (reads and writes, before the body is read) — e.g. to
+    /// count the wire formats a server answers in, as `kcache bench`'s peer does. The
+    /// observer runs on the connection's task: keep it short and never block in it.
+    ///
+    /// # Errors
+    /// As [`Client::from_config`].
+    ///
+    /// # Examples
+    /// ```
+    /// use std::sync::{Arc, atomic::{AtomicU64, Ordering}};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let protobuf = Arc::new(AtomicU64::new(0));
+    /// let seen = protobuf.clone();
+    /// let config = kube_client::Config::new("https://127.0.0.1:6443".parse()?);
+    /// let client = kcache_client::Client::from_config_observed(
+    ///     config,
+    ///     Arc::new(move |_status, headers| {
+    ///         let ct = headers.get(http::header::CONTENT_TYPE);
+    ///         if ct.is_some_and(|v| v.as_bytes().starts_with(b"application/vnd.kubernetes.protobuf")) {
+    ///             seen.fetch_add(1, Ordering::Relaxed);
+    ///         }
+    ///     }),
+    /// )?;
+    /// # let _ = client;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn from_config_observed(config: Config, observer: ResponseObserver) -> Result<Self> {
+        Self::build(config, Some(observer))
+    }
+
+    fn build(mut config: Config, observer: Option<ResponseObserver>) -> Result<Self> {
         let server: Arc<str> = config.cluster_url.to_string().trim_end_matches('/').into();
         let keepalive = transport::Keepalive::from_env();
         let build = |config: Config| {
-            transport::build(&config, keepalive)
+            transport::build(&config, keepalive, observer.clone())
                 .map_err(|e| Error::Client(redact_quoted(&e.to_string())))
         };
         config.default_retry = true;

@@ -20,6 +20,7 @@
 
 use std::time::Duration;
 
+use http::Response;
 use hyper_timeout::TimeoutConnector;
 use hyper_util::{
     client::legacy::{Client as HyperClient, connect::HttpConnector},
@@ -29,7 +30,9 @@ use kube_client::{
     Config,
     client::{ConfigExt, retry::RetryPolicy},
 };
-use tower::ServiceBuilder;
+use tower::{ServiceBuilder, util::MapResponseLayer};
+
+use super::ResponseObserver;
 
 /// Without a frame read for this long, an HTTP/2 connection is pinged (client-go:
 /// `ReadIdleTimeout`, 30 s).
@@ -74,14 +77,30 @@ impl Keepalive {
     }
 }
 
+/// The response mapper that shows each response to `observer` and passes it on unchanged.
+fn observe<B>(observer: ResponseObserver) -> impl Fn(Response<B>) -> Response<B> + Clone {
+    move |response| {
+        observer(response.status(), response.headers());
+        response
+    }
+}
+
 /// Builds a kube-client client from `config` on our hyper client (see the module docs).
-/// `config.default_retry` adds kube-client's retry layer, as in kube-client's own stack.
+/// `config.default_retry` adds kube-client's retry layer, as in kube-client's own stack;
+/// `observer` sees every response's status and headers.
 pub(crate) fn build(
     config: &Config,
     keepalive: Keepalive,
+    observer: Option<ResponseObserver>,
 ) -> Result<kube_client::Client, kube_client::Error> {
     if config.proxy_url.is_some() {
-        return kube_client::Client::try_from(config.clone());
+        let builder = kube_client::client::ClientBuilder::try_from(config.clone())?;
+        return Ok(match observer {
+            Some(o) => builder
+                .with_layer(&MapResponseLayer::new(observe(o)))
+                .build(),
+            None => builder.build(),
+        });
     }
     let mut http = HttpConnector::new();
     http.enforce_http(false);
@@ -130,6 +149,7 @@ pub(crate) fn build(
         .option_layer(config.auth_layer()?)
         .layer(config.extra_headers_layer()?)
         .map_err(tower::BoxError::from)
+        .option_layer(observer.map(|o| MapResponseLayer::new(observe(o))))
         .service(hyper);
     Ok(kube_client::Client::new(
         service,

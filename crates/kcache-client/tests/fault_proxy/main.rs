@@ -194,6 +194,73 @@ async fn tls_servers_are_spoken_to_in_http2_and_plain_http_ones_in_http1() -> Re
     Ok(())
 }
 
+/// A client built with an observer is the same stack (HTTP/2 with kube-apiserver) and the
+/// observer sees every response's status and `Content-Type`, protobuf as well as JSON. The
+/// benchmark's peer counts wire formats this way, so its lines measure the stack the quick
+/// start builds (it once built kube-client's HTTP/1.1 stack to add a counting layer).
+#[tokio::test]
+async fn an_observed_client_speaks_http2_and_sees_every_response() -> Result<()> {
+    use std::sync::{Arc, Mutex};
+    let Some(s) = TestServer::upstream().await? else {
+        return common::upstream_missing();
+    };
+    let up = s.upstream_info().context("upstream")?.clone();
+    let kubeconfig = kube_client::config::Kubeconfig::read_from(&up.kubeconfig)?;
+    let config =
+        kube_client::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    let seen: Arc<Mutex<Vec<(u16, String)>>> = Arc::default();
+    let record = seen.clone();
+    let client = Client::from_config_observed(
+        config,
+        Arc::new(move |status, headers| {
+            let ct = headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_owned();
+            record.lock().unwrap().push((status.as_u16(), ct));
+        }),
+    )?;
+    let get = |path: &str, accept: &str| {
+        http::Request::get(path)
+            .header(http::header::ACCEPT, accept)
+            .body(kube_client::client::Body::empty())
+    };
+    let r = client
+        .kube()
+        .send(get("/version", "application/json")?)
+        .await?;
+    ensure!(
+        r.version() == http::Version::HTTP_2,
+        "kube-apiserver answered the observed client in {:?}",
+        r.version()
+    );
+    let path = format!("/api/v1/namespaces/{}/pods", s.ns);
+    client
+        .kube()
+        .send(get(&path, "application/vnd.kubernetes.protobuf")?)
+        .await?;
+    let missing = format!("/api/v1/namespaces/{}/pods/not-there", s.ns);
+    client
+        .kube()
+        .send(get(&missing, "application/json")?)
+        .await?;
+    let seen = seen.lock().unwrap().clone();
+    ensure!(seen.len() == 3, "the observer saw {seen:?}");
+    ensure!(
+        seen[0].0 == 200 && seen[0].1.starts_with("application/json"),
+        "/version: {:?}",
+        seen[0]
+    );
+    ensure!(
+        seen[1].0 == 200 && seen[1].1.starts_with("application/vnd.kubernetes.protobuf"),
+        "protobuf list: {:?}",
+        seen[1]
+    );
+    ensure!(seen[2].0 == 404, "missing pod: {:?}", seen[2]);
+    Ok(())
+}
+
 fn tempdir() -> Result<std::path::PathBuf> {
     let dir = std::env::temp_dir().join(format!("kcache-fault-proxy-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
