@@ -122,7 +122,8 @@ impl Client {
     /// # Examples
     /// ```
     /// use std::sync::{Arc, atomic::{AtomicU64, Ordering}};
-    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let protobuf = Arc::new(AtomicU64::new(0));
     /// let seen = protobuf.clone();
     /// let config = kube_client::Config::new("https://127.0.0.1:6443".parse()?);
