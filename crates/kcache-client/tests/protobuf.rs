@@ -54,6 +54,13 @@ enum Mode {
     ListInPieces,
     /// As `ListInPieces`, the list breaking off after two thirds of its bytes.
     ListCutShort,
+    /// The list gzipped, in 7-byte chunks, when the request accepts gzip (400 otherwise).
+    Gzip,
+    /// As `Gzip`, the gzip stream cut after two thirds of its bytes and the body ended
+    /// cleanly (no transport error): only the gzip stream shows the cut.
+    GzipCutShort,
+    /// The list in a `Content-Encoding` that was not asked for.
+    Brotli,
 }
 
 #[derive(Clone)]
@@ -75,7 +82,33 @@ async fn pods(State(fake): State<Fake>, RawQuery(query): RawQuery, headers: Head
     let watch = query.unwrap_or_default().contains("watch=");
     let wants_protobuf = accept.contains("application/vnd.kubernetes.protobuf");
     let response = Response::builder();
+    let accepts_gzip = headers
+        .get("accept-encoding")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("gzip"));
     match (fake.mode, wants_protobuf, watch) {
+        (Mode::Gzip | Mode::GzipCutShort, true, false) if !accepts_gzip => response
+            .status(StatusCode::BAD_REQUEST)
+            .body(Body::from("this fake only answers lists in gzip")),
+        (Mode::Gzip | Mode::GzipCutShort, true, false) => {
+            let mut gz =
+                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            std::io::Write::write_all(&mut gz, &fake.list).unwrap();
+            let mut body = gz.finish().unwrap();
+            if matches!(fake.mode, Mode::GzipCutShort) {
+                body.truncate(body.len() * 2 / 3);
+            }
+            let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+                body.chunks(7).map(|c| Ok(c.to_vec())).collect();
+            response
+                .header("content-type", "application/vnd.kubernetes.protobuf")
+                .header("content-encoding", "gzip")
+                .body(Body::from_stream(futures::stream::iter(chunks)))
+        }
+        (Mode::Brotli, true, false) => response
+            .header("content-type", "application/vnd.kubernetes.protobuf")
+            .header("content-encoding", "br")
+            .body(Body::from(fake.list.to_vec())),
         (Mode::ListInPieces | Mode::ListCutShort, true, false) => {
             let cut = match fake.mode {
                 Mode::ListCutShort => fake.list.len() * 2 / 3,
@@ -238,6 +271,55 @@ async fn a_protobuf_list_that_breaks_off_is_an_error_not_a_short_list() -> Resul
         .err()
         .context("a list cut short must fail")?;
     ensure!(err.to_string().contains("broke off"), "{err}");
+    Ok(())
+}
+
+/// Lists ask for gzip (as client-go does) and a gzip body, arriving in 7-byte pieces, decodes
+/// to the same list as the plain one.
+#[tokio::test]
+async fn a_gzip_list_is_asked_for_and_decoded_the_same() -> Result<()> {
+    let (plain, _) = fake_server(Mode::Protobuf).await?;
+    let expected = HttpListerWatcher::<Pod>::namespaced(plain, "fx-proto")
+        .list(&ListParams::default())
+        .await?;
+    let (client, _) = fake_server(Mode::Gzip).await?;
+    let typed = HttpListerWatcher::<Pod>::namespaced(client.clone(), "fx-proto")
+        .list(&ListParams::default())
+        .await?;
+    ensure!(typed.items == expected.items, "{:?}", typed.items);
+    ensure!(typed.metadata.resource_version == expected.metadata.resource_version);
+    let lean = HttpListerWatcher::<Compact<Pod>>::namespaced(client, "fx-proto")
+        .with_decoder(CompactDecoder::new())
+        .list(&ListParams::default())
+        .await?;
+    ensure!(lean.items.len() == 3, "{} items", lean.items.len());
+    ensure!(lean.items[2].typed()? == expected.items[2]);
+    Ok(())
+}
+
+/// A gzip stream that stops short, in a body that ends cleanly, is an error, not a short list.
+#[tokio::test]
+async fn a_gzip_list_cut_short_is_an_error_not_a_short_list() -> Result<()> {
+    let (client, _) = fake_server(Mode::GzipCutShort).await?;
+    let err = HttpListerWatcher::<Pod>::namespaced(client, "fx-proto")
+        .list(&ListParams::default())
+        .await
+        .err()
+        .context("a cut gzip stream must fail")?;
+    ensure!(err.to_string().contains("gzip list body"), "{err}");
+    Ok(())
+}
+
+/// A `Content-Encoding` that was not asked for is named in a clear error.
+#[tokio::test]
+async fn a_list_in_an_encoding_not_asked_for_is_an_error() -> Result<()> {
+    let (client, _) = fake_server(Mode::Brotli).await?;
+    let err = HttpListerWatcher::<Pod>::namespaced(client, "fx-proto")
+        .list(&ListParams::default())
+        .await
+        .err()
+        .context("a brotli body must fail")?;
+    ensure!(err.to_string().contains("Content-Encoding br"), "{err}");
     Ok(())
 }
 

@@ -4,8 +4,15 @@
 //! complete. The whole body is never held (the RV=0 list of the watch cache is one response of
 //! hundreds of megabytes), and the decode overlaps the transfer. The items become the list only
 //! at the end, so the reflector still applies them as one replace.
+//!
+//! Lists ask for gzip (`Accept-Encoding: gzip`), as client-go's Go transport does by default:
+//! kube-apiserver then compresses an answer whose first write passes 128 KB, at level 1. A
+//! gzip body is inflated on the same decoding thread as it arrives, before the splitter; a
+//! body that ends inside the gzip stream is an error, never a short list.
 
-use bytes::Bytes;
+use std::{collections::VecDeque, io::Read};
+
+use bytes::{Buf, Bytes};
 use http_body_util::BodyExt;
 use kcache::lister_watcher::Error as LwError;
 use kube_core::ObjectList;
@@ -23,6 +30,88 @@ const SPLIT_BATCH_BYTES: usize = 256 * 1024;
 /// decoder holds the transfer back (at most about 1.25 MB buffered) rather than buffering the
 /// body.
 const SPLIT_CHANNEL_BATCHES: usize = 4;
+
+/// Inflated bytes handed to the splitter at a time.
+const GUNZIP_CHUNK: usize = 64 * 1024;
+
+/// The body's batches as a [`Read`], on the decoding thread (blocks for the next batch);
+/// counts the bytes that came over the wire.
+struct Batches {
+    rx: tokio::sync::mpsc::Receiver<Vec<Bytes>>,
+    pending: VecDeque<Bytes>,
+    size: u64,
+}
+
+impl Batches {
+    /// The next received chunk, `None` once the body has ended.
+    fn next_chunk(&mut self) -> Option<Bytes> {
+        loop {
+            if let Some(chunk) = self.pending.pop_front() {
+                return Some(chunk);
+            }
+            let batch = self.rx.blocking_recv()?;
+            self.size += batch.iter().map(|c| c.len() as u64).sum::<u64>();
+            self.pending.extend(batch);
+        }
+    }
+}
+
+impl Read for Batches {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let Some(mut chunk) = self.next_chunk() else {
+            return Ok(0);
+        };
+        let n = chunk.len().min(buf.len());
+        buf[..n].copy_from_slice(&chunk[..n]);
+        chunk.advance(n);
+        if !chunk.is_empty() {
+            self.pending.push_front(chunk);
+        }
+        Ok(n)
+    }
+}
+
+/// Feeds every chunk of `body` to `items` (inflating it first when `gzip`); returns the list
+/// and the body's size on the wire.
+fn split_body<K: Clone + 'static>(
+    mut body: Batches,
+    mut items: Box<dyn Items<K>>,
+    gzip: bool,
+) -> Result<(ObjectList<K>, u64), LwError> {
+    let mut out = Vec::new();
+    if gzip {
+        let reader = std::io::BufReader::with_capacity(GUNZIP_CHUNK, &mut body);
+        let mut inflate = flate2::bufread::MultiGzDecoder::new(reader);
+        let mut buf = vec![0u8; GUNZIP_CHUNK];
+        loop {
+            let n = inflate
+                .read(&mut buf)
+                .map_err(|e| LwError::decode(format!("gzip list body: {e}")))?;
+            if n == 0 {
+                break;
+            }
+            items.push(&Bytes::copy_from_slice(&buf[..n]), &mut out)?;
+        }
+    } else {
+        while let Some(chunk) = body.next_chunk() {
+            items.push(&chunk, &mut out)?;
+        }
+    }
+    Ok((items.finish(out)?, body.size))
+}
+
+/// Whether `headers` say the body is gzip; an encoding we did not ask for is an error.
+fn is_gzip(headers: &http::HeaderMap) -> Result<bool, LwError> {
+    match headers.get(http::header::CONTENT_ENCODING) {
+        None => Ok(false),
+        Some(v) if v.as_bytes().eq_ignore_ascii_case(b"gzip") => Ok(true),
+        Some(v) if v.as_bytes().eq_ignore_ascii_case(b"identity") => Ok(false),
+        Some(v) => Err(LwError::decode(format!(
+            "list body in Content-Encoding {}, which was not asked for (only gzip is)",
+            super::display_safe(&String::from_utf8_lossy(v.as_bytes()), 64)
+        ))),
+    }
+}
 
 /// A list decoded by [`Client::send_split_list`].
 pub(crate) struct SplitList<K: Clone> {
@@ -90,7 +179,13 @@ impl Client {
         K: Clone + Send + 'static,
         D: ItemDecoder<K>,
     {
+        let mut request = request;
+        request
+            .headers_mut()
+            .entry(http::header::ACCEPT_ENCODING)
+            .or_insert(http::HeaderValue::from_static("gzip"));
         let response = self.send(request, "list").await?;
+        let gzip = is_gzip(response.headers())?;
         #[cfg(feature = "protobuf")]
         let protobuf = crate::protobuf::is_protobuf(response.headers());
         #[cfg(not(feature = "protobuf"))]
@@ -110,20 +205,15 @@ impl Client {
             })
         };
         let mut body = response.into_body();
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<Bytes>>(SPLIT_CHANNEL_BATCHES);
-        let worker =
-            tokio::task::spawn_blocking(move || -> Result<(ObjectList<K>, u64), LwError> {
-                let mut items_so_far = Vec::new();
-                let mut size = 0u64;
-                let mut items = items;
-                while let Some(batch) = rx.blocking_recv() {
-                    for chunk in &batch {
-                        size += chunk.len() as u64;
-                        items.push(chunk, &mut items_so_far)?;
-                    }
-                }
-                Ok((items.finish(items_so_far)?, size))
-            });
+        let (tx, rx) = tokio::sync::mpsc::channel::<Vec<Bytes>>(SPLIT_CHANNEL_BATCHES);
+        let worker = tokio::task::spawn_blocking(move || {
+            let body = Batches {
+                rx,
+                pending: VecDeque::new(),
+                size: 0,
+            };
+            split_body(body, items, gzip)
+        });
         let mut broke = None;
         let mut batch = Vec::new();
         let mut batched = 0;
