@@ -162,7 +162,11 @@ fn main() -> anyhow::Result<()> {
                 let lw = default::lister_watcher(&client, &ns, pb);
                 run(run_args, lw, default::register_key_handler).await
             }
-            Storage::Limit => limit::run(client, run_args.args, pb, run_args.counts).await,
+            // On a worker, as the informer's reflector runs: read from `block_on`'s thread,
+            // every body frame would cost a cross-thread wake-up the informer does not pay.
+            Storage::Limit => {
+                tokio::spawn(limit::run(client, run_args.args, pb, run_args.counts)).await?
+            }
         }
     })
 }
