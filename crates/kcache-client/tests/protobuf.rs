@@ -283,10 +283,16 @@ async fn a_gzip_list_is_asked_for_and_decoded_the_same() -> Result<()> {
         .list(&ListParams::default())
         .await?;
     let (client, _) = fake_server(Mode::Gzip).await?;
-    let typed = HttpListerWatcher::<Pod>::namespaced(client.clone(), "fx-proto")
-        .list(&ListParams::default())
-        .await?;
+    let lw = HttpListerWatcher::<Pod>::namespaced(client.clone(), "fx-proto");
+    let typed = lw.list(&ListParams::default()).await?;
     ensure!(typed.items == expected.items, "{:?}", typed.items);
+    // WireStats counts list bytes after content decoding: the protobuf body, not the gzip.
+    let plain_len = recorded_body(&fixture(), "list 3 pods as protobuf").len() as u64;
+    ensure!(
+        lw.wire_stats().list_bytes() == plain_len,
+        "list bytes {} for a {plain_len}-byte body",
+        lw.wire_stats().list_bytes()
+    );
     ensure!(typed.metadata.resource_version == expected.metadata.resource_version);
     let lean = HttpListerWatcher::<Compact<Pod>>::namespaced(client, "fx-proto")
         .with_decoder(CompactDecoder::new())

@@ -35,7 +35,7 @@ const SPLIT_CHANNEL_BATCHES: usize = 4;
 const GUNZIP_CHUNK: usize = 64 * 1024;
 
 /// The body's batches as a [`Read`], on the decoding thread (blocks for the next batch);
-/// counts the bytes that came over the wire.
+/// counts the bytes that came in.
 struct Batches {
     rx: tokio::sync::mpsc::Receiver<Vec<Bytes>>,
     pending: VecDeque<Bytes>,
@@ -72,7 +72,7 @@ impl Read for Batches {
 }
 
 /// Feeds every chunk of `body` to `items` (inflating it first when `gzip`); returns the list
-/// and the body's size on the wire.
+/// and the body's size after content decoding (what [`crate::WireStats::list_bytes`] counts).
 fn split_body<K: Clone + 'static>(
     mut body: Batches,
     mut items: Box<dyn Items<K>>,
@@ -83,6 +83,7 @@ fn split_body<K: Clone + 'static>(
         let reader = std::io::BufReader::with_capacity(GUNZIP_CHUNK, &mut body);
         let mut inflate = flate2::bufread::MultiGzDecoder::new(reader);
         let mut buf = vec![0u8; GUNZIP_CHUNK];
+        let mut inflated = 0u64;
         loop {
             let n = inflate
                 .read(&mut buf)
@@ -90,12 +91,13 @@ fn split_body<K: Clone + 'static>(
             if n == 0 {
                 break;
             }
+            inflated += n as u64;
             items.push(&Bytes::copy_from_slice(&buf[..n]), &mut out)?;
         }
-    } else {
-        while let Some(chunk) = body.next_chunk() {
-            items.push(&chunk, &mut out)?;
-        }
+        return Ok((items.finish(out)?, inflated));
+    }
+    while let Some(chunk) = body.next_chunk() {
+        items.push(&chunk, &mut out)?;
     }
     Ok((items.finish(out)?, body.size))
 }
