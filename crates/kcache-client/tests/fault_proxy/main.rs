@@ -208,17 +208,22 @@ async fn an_observed_client_speaks_http2_and_sees_every_response() -> Result<()>
     let kubeconfig = kube_client::config::Kubeconfig::read_from(&up.kubeconfig)?;
     let config =
         kube_client::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-    let seen: Arc<Mutex<Vec<(u16, String)>>> = Arc::default();
+    // (status, Content-Type, Content-Encoding) of every response.
+    let seen: Arc<Mutex<Vec<(u16, String, String)>>> = Arc::default();
     let record = seen.clone();
     let client = Client::from_config_observed(
         config,
         Arc::new(move |status, headers| {
-            let ct = headers
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_owned();
-            record.lock().unwrap().push((status.as_u16(), ct));
+            let header = |name, absent: &str| {
+                headers
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or(absent)
+                    .to_owned()
+            };
+            let ct = header(http::header::CONTENT_TYPE, "");
+            let enc = header(http::header::CONTENT_ENCODING, "identity");
+            record.lock().unwrap().push((status.as_u16(), ct, enc));
         }),
     )?;
     let get = |path: &str, accept: &str| {
@@ -245,19 +250,22 @@ async fn an_observed_client_speaks_http2_and_sees_every_response() -> Result<()>
         .kube()
         .send(get(&missing, "application/json")?)
         .await?;
-    let seen = seen.lock().unwrap().clone();
-    ensure!(seen.len() == 3, "the observer saw {seen:?}");
+    let first = seen.lock().unwrap().clone();
+    ensure!(first.len() == 3, "the observer saw {first:?}");
     ensure!(
-        seen[0].0 == 200 && seen[0].1.starts_with("application/json"),
+        first[0].0 == 200 && first[0].1.starts_with("application/json"),
         "/version: {:?}",
-        seen[0]
+        first[0]
     );
     ensure!(
-        seen[1].0 == 200 && seen[1].1.starts_with("application/vnd.kubernetes.protobuf"),
+        first[1].0 == 200
+            && first[1]
+                .1
+                .starts_with("application/vnd.kubernetes.protobuf"),
         "protobuf list: {:?}",
-        seen[1]
+        first[1]
     );
-    ensure!(seen[2].0 == 404, "missing pod: {:?}", seen[2]);
+    ensure!(first[2].0 == 404, "missing pod: {:?}", first[2]);
 
     // A list over kube-apiserver's 128 KB threshold comes back in gzip (lists ask for it, as
     // client-go's do) and decodes to every object.
@@ -270,21 +278,6 @@ async fn an_observed_client_speaks_http2_and_sees_every_response() -> Result<()>
         )
         .await?;
     }
-    let encodings: Arc<Mutex<Vec<String>>> = Arc::default();
-    let record = encodings.clone();
-    let kubeconfig = kube_client::config::Kubeconfig::read_from(&up.kubeconfig)?;
-    let config =
-        kube_client::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-    let client = Client::from_config_observed(
-        config,
-        Arc::new(move |_, headers| {
-            let enc = headers
-                .get(http::header::CONTENT_ENCODING)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("identity");
-            record.lock().unwrap().push(enc.to_owned());
-        }),
-    )?;
     let lw = kcache_client::HttpListerWatcher::<k8s_openapi::api::core::v1::ConfigMap>::namespaced(
         client, &s.ns,
     );
@@ -301,7 +294,10 @@ async fn an_observed_client_speaks_http2_and_sees_every_response() -> Result<()>
         .filter(|cm| cm.data.as_ref().and_then(|d| d.get("blob")) == Some(&blob))
         .count();
     ensure!(big == 48, "the list held {big} of the 48 ConfigMaps");
-    let encodings = encodings.lock().unwrap().clone();
+    let encodings: Vec<String> = seen.lock().unwrap()[3..]
+        .iter()
+        .map(|r| r.2.clone())
+        .collect();
     ensure!(
         encodings == ["gzip"],
         "the list's Content-Encoding was {encodings:?}"
