@@ -1,0 +1,935 @@
+//! client-go v0.36.5's `delta_fifo_test.go, fifo_test.go`, ported one for one (see `README.md` in this folder).
+//!
+//! Go's `NewDeltaFIFOWithOptions(DeltaFIFOOptions{..})` is kcache's [`DeltaFifo`]. Go's
+//! options default to emitting `Sync` for relisted objects (`EmitDeltaTypeReplaced: false`),
+//! while [`DeltaFifoConfig::default`] emits `Replaced` (what informers use in both): every port
+//! therefore sets `emit_replaced` to what the Go test uses.
+//!
+//! kcache has no legacy `FIFO` (Go's `fifo.go`: one latest object per key, in first-added
+//! order). Its tests are ported on a [`DeltaFifo`] without known objects, which keeps the same
+//! contract for everything they observe: one entry per key in first-added order, a re-added key
+//! keeps its place, and the newest delta of a popped entry is the object the FIFO would have
+//! stored. They are the `fifo_*` tests at the end.
+//!
+//! Go table tests run with `t.Run` become one module per Go test with one `#[tokio::test]` per
+//! subtest; unnamed table cases stay inside one test.
+
+use std::{sync::Arc, time::Duration};
+
+use kcache::{
+    fifo::{Delta, DeltaFifo, DeltaFifoConfig, DeltaObject, DeltaType, Error, Fifo},
+    reflector::ReflectorStore,
+    store::{KeyFunc, KeyListerGetter, ObjectKey},
+};
+use tokio::{sync::mpsc, task::JoinHandle, time::timeout};
+
+// ---------------------------------------------------------------------------------------------
+// Test object, key function and known-objects lister (Go: testFifoObject, mkFifoObj,
+// testFifoObjectKeyFunc, literalListerGetter).
+
+/// What a Go `testFifoObject.val` holds in these tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Val {
+    Int(i64),
+    Uint(u64),
+    /// Go's `*rvAndXfrm`: a resource version and how often the object was transformed.
+    Xfrm {
+        rv: i64,
+        xfrm: u32,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TestObj {
+    name: String,
+    val: Val,
+}
+
+fn mk(name: &str, val: i64) -> Arc<TestObj> {
+    Arc::new(TestObj {
+        name: name.to_owned(),
+        val: Val::Int(val),
+    })
+}
+
+fn mk_uint(name: &str, val: u64) -> Arc<TestObj> {
+    Arc::new(TestObj {
+        name: name.to_owned(),
+        val: Val::Uint(val),
+    })
+}
+
+/// The key is the name.
+fn key_func() -> KeyFunc<TestObj> {
+    Arc::new(|o: &TestObj| Ok(ObjectKey::new(None, &o.name)))
+}
+
+/// A consumer's store that always lists the same objects, in the given order.
+struct Literal(Vec<Arc<TestObj>>);
+
+impl KeyListerGetter<TestObj> for Literal {
+    fn list_keys(&self) -> Vec<ObjectKey> {
+        self.0
+            .iter()
+            .map(|o| ObjectKey::new(None, &o.name))
+            .collect()
+    }
+
+    fn get_by_key(&self, key: &str) -> Option<Arc<TestObj>> {
+        self.0.iter().find(|o| o.name == key).cloned()
+    }
+}
+
+/// Go's `NewDeltaFIFOWithOptions(DeltaFIFOOptions{KeyFunction, KnownObjects,
+/// EmitDeltaTypeReplaced})`; `None` is no `KnownObjects`.
+fn new_delta_fifo(known: Option<&[Arc<TestObj>]>, emit_replaced: bool) -> DeltaFifo<TestObj> {
+    DeltaFifo::new(
+        key_func(),
+        DeltaFifoConfig {
+            known_objects: known
+                .map(|objs| Arc::new(Literal(objs.to_vec())) as Arc<dyn KeyListerGetter<TestObj>>),
+            emit_replaced,
+        },
+    )
+}
+
+/// Go's `NewDeltaFIFOWithOptions(DeltaFIFOOptions{KeyFunction: testFifoObjectKeyFunc})`
+/// (also what the legacy `FIFO` tests run on).
+fn plain() -> DeltaFifo<TestObj> {
+    new_delta_fifo(None, false)
+}
+
+/// With `KnownObjects`, emitting `Sync` on relists (Go's default).
+fn with_known(known: &[Arc<TestObj>]) -> DeltaFifo<TestObj> {
+    new_delta_fifo(Some(known), false)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Deltas in a comparable form.
+
+/// A delta as the tests compare it (Go compares `Delta{Type, Object}` with `reflect.DeepEqual`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Seen {
+    /// `Delta{kind, obj}`.
+    Obj(DeltaType, TestObj),
+    /// `Delta{Deleted, DeletedFinalStateUnknown{Key, Obj}}`.
+    Tombstone(String, TestObj),
+}
+
+fn d(kind: DeltaType, obj: &Arc<TestObj>) -> Seen {
+    Seen::Obj(kind, (**obj).clone())
+}
+
+fn tombstone(key: &str, obj: &Arc<TestObj>) -> Seen {
+    Seen::Tombstone(key.to_owned(), (**obj).clone())
+}
+
+fn seen(delta: &Delta<TestObj>) -> Seen {
+    match &delta.object {
+        DeltaObject::Object { key, obj } => {
+            assert_eq!(key.as_str(), obj.name, "a delta's key is its object's key");
+            Seen::Obj(delta.kind, (**obj).clone())
+        }
+        DeltaObject::DeletedFinalStateUnknown { key, obj } => {
+            assert_eq!(delta.kind, DeltaType::Deleted, "a tombstone is a deletion");
+            Seen::Tombstone(key.to_string(), (**obj).clone())
+        }
+        other => panic!("a DeltaFifo never queues {other:?}"),
+    }
+}
+
+fn seen_all(deltas: &[Delta<TestObj>]) -> Vec<Seen> {
+    deltas.iter().map(seen).collect()
+}
+
+/// The newest delta's object, as Go's `testPop(f).val` reads it (`Newest().Object` must be a
+/// plain object, not a tombstone).
+fn newest_obj(deltas: &[Seen]) -> TestObj {
+    match deltas.last() {
+        Some(Seen::Obj(_, obj)) => obj.clone(),
+        other => panic!("expected the newest delta to carry a plain object, got {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inspecting and popping, always bounded.
+
+/// Generous bound on any wait; under paused time a stuck wait fails at once.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// Go's `Pop(f)` / `pop2`: all deltas of the oldest key, with `isInInitialList`.
+async fn pop(fifo: &DeltaFifo<TestObj>) -> (Vec<Seen>, bool) {
+    timeout(
+        WAIT,
+        fifo.pop(|deltas, initial| (seen_all(&deltas), initial)),
+    )
+    .await
+    .expect("pop did not return in time")
+    .expect("pop found the queue closed")
+}
+
+/// Go's test-only `list()`: the newest object of every queued key, in queue order.
+fn list(fifo: &DeltaFifo<TestObj>) -> Vec<TestObj> {
+    fifo.list_keys()
+        .iter()
+        .map(|key| {
+            let deltas = fifo
+                .get_by_key(key.as_str())
+                .expect("a queued key has deltas");
+            newest_obj(&seen_all(&deltas))
+        })
+        .collect()
+}
+
+/// Go's test-only `listKeys()`.
+fn list_keys(fifo: &DeltaFifo<TestObj>) -> Vec<String> {
+    fifo.list_keys().iter().map(ToString::to_string).collect()
+}
+
+/// Go's `f.items[key]`: the deltas queued for `key` (empty when none).
+fn items(fifo: &DeltaFifo<TestObj>, key: &str) -> Vec<Seen> {
+    fifo.get_by_key(key)
+        .map(|deltas| seen_all(&deltas))
+        .unwrap_or_default()
+}
+
+/// A task popping until the queue is closed and drained, sending each popped entry's deltas
+/// (Go: the `got` channel of the background `Pop` loops).
+fn spawn_popper(fifo: &DeltaFifo<TestObj>) -> (mpsc::UnboundedReceiver<Vec<Seen>>, JoinHandle<()>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let fifo = fifo.clone();
+    let task = tokio::spawn(async move {
+        while let Ok(popped) = fifo.pop(|deltas, _| seen_all(&deltas)).await {
+            if tx.send(popped).is_err() {
+                return;
+            }
+        }
+    });
+    (rx, task)
+}
+
+async fn recv(rx: &mut mpsc::UnboundedReceiver<Vec<Seen>>) -> Vec<Seen> {
+    timeout(WAIT, rx.recv())
+        .await
+        .expect("nothing popped in time")
+        .expect("the popper stopped")
+}
+
+/// Go's `select { case <-got: t.Errorf(..); case <-time.After(50ms): }`. Under paused time the
+/// clock only advances once every task is idle, so the popper has certainly blocked on the
+/// empty queue when this returns.
+async fn assert_nothing_more(rx: &mut mpsc::UnboundedReceiver<Vec<Seen>>) {
+    if let Ok(unexpected) = timeout(Duration::from_millis(50), rx.recv()).await {
+        panic!("got an unexpected further pop: {unexpected:?}");
+    }
+}
+
+async fn close_and_join(fifo: &DeltaFifo<TestObj>, task: JoinHandle<()>) {
+    fifo.close();
+    timeout(WAIT, task)
+        .await
+        .expect("the popper did not stop after close")
+        .expect("the popper panicked");
+}
+
+fn val(v: i64) -> Val {
+    Val::Int(v)
+}
+
+/// Go's `TestDeltaFIFO_basic` and `TestFIFO_basic`: two producers on their own threads (real
+/// concurrency, hence real time for the bound), distinct keys, each producer's objects popped
+/// in the order it added them.
+async fn two_producers_pop_in_order(fifo: DeltaFifo<TestObj>) {
+    const AMOUNT: u32 = 500;
+    let ints = std::thread::spawn({
+        let fifo = fifo.clone();
+        move || {
+            for i in 0..AMOUNT {
+                let name = format!("a{}", char::from_u32(i).unwrap());
+                fifo.add(mk(&name, i64::from(i) + 1)).unwrap();
+            }
+        }
+    });
+    let uints = std::thread::spawn({
+        let fifo = fifo.clone();
+        move || {
+            for u in 0..AMOUNT {
+                let name = format!("b{}", char::from_u32(u).unwrap());
+                fifo.add(mk_uint(&name, u64::from(u) + 1)).unwrap();
+            }
+        }
+    });
+
+    let mut last_int = 0;
+    let mut last_uint = 0;
+    for _ in 0..AMOUNT * 2 {
+        match newest_obj(&pop(&fifo).await.0).val {
+            Val::Int(v) => {
+                assert!(
+                    v > last_int,
+                    "got {v} (int) out of order, last was {last_int}"
+                );
+                last_int = v;
+            }
+            Val::Uint(v) => {
+                assert!(
+                    v > last_uint,
+                    "got {v} (uint) out of order, last was {last_uint}"
+                );
+                last_uint = v;
+            }
+            other => panic!("unexpected value {other:?}"),
+        }
+    }
+    ints.join().unwrap();
+    uints.join().unwrap();
+}
+
+/// Go's `TestDeltaFIFO_PopShouldUnblockWhenClosed` and `TestFIFO_PopShouldUnblockWhenClosed`:
+/// ten pops blocked on the empty queue all return once it is closed.
+async fn blocked_pops_unblock_on_close(fifo: DeltaFifo<TestObj>) {
+    const JOBS: usize = 10;
+    let poppers: Vec<_> = (0..JOBS)
+        .map(|_| {
+            let fifo = fifo.clone();
+            tokio::spawn(async move { fifo.pop(|_, _| ()).await })
+        })
+        .collect();
+
+    tokio::task::yield_now().await;
+    fifo.close();
+
+    for popper in poppers {
+        let result = timeout(WAIT, popper)
+            .await
+            .expect("timed out waiting for pop to return after close")
+            .unwrap();
+        assert_eq!(result, Err(Error::Closed));
+    }
+}
+
+/// One step of a `HasSynced` table case.
+enum Action {
+    Add(Arc<TestObj>),
+    Replace(Vec<Arc<TestObj>>),
+    Pop,
+}
+
+/// Go's `TestDeltaFIFO_HasSynced` and `TestFIFO_HasSynced`: each case on a fresh queue.
+async fn check_has_synced(cases: Vec<(Vec<Action>, bool)>) {
+    for (i, (actions, expected)) in cases.into_iter().enumerate() {
+        let fifo = plain();
+        for action in actions {
+            match action {
+                Action::Add(obj) => fifo.add(obj).unwrap(),
+                Action::Replace(list) => fifo.replace(list, "0".into()).unwrap(),
+                Action::Pop => {
+                    pop(&fifo).await;
+                }
+            }
+        }
+        assert_eq!(fifo.has_synced(), expected, "case {i}");
+    }
+}
+
+/// Go's `TestDeltaFIFO_detectLineJumpers` and `TestFIFO_detectLineJumpers`.
+async fn a_requeued_key_does_not_jump_the_line(fifo: DeltaFifo<TestObj>) {
+    fifo.add(mk("foo", 10)).unwrap();
+    fifo.add(mk("bar", 1)).unwrap();
+    fifo.add(mk("foo", 11)).unwrap();
+    fifo.add(mk("foo", 13)).unwrap();
+    fifo.add(mk("zab", 30)).unwrap();
+
+    assert_eq!(newest_obj(&pop(&fifo).await.0).val, val(13));
+
+    fifo.add(mk("foo", 14)).unwrap(); // "foo" does not jump back in line
+
+    for expect in [1, 30, 14] {
+        assert_eq!(newest_obj(&pop(&fifo).await.0).val, val(expect));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// delta_fifo_test.go
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn delta_fifo_basic() {
+    two_producers_pop_in_order(plain()).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_replace_with_delete_delta_in() {
+    // A Sync for a listed key is queued even when the key's last queued delta is a deletion
+    // (kubernetes/kubernetes#83810).
+    let old_obj = mk("foo", 1);
+    let new_obj = mk("foo", 2);
+    let fifo = with_known(std::slice::from_ref(&old_obj));
+
+    fifo.delete(old_obj.clone()).unwrap();
+    fifo.replace(vec![new_obj.clone()], String::new()).unwrap();
+
+    assert_eq!(
+        pop(&fifo).await.0,
+        [
+            d(DeltaType::Deleted, &old_obj),
+            d(DeltaType::Sync, &new_obj)
+        ]
+    );
+}
+
+/// Go: `TestDeltaFIFOW_ReplaceMakesDeletionsForObjectsOnlyInQueue` (the "W" is Go's). Each
+/// subtest runs its operations on a queue with an empty known-objects store and on one without
+/// known objects; one pop must hand out exactly the listed deltas and leave nothing queued.
+mod delta_fifo_w_replace_makes_deletions_for_objects_only_in_queue {
+    use super::*;
+
+    fn obj() -> Arc<TestObj> {
+        mk("foo", 2)
+    }
+
+    fn obj_v2() -> Arc<TestObj> {
+        mk("foo", 3)
+    }
+
+    async fn check(emit_replaced: bool, ops: impl Fn(&DeltaFifo<TestObj>), expected: Vec<Seen>) {
+        for known in [Some(&[][..]), None] {
+            let fifo = new_delta_fifo(known, emit_replaced);
+            ops(&fifo);
+            assert_eq!(
+                pop(&fifo).await.0,
+                expected,
+                "with known objects: {}",
+                known.is_some()
+            );
+            assert_eq!(
+                fifo.len(),
+                0,
+                "expected no extra deltas, with known objects: {}",
+                known.is_some()
+            );
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn added_object_should_be_deleted_on_replace() {
+        check(
+            false,
+            |f| {
+                f.add(obj()).unwrap();
+                f.replace(vec![], "0".into()).unwrap();
+            },
+            vec![d(DeltaType::Added, &obj()), tombstone("foo", &obj())],
+        )
+        .await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn replaced_object_should_have_only_a_single_delete() {
+        check(
+            true,
+            |f| {
+                f.add(obj()).unwrap();
+                f.replace(vec![obj()], "0".into()).unwrap();
+                f.replace(vec![], "0".into()).unwrap();
+            },
+            vec![
+                d(DeltaType::Added, &obj()),
+                d(DeltaType::Replaced, &obj()),
+                tombstone("foo", &obj()),
+            ],
+        )
+        .await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn deleted_object_should_have_only_a_single_delete() {
+        check(
+            false,
+            |f| {
+                f.add(obj()).unwrap();
+                f.delete(obj()).unwrap();
+                f.replace(vec![], "0".into()).unwrap();
+            },
+            vec![d(DeltaType::Added, &obj()), d(DeltaType::Deleted, &obj())],
+        )
+        .await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn synced_objects_should_have_a_single_delete() {
+        check(
+            false,
+            |f| {
+                f.add(obj()).unwrap();
+                f.replace(vec![obj()], "0".into()).unwrap();
+                f.replace(vec![obj()], "0".into()).unwrap();
+                f.replace(vec![], "0".into()).unwrap();
+            },
+            vec![
+                d(DeltaType::Added, &obj()),
+                d(DeltaType::Sync, &obj()),
+                d(DeltaType::Sync, &obj()),
+                tombstone("foo", &obj()),
+            ],
+        )
+        .await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn added_objects_should_have_a_single_delete_on_multiple_replaces() {
+        check(
+            false,
+            |f| {
+                f.add(obj()).unwrap();
+                f.replace(vec![], "0".into()).unwrap();
+                f.replace(vec![], "1".into()).unwrap();
+            },
+            vec![d(DeltaType::Added, &obj()), tombstone("foo", &obj())],
+        )
+        .await;
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn added_and_deleted_and_added_object_should_be_deleted() {
+        check(
+            false,
+            |f| {
+                f.add(obj()).unwrap();
+                f.delete(obj()).unwrap();
+                f.add(obj_v2()).unwrap();
+                f.replace(vec![], "0".into()).unwrap();
+            },
+            vec![
+                d(DeltaType::Added, &obj()),
+                d(DeltaType::Deleted, &obj()),
+                d(DeltaType::Added, &obj_v2()),
+                tombstone("foo", &obj_v2()),
+            ],
+        )
+        .await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_add_update() {
+    let fifo = plain();
+    fifo.add(mk("foo", 10)).unwrap();
+    fifo.update(mk("foo", 12)).unwrap();
+    fifo.delete(mk("foo", 15)).unwrap();
+
+    assert_eq!(list(&fifo), [(*mk("foo", 15)).clone()]);
+    assert_eq!(list_keys(&fifo), ["foo"]);
+
+    let (mut got, popper) = spawn_popper(&fifo);
+    assert_eq!(newest_obj(&recv(&mut got).await).val, val(15));
+    assert_nothing_more(&mut got).await;
+
+    assert!(fifo.get_by_key("foo").is_none(), "item did not get removed");
+    close_and_join(&fifo, popper).await;
+}
+
+/// Go's transform counts how often each object went through the FIFO's transformer. kcache's
+/// FIFOs take objects as they are: the transform runs in the reflector, before the write
+/// (`Reflector::with_transform`). So the port transforms before every write, as the reflector
+/// does, and expects the queue to keep the very objects written — the tombstone too, each
+/// transformed exactly once.
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_transformer() {
+    fn mk_x(name: &str, rv: i64) -> TestObj {
+        TestObj {
+            name: name.to_owned(),
+            val: Val::Xfrm { rv, xfrm: 0 },
+        }
+    }
+    fn transform(mut obj: TestObj) -> Arc<TestObj> {
+        if let Val::Xfrm { xfrm, .. } = &mut obj.val {
+            *xfrm += 1;
+        }
+        Arc::new(obj)
+    }
+
+    let fifo = plain();
+    fifo.add(transform(mk_x("foo", 10))).unwrap();
+    fifo.add(transform(mk_x("bar", 11))).unwrap();
+    fifo.update(transform(mk_x("foo", 12))).unwrap();
+    fifo.delete(transform(mk_x("foo", 15))).unwrap();
+    fifo.replace(vec![], String::new()).unwrap();
+    fifo.add(transform(mk_x("bar", 16))).unwrap();
+    fifo.replace(vec![], String::new()).unwrap();
+
+    assert_eq!(list_keys(&fifo), ["foo", "bar"]);
+
+    // "foo": its regular deletion, the last message, transformed once.
+    let foo = pop(&fifo).await.0;
+    assert_eq!(
+        foo.last(),
+        Some(&d(DeltaType::Deleted, &transform(mk_x("foo", 15)))),
+        "expected the regular deletion of foo: {foo:?}"
+    );
+    // "bar": a tombstone with its last message, transformed once.
+    let bar = pop(&fifo).await.0;
+    assert_eq!(
+        bar.last(),
+        Some(&tombstone("bar", &transform(mk_x("bar", 16)))),
+        "expected the tombstone deletion of bar: {bar:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_enqueueing_no_lister() {
+    let fifo = plain();
+    fifo.add(mk("foo", 10)).unwrap();
+    fifo.update(mk("bar", 15)).unwrap();
+    fifo.add(mk("qux", 17)).unwrap();
+    fifo.delete(mk("qux", 18)).unwrap();
+    // Queues nothing: "baz" is neither queued nor known.
+    fifo.delete(mk("baz", 20)).unwrap();
+
+    for expect in [10, 15, 18] {
+        assert_eq!(newest_obj(&pop(&fifo).await.0).val, val(expect));
+    }
+    assert_eq!(fifo.len(), 0, "queue unexpectedly not empty");
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_enqueueing_with_lister() {
+    let fifo = with_known(&[mk("foo", 5), mk("bar", 6), mk("baz", 7)]);
+    fifo.add(mk("foo", 10)).unwrap();
+    fifo.update(mk("bar", 15)).unwrap();
+    // Queued: "baz" is known.
+    fifo.delete(mk("baz", 20)).unwrap();
+
+    for expect in [10, 15, 20] {
+        assert_eq!(newest_obj(&pop(&fifo).await.0).val, val(expect));
+    }
+    assert_eq!(fifo.len(), 0, "queue unexpectedly not empty");
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_add_replace() {
+    let fifo = plain();
+    fifo.add(mk("foo", 10)).unwrap();
+    fifo.replace(vec![mk("foo", 15)], "0".into()).unwrap();
+
+    let (mut got, popper) = spawn_popper(&fifo);
+    assert_eq!(newest_obj(&recv(&mut got).await).val, val(15));
+    assert_nothing_more(&mut got).await;
+
+    assert!(fifo.get_by_key("foo").is_none(), "item did not get removed");
+    close_and_join(&fifo, popper).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_resync_non_existing() {
+    let fifo = with_known(&[mk("foo", 5)]);
+    fifo.delete(mk("foo", 10)).unwrap();
+    fifo.resync().unwrap();
+
+    // "foo" has a delta queued, so the resync adds none for it.
+    let deltas = items(&fifo, "foo");
+    assert_eq!(deltas.len(), 1, "unexpected deltas: {deltas:?}");
+    assert!(
+        matches!(deltas[0], Seen::Obj(DeltaType::Deleted, _)),
+        "unexpected delta: {:?}",
+        deltas[0]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_resync() {
+    let fifo = with_known(&[mk("foo", 5)]);
+    fifo.resync().unwrap();
+
+    let deltas = items(&fifo, "foo");
+    assert_eq!(deltas.len(), 1, "unexpected deltas: {deltas:?}");
+    assert!(
+        matches!(deltas[0], Seen::Obj(DeltaType::Sync, _)),
+        "unexpected delta: {:?}",
+        deltas[0]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_delete_existing_non_propagated() {
+    let fifo = with_known(&[]);
+    fifo.add(mk("foo", 5)).unwrap();
+    fifo.delete(mk("foo", 6)).unwrap();
+
+    let deltas = items(&fifo, "foo");
+    assert_eq!(deltas.len(), 2, "unexpected deltas: {deltas:?}");
+    assert!(
+        matches!(deltas.last(), Some(Seen::Obj(DeltaType::Deleted, _))),
+        "unexpected delta: {deltas:?}"
+    );
+}
+
+async fn expect_pops(fifo: &DeltaFifo<TestObj>, expected: Vec<Vec<Seen>>) {
+    for (i, e) in expected.into_iter().enumerate() {
+        assert_eq!(pop(fifo).await.0, e, "pop {i}");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_replace_makes_deletions() {
+    let known_objs = || [mk("foo", 5), mk("bar", 6), mk("baz", 7)];
+
+    // A deletion is already queued.
+    let fifo = with_known(&known_objs());
+    fifo.delete(mk("baz", 10)).unwrap();
+    fifo.replace(vec![mk("foo", 5)], "0".into()).unwrap();
+    expect_pops(
+        &fifo,
+        vec![
+            vec![d(DeltaType::Deleted, &mk("baz", 10))],
+            vec![d(DeltaType::Sync, &mk("foo", 5))],
+            // "bar" had no deletion and was not listed: a tombstone with its known state.
+            vec![tombstone("bar", &mk("bar", 6))],
+        ],
+    )
+    .await;
+
+    // An add instead of a deletion.
+    let fifo = with_known(&known_objs());
+    fifo.add(mk("baz", 10)).unwrap();
+    fifo.replace(vec![mk("foo", 5)], "0".into()).unwrap();
+    expect_pops(
+        &fifo,
+        vec![
+            vec![
+                d(DeltaType::Added, &mk("baz", 10)),
+                tombstone("baz", &mk("baz", 10)),
+            ],
+            vec![d(DeltaType::Sync, &mk("foo", 5))],
+            vec![tombstone("bar", &mk("bar", 6))],
+        ],
+    )
+    .await;
+
+    // Deleted and re-created in the queue, then deleted by the relist.
+    let fifo = with_known(&known_objs());
+    fifo.delete(mk("bar", 6)).unwrap();
+    fifo.add(mk("bar", 100)).unwrap();
+    fifo.replace(vec![mk("foo", 5)], "0".into()).unwrap();
+    expect_pops(
+        &fifo,
+        vec![
+            vec![
+                d(DeltaType::Deleted, &mk("bar", 6)),
+                d(DeltaType::Added, &mk("bar", 100)),
+                // The queue's object is newer than the known one: the tombstone carries it.
+                tombstone("bar", &mk("bar", 100)),
+            ],
+            vec![d(DeltaType::Sync, &mk("foo", 5))],
+            vec![tombstone("baz", &mk("baz", 7))],
+        ],
+    )
+    .await;
+
+    // Relisted first, so that the later tombstone uses the relisted version.
+    let fifo = with_known(&known_objs());
+    fifo.replace(vec![mk("bar", 100), mk("foo", 5)], "0".into())
+        .unwrap();
+    fifo.replace(vec![mk("foo", 5)], "0".into()).unwrap();
+    expect_pops(
+        &fifo,
+        vec![
+            vec![
+                d(DeltaType::Sync, &mk("bar", 100)),
+                tombstone("bar", &mk("bar", 100)),
+            ],
+            vec![
+                d(DeltaType::Sync, &mk("foo", 5)),
+                d(DeltaType::Sync, &mk("foo", 5)),
+            ],
+            vec![tombstone("baz", &mk("baz", 7))],
+        ],
+    )
+    .await;
+
+    // Without known objects.
+    let fifo = plain();
+    fifo.add(mk("baz", 10)).unwrap();
+    fifo.replace(vec![mk("foo", 5)], "0".into()).unwrap();
+    expect_pops(
+        &fifo,
+        vec![
+            vec![
+                d(DeltaType::Added, &mk("baz", 10)),
+                tombstone("baz", &mk("baz", 10)),
+            ],
+            vec![d(DeltaType::Sync, &mk("foo", 5))],
+        ],
+    )
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_replace_makes_deletions_replaced() {
+    let fifo = new_delta_fifo(Some(&[mk("foo", 5), mk("bar", 6), mk("baz", 7)]), true);
+    fifo.delete(mk("baz", 10)).unwrap();
+    fifo.replace(vec![mk("foo", 6)], "0".into()).unwrap();
+
+    expect_pops(
+        &fifo,
+        vec![
+            vec![d(DeltaType::Deleted, &mk("baz", 10))],
+            vec![d(DeltaType::Replaced, &mk("foo", 6))],
+            vec![tombstone("bar", &mk("bar", 6))],
+        ],
+    )
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_replace_delta_type() {
+    let fifo = new_delta_fifo(Some(&[mk("foo", 5)]), true);
+    fifo.replace(vec![mk("foo", 5)], "0".into()).unwrap();
+
+    expect_pops(&fifo, vec![vec![d(DeltaType::Replaced, &mk("foo", 5))]]).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_update_resync_race() {
+    let fifo = with_known(&[mk("foo", 5)]);
+    fifo.update(mk("foo", 6)).unwrap();
+    // "foo" has an update queued: resyncing its older known state would go back in time.
+    fifo.resync().unwrap();
+
+    expect_pops(&fifo, vec![vec![d(DeltaType::Updated, &mk("foo", 6))]]).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_has_synced_correct_on_deletion() {
+    let fifo = with_known(&[mk("foo", 5), mk("bar", 6), mk("baz", 7)]);
+    fifo.replace(vec![mk("foo", 5)], "0".into()).unwrap();
+
+    let expected = [
+        vec![d(DeltaType::Sync, &mk("foo", 5))],
+        vec![tombstone("bar", &mk("bar", 6))],
+        vec![tombstone("baz", &mk("baz", 7))],
+    ];
+    for (i, e) in expected.into_iter().enumerate() {
+        assert!(
+            !fifo.has_synced(),
+            "expected has_synced to be false before pop {i}"
+        );
+        let (popped, initial) = pop(&fifo).await;
+        assert_eq!(popped, e, "pop {i}");
+        assert!(initial, "expected pop {i} to be an initial list item");
+    }
+    assert!(fifo.has_synced(), "expected has_synced to be true");
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_detect_line_jumpers() {
+    a_requeued_key_does_not_jump_the_line(plain()).await;
+}
+
+/// Go's `KeyOf` finds the key of an object, a tombstone, or a `Deltas` (its newest delta). In
+/// kcache a delta carries its key, computed once when it was queued: [`Delta::key`] is the
+/// counterpart, and a tombstone's key is the recorded one, never recomputed from its object
+/// (Go's tombstones in this table have a nil object; here the object's name is empty, which
+/// would not give the recorded key).
+#[test]
+fn delta_fifo_key_of() {
+    let nameless = mk("", 0);
+    let a = Delta::keyed(DeltaType::Added, ObjectKey::new(None, "A"), mk("A", 0));
+    let b = Delta::tombstone(ObjectKey::new(None, "B"), nameless.clone());
+    let c: Vec<Delta<TestObj>> = vec![Delta::keyed(
+        DeltaType::Updated,
+        ObjectKey::new(None, "C"),
+        mk("C", 0),
+    )];
+    let dd: Vec<Delta<TestObj>> = vec![Delta::tombstone(ObjectKey::new(None, "D"), nameless)];
+
+    let newest = |deltas: &[Delta<TestObj>]| deltas.last().and_then(Delta::key).cloned();
+    assert_eq!(a.key().map(ObjectKey::as_str), Some("A"));
+    assert_eq!(b.key().map(ObjectKey::as_str), Some("B"));
+    assert_eq!(newest(&c).as_ref().map(ObjectKey::as_str), Some("C"));
+    assert_eq!(newest(&dd).as_ref().map(ObjectKey::as_str), Some("D"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_has_synced() {
+    use Action::{Add, Pop, Replace};
+    check_has_synced(vec![
+        (vec![], false),
+        (vec![Add(mk("a", 1))], true),
+        (vec![Replace(vec![])], true),
+        (vec![Replace(vec![mk("a", 1), mk("b", 2)])], false),
+        (vec![Replace(vec![mk("a", 1), mk("b", 2)]), Pop], false),
+        (vec![Replace(vec![mk("a", 1), mk("b", 2)]), Pop, Pop], true),
+        // A list with a duplicate key cannot come from a sane API server; the key is queued
+        // once, so one pop completes the initial list.
+        (vec![Replace(vec![mk("a", 1), mk("a", 2)]), Pop], true),
+    ])
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn delta_fifo_pop_should_unblock_when_closed() {
+    blocked_pops_unblock_on_close(with_known(&[mk("foo", 5)])).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// fifo_test.go, on a DeltaFifo without known objects (see the module documentation).
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifo_basic() {
+    two_producers_pop_in_order(plain()).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn fifo_add_update() {
+    let fifo = plain();
+    fifo.add(mk("foo", 10)).unwrap();
+    fifo.update(mk("foo", 15)).unwrap();
+
+    assert_eq!(list(&fifo), [(*mk("foo", 15)).clone()]);
+    assert_eq!(list_keys(&fifo), ["foo"]);
+
+    let (mut got, popper) = spawn_popper(&fifo);
+    assert_eq!(newest_obj(&recv(&mut got).await).val, val(15));
+    assert_nothing_more(&mut got).await;
+
+    assert!(fifo.get_by_key("foo").is_none(), "item did not get removed");
+    close_and_join(&fifo, popper).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn fifo_add_replace() {
+    let fifo = plain();
+    fifo.add(mk("foo", 10)).unwrap();
+    fifo.replace(vec![mk("foo", 15)], "15".into()).unwrap();
+
+    let (mut got, popper) = spawn_popper(&fifo);
+    assert_eq!(newest_obj(&recv(&mut got).await).val, val(15));
+    assert_nothing_more(&mut got).await;
+
+    assert!(fifo.get_by_key("foo").is_none(), "item did not get removed");
+    close_and_join(&fifo, popper).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn fifo_detect_line_jumpers() {
+    a_requeued_key_does_not_jump_the_line(plain()).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn fifo_has_synced() {
+    use Action::{Add, Pop, Replace};
+    check_has_synced(vec![
+        (vec![], false),
+        (vec![Add(mk("a", 1))], true),
+        (vec![Replace(vec![])], true),
+        (vec![Replace(vec![mk("a", 1), mk("b", 2)])], false),
+        (vec![Replace(vec![mk("a", 1), mk("b", 2)]), Pop], false),
+        (vec![Replace(vec![mk("a", 1), mk("b", 2)]), Pop, Pop], true),
+    ])
+    .await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn fifo_pop_should_unblock_when_closed() {
+    blocked_pops_unblock_on_close(plain()).await;
+}
