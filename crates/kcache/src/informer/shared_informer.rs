@@ -26,7 +26,9 @@ use crate::{
     fifo::{AnyFifo, Fifo},
     lister_watcher::ListerWatcher,
     reflector::{self, Reflector, ReflectorHandle, TransformFunc, WatchErrorHandler},
-    store::{Indexers, Lister, Reader, ThreadSafeStore, meta_namespace_key_func},
+    store::{
+        Indexers, Lister, Reader, ThreadSafeStore, meta_namespace_key_func, resource_version_func,
+    },
 };
 
 /// What [`run`](SharedIndexInformer::run) needs to start, and whether it has.
@@ -127,6 +129,7 @@ where
         };
         let span = tracing::info_span!("informer", resource = %resource);
         let indexer = ThreadSafeStore::with_indexers(Arc::clone(&key_func), indexers);
+        indexer.set_resource_version_func(resource_version_func::<K>());
         let queue = AnyFifo::new(
             config.queue,
             Arc::clone(&key_func),

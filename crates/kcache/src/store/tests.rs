@@ -410,3 +410,66 @@ fn store_handles_are_send_sync_and_clone_shares_state() {
     clone.add(cm(None, "a", "")).unwrap();
     assert!(store.contains_key("a"));
 }
+
+fn cm_at(name: &str, resource_version: Option<&str>) -> Arc<ConfigMap> {
+    let mut cm = ConfigMap::default();
+    cm.metadata.namespace = Some("ns".to_owned());
+    cm.metadata.name = Some(name.to_owned());
+    cm.metadata.resource_version = resource_version.map(str::to_owned);
+    Arc::new(cm)
+}
+
+/// client-go's `TestThreadSafeStoreRV`: the store's last-seen resourceVersion follows every
+/// object added, updated or deleted, not only relists.
+#[test]
+fn last_sync_resource_version_follows_adds_updates_and_deletes() {
+    let store = ThreadSafeStore::<ConfigMap>::for_resource();
+    assert_eq!(store.last_sync_resource_version(), "");
+
+    store.add(cm_at("a", Some("10"))).unwrap();
+    assert_eq!(store.last_sync_resource_version(), "10");
+    store.add(cm_at("c", Some("10"))).unwrap();
+    assert_eq!(store.last_sync_resource_version(), "10");
+    store.update(cm_at("d", Some("20"))).unwrap();
+    assert_eq!(store.last_sync_resource_version(), "20");
+    // The deleted object's final state carries a newer resourceVersion than the stored one.
+    store.delete(&cm_at("d", Some("30"))).unwrap();
+    assert_eq!(store.last_sync_resource_version(), "30");
+    // An object without a resourceVersion says nothing about where the store is.
+    store.add(cm_at("e", None)).unwrap();
+    assert_eq!(store.last_sync_resource_version(), "30");
+    store.add(cm_at("f", Some("40"))).unwrap();
+    assert_eq!(store.last_sync_resource_version(), "40");
+    // A deletion by key alone has no object to read a resourceVersion from.
+    store.delete_by_key("ns/f");
+    assert_eq!(store.last_sync_resource_version(), "40");
+    // A batch ends where its last object is, whatever the order inside it.
+    store.apply(vec![
+        Transaction::Upsert(ObjectKey::new(Some("ns"), "g"), cm_at("g", Some("40"))),
+        Transaction::Upsert(ObjectKey::new(Some("ns"), "h"), cm_at("h", Some("30"))),
+        Transaction::Upsert(ObjectKey::new(Some("ns"), "i"), cm_at("i", Some("50"))),
+        Transaction::Delete(ObjectKey::new(Some("ns"), "a")),
+    ]);
+    assert_eq!(store.last_sync_resource_version(), "50");
+
+    store
+        .replace(vec![cm_at("j", Some("40")), cm_at("k", Some("30"))], "60")
+        .unwrap();
+    assert_eq!(store.last_sync_resource_version(), "60");
+}
+
+/// The same through the [`ReflectorStore`] face, as when a reflector feeds a bare store.
+#[test]
+fn a_store_fed_by_a_reflector_follows_each_watch_event() {
+    let store = ThreadSafeStore::<ConfigMap>::for_resource();
+    let sink: &dyn ReflectorStore<ConfigMap> = &store;
+    sink.replace(vec![cm_at("a", Some("5"))], "7".into())
+        .unwrap();
+    assert_eq!(store.last_sync_resource_version(), "7");
+    sink.add(cm_at("b", Some("8"))).unwrap();
+    assert_eq!(store.last_sync_resource_version(), "8");
+    sink.update(cm_at("a", Some("9"))).unwrap();
+    assert_eq!(store.last_sync_resource_version(), "9");
+    sink.delete(cm_at("b", Some("11"))).unwrap();
+    assert_eq!(store.last_sync_resource_version(), "11");
+}

@@ -46,6 +46,32 @@ pub trait KeyListerGetter<K>: Send + Sync {
     }
 }
 
+/// Reads the resourceVersion an object carries, so that a [`ThreadSafeStore`] can record the
+/// last one it has seen ([`ThreadSafeStore::set_resource_version_func`]). `None` (or an empty
+/// string) means the object carries none.
+///
+/// [`resource_version_func`] reads it from a Kubernetes object's metadata.
+pub type ResourceVersionFunc<K> = Arc<dyn Fn(&K) -> Option<&str> + Send + Sync>;
+
+/// The [`ResourceVersionFunc`] of a Kubernetes object: its `metadata.resourceVersion`.
+///
+/// [`ThreadSafeStore::for_resource`] and every informer's indexer use it.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kcache::store::resource_version_func;
+///
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.resource_version = Some("42".into());
+/// assert_eq!(resource_version_func::<ConfigMap>()(&cm), Some("42"));
+/// ```
+pub fn resource_version_func<K: kube_core::Resource + 'static>() -> ResourceVersionFunc<K> {
+    fn read<K: kube_core::Resource>(obj: &K) -> Option<&str> {
+        obj.meta().resource_version.as_deref()
+    }
+    Arc::new(read::<K>)
+}
+
 /// One keyed change of a [`ThreadSafeStore::apply`] batch.
 #[derive(Debug, Clone)]
 pub enum Transaction<K> {
@@ -101,6 +127,8 @@ struct Inner<K> {
     key_func: KeyFunc<K>,
     /// Set once, under the state's write lock (with `State::bytes`).
     sizer: OnceLock<Sizer<K>>,
+    /// Set once; without it, writes by object record no resourceVersion.
+    resource_version_of: OnceLock<ResourceVersionFunc<K>>,
     state: RwLock<State<K>>,
 }
 
@@ -147,6 +175,7 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
             inner: Arc::new(Inner {
                 key_func,
                 sizer: OnceLock::new(),
+                resource_version_of: OnceLock::new(),
                 state: RwLock::new(State {
                     items: HashMap::new(),
                     indices: Indices::new(indexers),
@@ -171,7 +200,9 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
     }
 
     /// Stores `obj` under its key and returns what it replaced. Add and update are the same
-    /// operation, as in client-go.
+    /// operation, as in client-go. When the store reads resourceVersions
+    /// ([`set_resource_version_func`](Self::set_resource_version_func)), `obj`'s becomes its
+    /// [`last_sync_resource_version`](Self::last_sync_resource_version).
     ///
     /// # Errors
     /// [`KeyError`] when the key cannot be computed; the store is unchanged.
@@ -180,7 +211,7 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
         Ok(self.upsert_keyed(key, obj))
     }
 
-    /// Same as [`add`](Self::add).
+    /// Same as [`add`](Self::add), resourceVersion included.
     ///
     /// # Errors
     /// [`KeyError`] when the key cannot be computed; the store is unchanged.
@@ -188,23 +219,39 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
         self.add(obj)
     }
 
-    /// Stores `obj` under `key` (already computed) and returns what it replaced.
+    /// Stores `obj` under `key` (already computed) and returns what it replaced; records its
+    /// resourceVersion as [`add`](Self::add) does.
     pub fn upsert_keyed(&self, key: ObjectKey, obj: Arc<K>) -> Option<Arc<K>> {
         let size = self.inner.sizer.get().map(|s| entry_size(s, &key, &obj));
+        let resource_version = self.resource_version_of(&obj);
         let mut state = self.inner.state.write();
-        state.upsert(key, obj, size, self.inner.sizer.get())
+        let old = state.upsert(key, obj, size, self.inner.sizer.get());
+        if let Some(rv) = resource_version {
+            state.resource_version = rv;
+        }
+        old
     }
 
-    /// Removes the object with `obj`'s key and returns it.
+    /// Removes the object with `obj`'s key and returns it. When the store reads
+    /// resourceVersions, `obj`'s (the object's final state, usually newer than the stored
+    /// one) becomes its [`last_sync_resource_version`](Self::last_sync_resource_version), even
+    /// when nothing was stored under the key (client-go's `DeleteWithObject`).
     ///
     /// # Errors
     /// [`KeyError`] when the key cannot be computed; the store is unchanged.
     pub fn delete(&self, obj: &K) -> Result<Option<Arc<K>>, KeyError> {
         let key = self.key_of(obj)?;
-        Ok(self.delete_by_key(&key))
+        let resource_version = self.resource_version_of(obj);
+        let mut state = self.inner.state.write();
+        let old = state.remove(&key, self.inner.sizer.get());
+        if let Some(rv) = resource_version {
+            state.resource_version = rv;
+        }
+        Ok(old)
     }
 
-    /// Removes the object under `key` and returns it.
+    /// Removes the object under `key` and returns it. With no object to read it from, the
+    /// recorded resourceVersion is left as it is (client-go's `Delete` by key).
     pub fn delete_by_key<Q>(&self, key: &Q) -> Option<Arc<K>>
     where
         ObjectKey: Borrow<Q>,
@@ -217,15 +264,22 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
     /// Applies several changes under one write lock, in order, and returns for each one the
     /// object that was stored under its key just before it (client-go's `Transaction`).
     ///
-    /// Readers see either none or all of the batch. The informer applies each
-    /// [`pop_batch`](crate::fifo::Fifo::pop_batch) through this.
+    /// Readers see either none or all of the batch. When the store reads resourceVersions,
+    /// that of the batch's last upserted object that carries one is recorded (a
+    /// [`Transaction::Delete`] has no object to read it from).
     pub fn apply(&self, txns: Vec<Transaction<K>>) -> Vec<Option<Arc<K>>> {
-        self.apply_at(txns, None)
+        let resource_version = txns.iter().rev().find_map(|txn| match txn {
+            Transaction::Upsert(_, obj) => self.resource_version_of(obj),
+            Transaction::Delete(_) => None,
+        });
+        self.apply_at(txns, resource_version)
     }
 
-    /// [`apply`](Self::apply), recording `resource_version` (when given) as the store's
-    /// [`last_sync_resource_version`](Self::last_sync_resource_version) in the same write:
-    /// client-go's store follows the RV of every object added, updated or deleted.
+    /// [`apply`](Self::apply), recording `resource_version` instead (when given and not
+    /// empty; `None` records nothing) as the store's
+    /// [`last_sync_resource_version`](Self::last_sync_resource_version) in the same write. The
+    /// informer applies each [`pop_batch`](crate::fifo::Fifo::pop_batch) through this, with
+    /// the resourceVersion of the batch's last object, deleted ones included.
     pub fn apply_at(
         &self,
         txns: Vec<Transaction<K>>,
@@ -458,9 +512,37 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
         names
     }
 
-    /// The resourceVersion of the last [`replace`](Self::replace) or
-    /// [`set_resource_version`](Self::set_resource_version) (client-go's
-    /// `LastStoreSyncResourceVersion`); empty before either.
+    /// The last resourceVersion the store has seen (client-go's
+    /// `LastStoreSyncResourceVersion`): that of the last [`replace`](Self::replace) or
+    /// [`set_resource_version`](Self::set_resource_version) (a bookmark) or, when the store
+    /// reads resourceVersions ([`set_resource_version_func`](Self::set_resource_version_func);
+    /// [`for_resource`](Self::for_resource) and every informer's indexer do), of the last
+    /// object written by object — [`add`](Self::add), [`update`](Self::update),
+    /// [`upsert_keyed`](Self::upsert_keyed), [`delete`](Self::delete), an
+    /// [`apply`](Self::apply) batch's last upsert — whichever came last. Objects that carry no
+    /// resourceVersion and deletions by key leave it as it is. Empty before any of these.
+    ///
+    /// It is the order of the writes that counts, not the value: a write of an object with an
+    /// older resourceVersion than the recorded one still replaces it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kcache::store::ThreadSafeStore;
+    ///
+    /// let store = ThreadSafeStore::<ConfigMap>::for_resource();
+    /// assert_eq!(store.last_sync_resource_version(), "");
+    /// store.replace(Vec::new(), "10")?;
+    /// let mut cm = ConfigMap::default();
+    /// cm.metadata.name = Some("web".into());
+    /// cm.metadata.resource_version = Some("11".into());
+    /// store.add(Arc::new(cm.clone()))?;
+    /// assert_eq!(store.last_sync_resource_version(), "11");
+    /// cm.metadata.resource_version = Some("12".into());
+    /// store.delete(&cm)?;
+    /// assert_eq!(store.last_sync_resource_version(), "12");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn last_sync_resource_version(&self) -> String {
         self.inner.state.read().resource_version.clone()
     }
@@ -468,6 +550,23 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
     /// Records `resource_version` as the store's sync point (a bookmark).
     pub fn set_resource_version(&self, resource_version: impl Into<String>) {
         self.inner.state.write().resource_version = resource_version.into();
+    }
+
+    /// Makes the store read each written object's resourceVersion with `func` and record it
+    /// as its [`last_sync_resource_version`](Self::last_sync_resource_version), as client-go's
+    /// store does (see that method for which writes count). Stores built by
+    /// [`for_resource`](Self::for_resource) already do, with [`resource_version_func`]; a
+    /// store built by [`new`](Self::new) or [`with_indexers`](Self::with_indexers) records only
+    /// replaces and bookmarks until this is called. Returns `false`, changing nothing, when
+    /// the store already has one (a store has at most one).
+    pub fn set_resource_version_func(&self, func: ResourceVersionFunc<K>) -> bool {
+        self.inner.resource_version_of.set(func).is_ok()
+    }
+
+    /// `obj`'s resourceVersion, when the store reads them and it carries one.
+    fn resource_version_of(&self, obj: &K) -> Option<String> {
+        let func = self.inner.resource_version_of.get()?;
+        func(obj).filter(|rv| !rv.is_empty()).map(str::to_owned)
     }
 
     /// Turns memory accounting on: from now on every insert adds `sizer(obj)` plus
@@ -551,11 +650,14 @@ impl<K: Send + Sync + 'static> ReflectorStore<K> for ThreadSafeStore<K> {
 
 impl<K: kube_core::Resource + Send + Sync + 'static> ThreadSafeStore<K> {
     /// A store keyed by `namespace/name` ([`meta_namespace_key`](super::meta_namespace_key))
-    /// with the namespace index ([`NAMESPACE_INDEX`](super::NAMESPACE_INDEX)).
+    /// with the namespace index ([`NAMESPACE_INDEX`](super::NAMESPACE_INDEX)), that records
+    /// the resourceVersion of every object written ([`resource_version_func`]).
     pub fn for_resource() -> Self {
-        Self::with_indexers(
+        let store = Self::with_indexers(
             super::meta_namespace_key_func::<K>(),
             super::namespace_indexers::<K>(),
-        )
+        );
+        store.set_resource_version_func(resource_version_func::<K>());
+        store
     }
 }
