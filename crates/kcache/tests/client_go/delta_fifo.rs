@@ -560,18 +560,18 @@ async fn delta_fifo_transformer() {
     assert_eq!(list_keys(&fifo), ["foo", "bar"]);
 
     // "foo": its regular deletion, the last message, transformed once.
-    let foo = pop(&fifo).await.0;
+    let foo_deltas = pop(&fifo).await.0;
     assert_eq!(
-        foo.last(),
+        foo_deltas.last(),
         Some(&d(DeltaType::Deleted, &transform(mk_x("foo", 15)))),
-        "expected the regular deletion of foo: {foo:?}"
+        "expected the regular deletion of foo: {foo_deltas:?}"
     );
     // "bar": a tombstone with its last message, transformed once.
-    let bar = pop(&fifo).await.0;
+    let bar_deltas = pop(&fifo).await.0;
     assert_eq!(
-        bar.last(),
+        bar_deltas.last(),
         Some(&tombstone("bar", &transform(mk_x("bar", 16)))),
-        "expected the tombstone deletion of bar: {bar:?}"
+        "expected the tombstone deletion of bar: {bar_deltas:?}"
     );
 }
 

@@ -516,7 +516,7 @@ async fn real_fifo_transformer() {
     assert_eq!(fifo.len(), expected.len());
     for (i, e) in expected.iter().enumerate() {
         let (popped, _) = pop(&fifo).await;
-        assert_eq!(popped, [e.clone()], "pop {i}");
+        assert_eq!(popped, std::slice::from_ref(e), "pop {i}");
     }
 }
 
@@ -614,7 +614,7 @@ async fn real_fifo_replace_makes_deletions() {
 
     async fn expect_pops(fifo: &RealFifo<TestObj>, expected: &[Seen]) {
         for (i, e) in expected.iter().enumerate() {
-            assert_eq!(pop(fifo).await.0, [e.clone()], "pop {i}");
+            assert_eq!(pop(fifo).await.0, std::slice::from_ref(e), "pop {i}");
         }
     }
 
@@ -711,7 +711,7 @@ async fn real_fifo_replace_makes_deletions_replaced() {
         d(DeltaType::Replaced, &mk("foo", 6)),
     ];
     for (i, e) in expected.iter().enumerate() {
-        assert_eq!(pop(&fifo).await.0, [e.clone()], "pop {i}");
+        assert_eq!(pop(&fifo).await.0, std::slice::from_ref(e), "pop {i}");
     }
 }
 
@@ -741,7 +741,7 @@ async fn real_fifo_has_synced_correct_on_deletion() {
             "expected has_synced to be false before pop {i}"
         );
         let (popped, initial) = pop(&fifo).await;
-        assert_eq!(popped, [e.clone()], "pop {i}");
+        assert_eq!(popped, std::slice::from_ref(e), "pop {i}");
         assert!(initial, "expected pop {i} to be an initial list item");
     }
     assert!(fifo.has_synced(), "expected has_synced to be true");
