@@ -256,10 +256,10 @@ impl Error {
 
     /// Whether a failure to *open a watch* should be retried by re-watching from the same
     /// resourceVersion after a backoff, instead of relisting. client-go re-watches on
-    /// connection refused and 429 (and, since it cannot tell, on transport errors); everything
-    /// else relists.
+    /// connection refused and 429 (kcache also on other transport errors, since it cannot tell
+    /// them apart); everything else, 5xx included, relists.
     pub fn is_retriable_watch_open_error(&self) -> bool {
-        self.is_transport() || self.is_too_many_requests() || self.is_server_error()
+        self.is_transport() || self.is_too_many_requests()
     }
 }
 

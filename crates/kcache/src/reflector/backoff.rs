@@ -98,9 +98,13 @@ impl Backoff {
         self.config.max
     }
 
-    /// The next delay, at least the server's `retry_after` capped to [`Backoff::cap`].
+    /// The next delay, at least the server's `retry_after` when that is within
+    /// [`Backoff::cap`]. A `Retry-After` beyond the cap (2^64-1, 10^9 s, a huge
+    /// `retryAfterSeconds`) is not a plausible instruction: it is treated as malformed and
+    /// ignored, so the normal backoff applies (client-go's reflector does not honour a watch's
+    /// `Retry-After` at all; its own backoff decides).
     pub(crate) fn next_delay_honouring(&mut self, retry_after: Option<Duration>) -> Duration {
-        let asked = retry_after.unwrap_or_default().min(self.cap());
+        let asked = retry_after.filter(|d| *d <= self.cap()).unwrap_or_default();
         self.next_delay().max(asked)
     }
 }
@@ -150,9 +154,23 @@ mod tests {
         });
         assert_eq!(
             b.next_delay_honouring(Some(Duration::from_secs(1_000_000_000))),
-            Duration::from_secs(30),
-            "a Retry-After of 10^9 s is capped to the backoff cap"
+            Duration::from_millis(800),
+            "a Retry-After of 10^9 s is malformed: the normal backoff applies, not the cap"
         );
+        assert_eq!(
+            b.next_delay_honouring(Some(Duration::from_secs(31))),
+            Duration::from_millis(1600),
+            "a Retry-After just beyond the 30 s cap is ignored too"
+        );
+        assert_eq!(
+            b.next_delay_honouring(Some(Duration::from_secs(30))),
+            Duration::from_secs(30),
+            "a Retry-After at the cap is honoured"
+        );
+        let mut b = Backoff::new(BackoffConfig {
+            jitter: 0.0,
+            ..BackoffConfig::default()
+        });
         assert_eq!(
             b.next_delay_honouring(Some(Duration::from_secs(5))),
             Duration::from_secs(5),

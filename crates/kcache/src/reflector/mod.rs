@@ -17,8 +17,8 @@
 //! Every failure goes through one decision (`recovery::decide`) that leads to exactly one
 //! action; the reflector never stops on its own (only when cancelled or when its store is
 //! closed). "Server backoff" is [`Config::backoff`] (800 ms doubling to 30 s with jitter,
-//! reset after 2 min without trouble; a `Retry-After` or `retryAfterSeconds` is honoured up to
-//! that cap); "reconnect backoff" is [`Config::reconnect_backoff`] (250 ms doubling to 1 s).
+//! reset after 2 min without trouble; a `Retry-After` or `retryAfterSeconds` within that cap
+//! is honoured, one beyond it is ignored as malformed); "reconnect backoff" is [`Config::reconnect_backoff`] (250 ms doubling to 1 s).
 //!
 //! | where | what happened | action | client-go |
 //! |---|---|---|---|
@@ -26,22 +26,30 @@
 //! | list | the same at RV `""`, or any other API error | server backoff, relist | same |
 //! | list | connection refused / reset, deadline ([`Config::list_timeout`]) | reconnect backoff, relist | 30 s cap, no deadline |
 //! | list | no `metadata.resourceVersion`, a `continue` token repeated, over [`Config::max_list_pages`] pages | server backoff, relist; cache untouched | accepts / loops |
+//! | list | endless `continue` tokens on short pages (under half the limit) | each such page paced to ≥ 250 ms after the previous request (≤ 4 requests/s); full pages never | follows them at full speed |
 //! | list | expired `continue` token | one unpaginated list at once (inside the pager) | same |
-//! | streaming list | 400/403/422… (not supported) | plain LIST at once | same |
-//! | streaming list | 410 / too large RV | forget the RV, server backoff, retry at `""` | retries at once |
-//! | streaming list | 429, 5xx, undecodable event, closed before the end bookmark | server backoff, retry | retries at once |
+//! | streaming list | connection refused / reset | reconnect backoff, stream again | server backoff, stream again |
+//! | streaming list | 429 | server backoff, stream again | same |
+//! | streaming list | 410 / too large RV | forget the RV, stream again at once at RV `""` (at RV `""` already: plain LIST) | same (loops at `""`) |
+//! | streaming list | anything else: 400/403/5xx, `ERROR` event, undecodable event, closed before the end bookmark, very short or idle stream, deadline | plain LIST at once for this round; stream again on the next round | same, except a stream closed before the bookmark: client-go streams again at once, which never syncs on a server that does not send it |
 //! | watch open | connection refused / reset, deadline ([`Config::watch_open_timeout`]) | reconnect backoff, re-watch | 30 s cap |
-//! | watch open | 429, 5xx | server backoff, re-watch (no relist) | same |
-//! | watch open | any other error (403, 410, …) | server backoff, relist at the last RV | same |
+//! | watch open | 429 | server backoff, re-watch (no relist) | same |
+//! | watch open | any other error (403, 410, 5xx, too large RV, …) | server backoff, relist at the last RV (a too large RV then lists at `""`) | same |
 //! | watch | closed after ≥ 1 s | re-watch at once from the last RV | same |
 //! | watch | closed in < 1 s after some events | server backoff, re-watch | re-watches at once |
 //! | watch | closed in < 1 s with no events ("very short watch") | server backoff, relist | same |
 //! | watch | `ERROR` event 429 | server backoff, re-watch | same |
-//! | watch | `ERROR` event 410 or other, undecodable event | server backoff, relist at the last RV | same |
+//! | watch | `ERROR` event 410, 500 (`InternalError`, `StorageReadError`) or other, undecodable event | server backoff, relist at the last RV (so objects removed by an unsafe delete leave the cache) | same (`MaxInternalErrorRetryDuration` is 0 by default) |
 //! | watch | unknown event type, object without a key | skipped and reported; 10 in a row: server backoff, relist | skipped forever |
 //! | watch | nothing for [`Config::watch_idle_timeout`] (half-open connection) | re-watch at once | HTTP/2 ping |
+//! | watch | the store's resync fails | the watch ends; server backoff, relist (no resync while a relist waits) | same |
+//! | any | `Retry-After` / `retryAfterSeconds` within the backoff cap | waited at least that long | ignores it (own backoff) |
+//! | any | `Retry-After` beyond the backoff cap (2^64-1, 10^9 s) | malformed: ignored, normal backoff | ignores it |
 //! | any | a panic inside the reflector (transform, store, lister-watcher) | caught, reported at error level, server backoff, relist | crashes the process |
 //! | any | the store is closed | stop | same |
+//!
+//! Resyncs run while the reflector watches and while it waits to re-watch, never during a
+//! list or while it waits to relist (client-go's resync goroutine lives for the watch phase).
 //!
 //! Every error goes to the watch error handler (or to `tracing` at warn level) and into
 //! [`ReflectorHandle::health`], so a reflector that keeps failing is visible to readiness
@@ -89,7 +97,7 @@ use crate::{
     store::{KeyListerGetter, meta_namespace_key},
 };
 use backoff::Backoff;
-use handle::Shared;
+use handle::{RelistCause, Shared};
 use recovery::{Action, Context, Phase, Wait};
 use resync::Resync;
 
@@ -113,6 +121,16 @@ impl<K, L> std::fmt::Debug for Reflector<K, L> {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
+}
+
+/// How a wait between two steps ended.
+enum Slept {
+    /// The wait is over: carry out the planned step.
+    Done,
+    /// Cancelled during the wait.
+    Cancelled,
+    /// A resync failed during the wait: relist instead of the planned re-watch.
+    ResyncFailed,
 }
 
 /// What the run loop does next.
@@ -208,7 +226,10 @@ where
             let mut next = Next::Sync;
             while !cancel.is_cancelled() {
                 let (phase, at_consistent_rv) = match &next {
-                    Next::Sync if self.config.use_watch_list => (Phase::StreamingList, false),
+                    Next::Sync if self.config.use_watch_list => (
+                        Phase::StreamingList,
+                        self.rewatch_resource_version().is_empty(),
+                    ),
                     Next::Sync | Next::List => {
                         (Phase::List, self.relist_resource_version().is_empty())
                     }
@@ -221,6 +242,10 @@ where
                     .await;
                 let err = match step {
                     Ok(Ok(Some(n))) => {
+                        if matches!(phase, Phase::List | Phase::StreamingList) {
+                            // A new watch phase: its first resync is a full period away.
+                            resync.reset();
+                        }
                         next = n;
                         continue;
                     }
@@ -289,10 +314,20 @@ where
                     Wait::Server => backoff.next_delay_honouring(retry_after(&err)),
                     Wait::Reconnect => reconnect.next_delay(),
                 };
-                if !self.sleep(&cancel, delay, &mut resync).await {
-                    break;
+                // As in client-go, resyncs go on while a watch is retried (its resync runs
+                // for the whole watch phase) but not while a relist waits.
+                let rewatching = matches!(then, Next::Watch(_));
+                match self
+                    .sleep(&cancel, delay, rewatching.then_some(&mut resync))
+                    .await
+                {
+                    Slept::Cancelled => break,
+                    Slept::Done => next = then,
+                    Slept::ResyncFailed => {
+                        self.shared.relist_caused_by(RelistCause::Error);
+                        next = Next::Sync;
+                    }
                 }
-                next = then;
             }
             info!("stopping reflector");
         }
@@ -383,21 +418,38 @@ where
             .sync_completed(resource_version, items, started.elapsed());
     }
 
-    /// Sleeps `d`, running due resyncs meanwhile; `false` when cancelled first.
-    async fn sleep(&self, cancel: &CancellationToken, d: Duration, resync: &mut Resync) -> bool {
+    /// Sleeps `d`, running due resyncs meanwhile when `resync` is given. A resync that fails
+    /// ends the watch phase, as in client-go: the rest of the wait runs without resyncs and
+    /// the reflector relists after it ([`Slept::ResyncFailed`]).
+    async fn sleep(
+        &self,
+        cancel: &CancellationToken,
+        d: Duration,
+        mut resync: Option<&mut Resync>,
+    ) -> Slept {
+        if cancel.is_cancelled() {
+            return Slept::Cancelled;
+        }
         if d.is_zero() {
-            return !cancel.is_cancelled();
+            return Slept::Done;
         }
         let Some(deadline) = Instant::now().checked_add(d) else {
-            return false;
+            return Slept::Cancelled;
         };
+        let mut failed = false;
         loop {
             tokio::select! {
-                () = cancel.cancelled() => return false,
-                () = tokio::time::sleep_until(deadline) => return true,
-                () = resync.due() => {
-                    if let Err(e) = self.resync(resync) {
+                () = cancel.cancelled() => return Slept::Cancelled,
+                () = tokio::time::sleep_until(deadline) => {
+                    return if failed { Slept::ResyncFailed } else { Slept::Done };
+                }
+                () = watch::due(resync.as_deref()) => {
+                    if let Some(r) = resync.as_deref_mut()
+                        && let Err(e) = self.resync(r)
+                    {
                         self.report(&e);
+                        failed = true;
+                        resync = None;
                     }
                 }
             }
@@ -461,5 +513,7 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 
 #[cfg(test)]
 mod hardening_tests;
+#[cfg(test)]
+mod recovery_tests;
 #[cfg(test)]
 mod tests;

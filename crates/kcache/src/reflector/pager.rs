@@ -11,6 +11,15 @@ use crate::{
     store::{ObjectKey, meta_namespace_key},
 };
 
+/// A page that carries a `continue` token but less than half the page limit looks like a
+/// server that is paging without end (kube-apiserver fills its pages): the next request then
+/// waits until this long after the previous one, so that a lying server sees at most 4 page
+/// requests a second from one reflector. Full pages are never paced.
+const SHORT_PAGE_INTERVAL: Duration = Duration::from_millis(250);
+
+/// The page limit assumed when the server paginates a list that asked for none.
+const DEFAULT_PAGE_LIMIT: u32 = 500;
+
 /// A key's hash, to check a paginated list for repeats in 8 bytes per object.
 fn hash_key(key: &ObjectKey) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault};
@@ -83,8 +92,13 @@ where
         let mut tokens = HashSet::new();
         let mut keys: HashSet<u64> = HashSet::new();
         let mut pages = 0u32;
+        let mut pace_until: Option<tokio::time::Instant> = None;
         loop {
             pages += 1;
+            if let Some(until) = pace_until.take() {
+                tokio::time::sleep_until(until).await;
+            }
+            let requested = tokio::time::Instant::now();
             if pages > self.config.max_list_pages.max(1) {
                 return Err(self.protocol(format!(
                     "the list did not end after {} pages",
@@ -114,6 +128,10 @@ where
             };
             let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
             let resource_version = self.list_resource_version(&page)?;
+            let limit = params.limit.unwrap_or(DEFAULT_PAGE_LIMIT) as usize;
+            if next.is_some() && page.items.len() < limit.div_ceil(2) {
+                pace_until = requested.checked_add(SHORT_PAGE_INTERVAL);
+            }
             let start = items.len();
             if items.is_empty() {
                 items = self.share_listed(page.items);

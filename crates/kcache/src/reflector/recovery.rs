@@ -80,10 +80,42 @@ pub(crate) fn decide(cx: Context, err: &Error) -> Action {
             Phase::WatchOpen | Phase::Watch => Rewatch(Wait::Reconnect),
             Phase::List | Phase::StreamingList => Relist(Wait::Reconnect),
         },
-        Error::WatchList { source, .. } => decide(cx, source),
+        Error::WatchList { source, .. } => decide_streaming(cx, source),
         Error::List { source, .. }
         | Error::WatchOpen { source, .. }
         | Error::WatchStream { source, .. } => decide_lw(cx, source),
+    }
+}
+
+/// A failed streaming initial list. client-go's `watchList` retries the stream only when the
+/// server is unreachable or busy (connection refused, 429) or the RV is gone (then at RV `""`);
+/// on any other error `ListAndWatch` falls back to a plain LIST for this round ("making
+/// progress is better than deadlocking") and tries the stream again on the next round.
+fn decide_streaming(cx: Context, err: &Error) -> Action {
+    use Action::*;
+    match err {
+        // The consumer is gone, or our own code failed: not the stream's fault.
+        Error::Store { .. } | Error::Panicked { .. } => decide(cx, err),
+        Error::List { source, .. }
+        | Error::WatchOpen { source, .. }
+        | Error::WatchStream { source, .. } => {
+            let gone = source.is_expired() || source.is_too_large_resource_version();
+            if source.is_selection_changed() {
+                Relist(Wait::None)
+            } else if source.is_transport() {
+                Relist(Wait::Reconnect)
+            } else if source.is_too_many_requests() {
+                Relist(Wait::Server)
+            } else if gone && !cx.at_consistent_rv {
+                // The RV is forgotten by the caller: stream again at once at RV "".
+                Relist(Wait::None)
+            } else {
+                FallbackToList
+            }
+        }
+        // Closed before the end bookmark, a very short or idle stream, a deadline, a protocol
+        // error, an undecodable event: give the stream up for this round.
+        _ => FallbackToList,
     }
 }
 
@@ -94,19 +126,13 @@ fn decide_lw(cx: Context, e: &lister_watcher::Error) -> Action {
         _ if e.is_selection_changed() => Relist(Wait::None),
         Phase::List if gone && !cx.at_consistent_rv => RelistConsistent,
         Phase::List | Phase::StreamingList if e.is_transport() => Relist(Wait::Reconnect),
-        Phase::List => Relist(Wait::Server),
-        Phase::StreamingList
-            if gone || e.is_too_many_requests() || e.is_server_error() || e.is_decode() =>
-        {
-            Relist(Wait::Server)
-        }
-        Phase::StreamingList if e.is_protocol() => Relist(Wait::Server),
-        // 400/403/422…: the server does not do streaming lists (or not for us).
-        Phase::StreamingList => FallbackToList,
+        Phase::List | Phase::StreamingList => Relist(Wait::Server),
         Phase::WatchOpen | Phase::Watch if e.is_transport() => Rewatch(Wait::Reconnect),
-        Phase::WatchOpen | Phase::Watch if e.is_too_many_requests() || e.is_server_error() => {
-            Rewatch(Wait::Server)
-        }
+        // client-go re-watches only after 429 (and connection refused); every other watch
+        // error (5xx and `ERROR` events with a 500 included: `InternalError`,
+        // `StorageReadError`, a too-large RV) ends the round and relists, which is how objects
+        // removed by an unsafe delete leave the cache.
+        Phase::WatchOpen | Phase::Watch if e.is_too_many_requests() => Rewatch(Wait::Server),
         Phase::WatchOpen | Phase::Watch => Relist(Wait::Server),
     }
 }
@@ -134,6 +160,18 @@ mod tests {
 
     fn api(code: u16, reason: &str) -> lister_watcher::Error {
         lister_watcher::Error::api(status(code, reason, "m"), None)
+    }
+
+    fn too_large() -> lister_watcher::Error {
+        let status = serde_json::from_value(serde_json::json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "Timeout: Too large resource version: 99, current: 8",
+            "reason": "Timeout", "code": 504,
+            "details": {"causes": [{"reason": "ResourceVersionTooLarge",
+                "message": "Too large resource version"}]},
+        }))
+        .unwrap();
+        lister_watcher::Error::api(status, None)
     }
 
     fn cx(phase: Phase) -> Context {
@@ -169,6 +207,10 @@ mod tests {
                 source: e,
             }),
         };
+        let watch_list = |e| Error::WatchList {
+            type_name: t(),
+            source: Box::new(e),
+        };
         let refused = || lister_watcher::Error::transport("connection refused");
         let rows: Vec<(Phase, Error, Action)> = vec![
             (Phase::List, list(api(410, "Expired")), RelistConsistent),
@@ -182,7 +224,53 @@ mod tests {
             (
                 Phase::StreamingList,
                 wl(api(410, "Expired")),
+                Relist(Wait::None),
+            ),
+            (Phase::StreamingList, wl(too_large()), Relist(Wait::None)),
+            (
+                Phase::StreamingList,
+                wl(api(429, "TooManyRequests")),
                 Relist(Wait::Server),
+            ),
+            (
+                Phase::StreamingList,
+                wl(api(500, "InternalError")),
+                FallbackToList,
+            ),
+            (
+                Phase::StreamingList,
+                wl(lister_watcher::Error::decode("bad json")),
+                FallbackToList,
+            ),
+            (
+                Phase::StreamingList,
+                watch_list(Error::VeryShortWatch { type_name: t() }),
+                FallbackToList,
+            ),
+            (
+                Phase::StreamingList,
+                watch_list(Error::WatchIdle {
+                    type_name: t(),
+                    idle: std::time::Duration::from_secs(90),
+                }),
+                FallbackToList,
+            ),
+            (
+                Phase::StreamingList,
+                watch_list(Error::Timeout {
+                    type_name: t(),
+                    what: "watch",
+                    after: std::time::Duration::from_secs(60),
+                }),
+                FallbackToList,
+            ),
+            (
+                Phase::StreamingList,
+                watch_list(Error::Store {
+                    type_name: t(),
+                    source: super::super::StoreError::Closed,
+                }),
+                Stop,
             ),
             (
                 Phase::StreamingList,
@@ -197,13 +285,13 @@ mod tests {
             (
                 Phase::StreamingList,
                 wl(api(503, "ServiceUnavailable")),
-                Relist(Wait::Server),
+                FallbackToList,
             ),
             (Phase::StreamingList, wl(refused()), Relist(Wait::Reconnect)),
             (
                 Phase::StreamingList,
-                Error::StreamingListEndedEarly { type_name: t() },
-                Relist(Wait::Server),
+                watch_list(Error::StreamingListEndedEarly { type_name: t() }),
+                FallbackToList,
             ),
             (Phase::WatchOpen, open(refused()), Rewatch(Wait::Reconnect)),
             (
@@ -214,7 +302,18 @@ mod tests {
             (
                 Phase::WatchOpen,
                 open(api(500, "InternalError")),
-                Rewatch(Wait::Server),
+                Relist(Wait::Server),
+            ),
+            (Phase::WatchOpen, open(too_large()), Relist(Wait::Server)),
+            (
+                Phase::Watch,
+                stream(api(500, "InternalError")),
+                Relist(Wait::Server),
+            ),
+            (
+                Phase::Watch,
+                stream(api(500, "StorageReadError")),
+                Relist(Wait::Server),
             ),
             (
                 Phase::WatchOpen,
@@ -298,6 +397,15 @@ mod tests {
             decide(consistent, &list(api(410, "Expired"))),
             Relist(Wait::Server),
             "an expired list at RV \"\" backs off instead of looping"
+        );
+        let consistent_stream = Context {
+            phase: Phase::StreamingList,
+            at_consistent_rv: true,
+        };
+        assert_eq!(
+            decide(consistent_stream, &wl(api(410, "Expired"))),
+            FallbackToList,
+            "an expired streaming list at RV \"\" gives the stream up instead of looping"
         );
     }
 }

@@ -444,8 +444,7 @@ async fn broken_connection_rewatches_from_the_last_rv() {
 async fn retriable_watch_errors_back_off_and_rewatch_without_relisting() {
     let src = FakeSource::new();
     src.upsert(cm("a"));
-    src.fail_watches(1, status(429, "TooManyRequests", "too many requests"));
-    src.fail_watches(1, status(500, "InternalError", "etcd is sad"));
+    src.fail_watches(2, status(429, "TooManyRequests", "too many requests"));
     let start = Instant::now();
     let h = Harness::start(&src, list_config());
     h.wait_watching().await;

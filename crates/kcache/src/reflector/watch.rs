@@ -382,7 +382,7 @@ where
     }
 }
 
-async fn due(resync: Option<&Resync>) {
+pub(super) async fn due(resync: Option<&Resync>) {
     match resync {
         Some(r) => r.due().await,
         None => std::future::pending().await,
