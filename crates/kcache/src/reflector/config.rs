@@ -69,8 +69,9 @@ pub struct Config {
     /// (kcache-client with kube-apiserver over TLS) the connection's health pings find a dead
     /// connection sooner (about 45 s, as client-go); this is the backstop for HTTP/1.1.
     pub watch_idle_timeout: Duration,
-    /// Deadline for one list request (one page, or the whole body of an unpaged list).
-    /// Default 5 min; zero disables it.
+    /// Deadline for one list request (one page, or the whole body of an unpaged list), and
+    /// for a streaming initial list to reach its initial-events-end bookmark (past it, the
+    /// round falls back to a LIST). Default 5 min; zero disables it.
     pub list_timeout: Duration,
     /// Deadline for a watch request to be answered (the response head, not the stream).
     /// Default 60 s; zero disables it.

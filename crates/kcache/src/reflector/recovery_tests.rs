@@ -255,6 +255,47 @@ async fn a_streaming_list_refused_with_500_falls_back_to_a_list_and_streams_agai
     run.stop().await;
 }
 
+/// A stream that keeps sending events but never the end bookmark: past the list deadline the
+/// round falls back to a LIST (client-go waits for the bookmark until the watch times out,
+/// then streams again: it never syncs).
+#[tokio::test(start_paused = true)]
+async fn a_busy_stream_that_never_ends_its_initial_list_falls_back_at_the_list_deadline() {
+    let src = FakeSource::new();
+    src.upsert(cm("a"));
+    let rv = src.resource_version();
+    let f = Faulty::new(&src);
+    f.on_watch(streaming_only(move || {
+        let mut a = cm("a");
+        a.metadata.resource_version = Some(rv.clone());
+        let ticks = futures::stream::unfold(0u32, |i| async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let mut b = cm("b");
+            b.metadata.resource_version = Some(format!("{}", 100 + i));
+            Some((Ok(WatchEvent::Added(b)), i + 1))
+        });
+        Ok(futures::stream::iter([Ok(WatchEvent::Added(a))])
+            .chain(ticks)
+            .boxed())
+    }));
+    let config = Config::default().list_timeout(Duration::from_secs(20));
+    let run = start(&f, config);
+    run_for(Duration::from_secs(25)).await;
+    assert!(
+        run.handle.health().synced_once,
+        "synced by the fallback LIST"
+    );
+    assert_eq!(run.names(), ["a"]);
+    assert!(
+        run.errors
+            .lock()
+            .iter()
+            .any(|e| e.contains("streaming list")),
+        "{:?}",
+        run.errors.lock()
+    );
+    run.stop().await;
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_streaming_list_without_the_end_bookmark_falls_back_to_a_list() {
     let src = FakeSource::new();

@@ -121,20 +121,31 @@ where
         };
         let mut temporary = HashMap::new();
         let mut list_rv = String::new();
-        let end = self
-            .handle_watch(
-                stream,
-                Sink::Temporary(&mut temporary),
-                cancel,
-                None,
-                &mut |rv, past_added| {
-                    if past_added {
-                        list_rv = rv.to_owned();
-                    }
-                },
-            )
-            .await
-            .map_err(wrap)?;
+        let mut on_rv = |rv: &str, past_added: bool| {
+            if past_added {
+                list_rv = rv.to_owned();
+            }
+        };
+        let streamed = self.handle_watch(
+            stream,
+            Sink::Temporary(&mut temporary),
+            cancel,
+            None,
+            &mut on_rv,
+        );
+        // A stream that keeps sending events but never the initial-events-end bookmark would
+        // hold the informer unsynced forever (client-go only warns): the streaming list gets
+        // the LIST's deadline, and past it the round falls back to a LIST.
+        let deadline = self.config.list_timeout;
+        let end = if deadline.is_zero() {
+            streamed.await
+        } else {
+            match tokio::time::timeout(deadline, streamed).await {
+                Ok(end) => end,
+                Err(_) => Err(self.timeout("streaming list", deadline)),
+            }
+        }
+        .map_err(wrap)?;
         match end {
             WatchEnd::InitialEventsEnd(stream) => {
                 let items: Vec<Arc<K>> = temporary.into_values().collect();
