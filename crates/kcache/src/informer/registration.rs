@@ -6,7 +6,10 @@ use tokio::sync::Notify;
 
 use kube_core::Resource;
 
-use super::{SharedIndexInformer, listener::Listener};
+use super::{
+    SharedIndexInformer,
+    listener::{Activity, Listener},
+};
 
 /// What a registration needs from its informer (type-erased over the object type).
 pub(crate) trait InformerOps: Send + Sync {
@@ -26,6 +29,7 @@ pub(crate) trait ListenerOps: Send + Sync {
     fn close(&self);
     fn is_closed(&self) -> bool;
     fn resync_period(&self) -> std::time::Duration;
+    fn activity(&self) -> Arc<Activity>;
 }
 
 impl<K: Send + Sync + 'static> ListenerOps for Listener<K> {
@@ -55,6 +59,9 @@ impl<K: Send + Sync + 'static> ListenerOps for Listener<K> {
     }
     fn resync_period(&self) -> std::time::Duration {
         Listener::resync_period(self)
+    }
+    fn activity(&self) -> Arc<Activity> {
+        Arc::clone(&self.activity)
     }
 }
 
@@ -123,10 +130,61 @@ impl HandlerRegistration {
 
     /// Removes the handler: it gets no further notifications. Idempotent; other handlers are
     /// unaffected. Returns whether this call removed it.
+    ///
+    /// It does not wait: a call the handler is in goes on after `remove` returns (on another
+    /// thread), and the handler may be entered once more by a task that had already taken
+    /// its next notification. [`remove_and_wait`](Self::remove_and_wait) waits for both.
     pub fn remove(&self) -> bool {
         let removed = self.informer.remove_listener(self.listener.id());
         self.listener.close();
         removed
+    }
+
+    /// Removes the handler as [`remove`](Self::remove) does — at once, when called — and
+    /// returns a future that resolves once the handler has returned from any call it was in
+    /// and will never be called again: the handler's task has ended (client-go 1.37's
+    /// `ShutDownEventHandler`). Notifications still buffered for it are dropped. The future
+    /// resolves to whether this call removed the handler; a second removal waits the same way
+    /// and resolves to `false`. Before the informer runs, or after it has stopped, it resolves
+    /// at once.
+    ///
+    /// Never wait for it from inside the handler itself (from a handler method, or by blocking
+    /// the handler on a task that waits for it): the handler would wait for its own return.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kcache::informer::{self, HandlerFns, SharedIndexInformer};
+    /// use kcache::testing::{FakeSource, config_map};
+    /// use tokio_util::sync::CancellationToken;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let source = FakeSource::<ConfigMap>::new();
+    /// source.upsert(config_map("a"));
+    /// let informer = SharedIndexInformer::new(source, informer::Config::default());
+    /// let reg = informer.add_event_handler(HandlerFns::new().on_add(|_: &Arc<ConfigMap>, _| {}))?;
+    /// let cancel = CancellationToken::new();
+    /// let run = tokio::spawn({ let i = informer.clone(); let c = cancel.clone(); async move { i.run(c).await } });
+    /// reg.synced().await;
+    /// assert!(reg.remove_and_wait().await, "removed, and the handler has stopped");
+    /// assert!(!reg.remove_and_wait().await, "already removed");
+    /// cancel.cancel();
+    /// run.await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Cancel safety
+    /// Cancel safe. The handler is removed when this method is called, not when the future is
+    /// first polled; dropping the future abandons only the wait, and the handler stays removed
+    /// (its last call may then still be in progress).
+    pub fn remove_and_wait(&self) -> impl Future<Output = bool> + Send + 'static {
+        let removed = self.remove();
+        let activity = self.listener.activity();
+        async move {
+            activity.idle().await;
+            removed
+        }
     }
 
     /// The resync period in effect for this handler (zero: never), after client-go's rules.

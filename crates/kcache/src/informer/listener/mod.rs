@@ -33,6 +33,46 @@ use buffer::Buffer;
 pub use buffer::BufferMode;
 pub(crate) use buffer::Notification;
 
+/// Counts what may still call a listener's handler: its task (from the moment it is spawned
+/// until it ends, or is dropped unpolled) and each batch it hands to the blocking pool (until
+/// that batch returns). Zero, once the listener is closed, means the handler is called no more.
+#[derive(Default)]
+pub(crate) struct Activity {
+    count: AtomicUsize,
+    idle: Notify,
+}
+
+impl Activity {
+    fn enter(self: &Arc<Self>) -> ActiveGuard {
+        self.count.fetch_add(1, Ordering::SeqCst);
+        ActiveGuard(Arc::clone(self))
+    }
+
+    /// Waits until nothing may call the handler. Cancel safe.
+    pub(crate) async fn idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.count.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// One unit of [`Activity`], released on drop (also when a task is dropped or panics).
+struct ActiveGuard(Arc<Activity>);
+
+impl Drop for ActiveGuard {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
 /// A handler with its buffer, resync schedule and sync tracking.
 pub(crate) struct Listener<K> {
     pub(crate) id: u64,
@@ -53,6 +93,8 @@ pub(crate) struct Listener<K> {
     resync: Mutex<ResyncState>,
     /// Poked whenever sync progress may have changed (shared with the informer).
     sync_notify: Arc<Notify>,
+    /// What may still call the handler (for a removal that waits).
+    pub(crate) activity: Arc<Activity>,
 }
 
 struct ResyncState {
@@ -89,6 +131,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
                 next: Instant::now() + resync_period,
             }),
             sync_notify,
+            activity: Arc::new(Activity::default()),
         }
     }
 
@@ -129,23 +172,36 @@ impl<K: Send + Sync + 'static> Listener<K> {
         self.pending_initial.load(Ordering::Acquire) == 0
     }
 
+    /// Closes the listener: from the next notification on its handler is not called. A call
+    /// in progress goes on; [`Activity::idle`] waits for it.
     pub(crate) fn close(&self) {
-        self.closed.store(true, Ordering::Release);
+        // SeqCst with the task's start (`Activity::enter`) and its checks of `closed`: a task
+        // that `Activity::idle` did not see running is sure to see the listener closed.
+        self.closed.store(true, Ordering::SeqCst);
         self.wake.notify_one();
         self.sync_notify.notify_waiters();
     }
 
     pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+        self.closed.load(Ordering::SeqCst)
     }
 
-    /// Delivers notifications until closed.
+    /// Delivers notifications until closed. The listener counts as active (see [`Activity`])
+    /// from this call, before the future is first polled, until the future ends or is dropped.
     ///
     /// Handlers are synchronous and may block, so by default each drained batch is delivered on
     /// tokio's blocking pool: a blocking handler then never holds an async worker (and the
     /// tasks queued behind it). `inline` delivers on this task instead, which saves a thread
     /// hop per batch for handlers that never block.
-    pub(crate) async fn run(self: Arc<Self>) {
+    pub(crate) fn run(self: Arc<Self>) -> impl Future<Output = ()> + Send + 'static {
+        let active = self.activity.enter();
+        async move {
+            let _active = active;
+            self.run_loop().await;
+        }
+    }
+
+    async fn run_loop(self: Arc<Self>) {
         let inline = self.inline;
         loop {
             let (batch, initial) = self.buffer.lock().drain();
@@ -164,7 +220,11 @@ impl<K: Send + Sync + 'static> Listener<K> {
                 // on the blocking thread.
                 let span = tracing::Span::current();
                 let dispatch = tracing::dispatcher::get_default(Clone::clone);
+                // The batch stays active until it returns, even if this task is dropped while
+                // it waits for it.
+                let active = self.activity.enter();
                 tokio::task::spawn_blocking(move || {
+                    let _active = active;
                     tracing::dispatcher::with_default(&dispatch, || {
                         span.in_scope(|| this.deliver_all(batch))
                     })
