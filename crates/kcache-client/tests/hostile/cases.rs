@@ -230,6 +230,15 @@ pub(crate) fn all() -> Vec<Case> {
             ..case("list_endless_continue_page_limit_10", M::EndlessContinue, List).paged(2)
         },
         case("list_repeating_continue", M::RepeatingContinue, List).paged(2),
+        // Endless `continue` tokens, each short page with an object never seen before: only
+        // pacing bounds it (short pages at most 4 a second), and the page limit ends it.
+        case(
+            "list_endless_continue_fresh_short_pages",
+            M::EndlessFreshContinue,
+            List,
+        )
+        .paged(10)
+        .quiet(),
         case(
             "list_410_on_every_continue",
             status(410, ErrBody::Empty),
@@ -403,6 +412,39 @@ pub(crate) fn all() -> Vec<Case> {
             Streaming,
         ),
         case("streaming_list_stall_no_answer", M::StallNoAnswer, Streaming),
+        // Any failure of a streaming list gives it up for the round: a plain LIST syncs.
+        case(
+            "streaming_list_never_sends_end_bookmark",
+            M::StreamingNoEndBookmark,
+            Streaming,
+        ),
+        case(
+            "streaming_list_500_on_open",
+            status(500, ErrBody::Html),
+            Streaming,
+        ),
+        case(
+            "streaming_list_error_event_500",
+            lines(&[error_event(500, "etcd is sad")], End::Close),
+            Streaming,
+        ),
+        case(
+            "watch_open_504_too_large_resource_version",
+            status(504, ErrBody::StatusTooLarge),
+            Watch,
+        ),
+        case(
+            "watch_error_event_500_storage_read_error",
+            lines(
+                &[json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1",
+                    "metadata": {}, "status": "Failure", "reason": "StorageReadError",
+                    "message": "failed to prepare current and previous objects: corrupt object has been deleted",
+                    "code": 500}})
+                .to_string()],
+                End::Close,
+            ),
+            Watch,
+        ),
         // Everything at once.
         case("all_requests_500_html", status(500, ErrBody::Html), Any),
         case("all_requests_closed_at_once", M::CloseAtOnce, Any),

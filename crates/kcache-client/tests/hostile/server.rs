@@ -58,6 +58,9 @@ pub(crate) enum ErrBody {
     StatusSecretSmall,
     /// A JSON `Status` with `retryAfterSeconds` of `u32::MAX`.
     StatusRetryHuge,
+    /// kube-apiserver's 504 "Too large resource version" `Status` (cause
+    /// `ResourceVersionTooLarge`).
+    StatusTooLarge,
     /// 100 MB of text.
     Huge,
     /// Protobuf magic followed by garbage.
@@ -104,6 +107,8 @@ pub(crate) enum Misbehaviour {
     CloseAtOnce,
     /// Every page has a fresh `continue` token.
     EndlessContinue,
+    /// Every page has a fresh `continue` token and one object never seen before.
+    EndlessFreshContinue,
     /// Every page has the same `continue` token.
     RepeatingContinue,
     /// A healthy watch prefix (events from the RV), then these raw lines, then `end`.
@@ -122,6 +127,9 @@ pub(crate) enum Misbehaviour {
     ResetMidWatch,
     /// A streaming list that sends its ADDED events and closes before the end bookmark.
     StreamingCloseEarly,
+    /// A streaming list that sends its ADDED events and then goes on as a healthy watch,
+    /// never sending the end bookmark.
+    StreamingNoEndBookmark,
     /// A watch event of `mb` MB.
     HugeEvent { mb: usize },
 }
@@ -499,6 +507,19 @@ fn healthy_list_body(state: &State, req: &Request) -> Vec<u8> {
 }
 
 async fn healthy_list(state: &State, req: &Request, sock: &mut TcpStream) -> bool {
+    // A token this server did not issue (one a fault made up) is refused as kube-apiserver
+    // refuses a continue token it cannot decode.
+    if let Some(token) = req.query.get("continue")
+        && token
+            .strip_prefix("off-")
+            .is_none_or(|o| o.parse::<usize>().is_err())
+    {
+        let body = serde_json::to_vec(&json!({"kind": "Status", "apiVersion": "v1",
+            "metadata": {}, "status": "Failure", "reason": "BadRequest", "code": 400,
+            "message": "continue key is not valid: incorrect encoded start resourceVersion"}))
+        .unwrap();
+        return write_full(sock, 400, "application/json", &[], &body).await;
+    }
     let body = healthy_list_body(state, req);
     write_full(sock, 200, "application/json", &[], &body).await
 }
@@ -710,6 +731,16 @@ fn err_body(body: ErrBody, code: u16) -> (&'static str, Vec<u8>) {
                 "details": {"retryAfterSeconds": u32::MAX}, "code": code}))
             .unwrap(),
         ),
+        ErrBody::StatusTooLarge => (
+            "application/json",
+            serde_json::to_vec(&json!({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                "status": "Failure",
+                "message": "Timeout: Too large resource version: 99999999, current: 8",
+                "reason": "Timeout", "code": code,
+                "details": {"causes": [{"reason": "ResourceVersionTooLarge",
+                    "message": "Too large resource version"}], "retryAfterSeconds": 1}}))
+            .unwrap(),
+        ),
         ErrBody::Huge => ("text/plain", Vec::new()),
         ErrBody::ProtobufGarbage => (
             "application/vnd.kubernetes.protobuf",
@@ -864,6 +895,17 @@ async fn misbehave(state: &State, req: &Request, sock: &mut TcpStream, what: Mis
             false
         }
         Misbehaviour::CloseAtOnce => false,
+        Misbehaviour::EndlessFreshContinue => {
+            let body = {
+                let m = state.model.lock().unwrap();
+                let n = state.requests.load(Ordering::Relaxed);
+                let mut item = m.objects.values().next().cloned().unwrap_or_default();
+                item["metadata"]["name"] = json!(format!("endless-{n}"));
+                serde_json::to_vec(&list_json(&m, &[&item], Some(format!("fresh-{n}")), true))
+                    .unwrap()
+            };
+            write_full(sock, 200, "application/json", &[], &body).await
+        }
         Misbehaviour::EndlessContinue | Misbehaviour::RepeatingContinue => {
             let body = {
                 let m = state.model.lock().unwrap();
@@ -934,6 +976,13 @@ async fn misbehave(state: &State, req: &Request, sock: &mut TcpStream, what: Mis
             let p = Prefix {
                 no_end_bookmark: true,
                 close_after_lines: true,
+                ..Prefix::default()
+            };
+            healthy_watch(state, req, sock, p).await
+        }
+        Misbehaviour::StreamingNoEndBookmark => {
+            let p = Prefix {
+                no_end_bookmark: true,
                 ..Prefix::default()
             };
             healthy_watch(state, req, sock, p).await
