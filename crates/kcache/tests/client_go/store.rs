@@ -405,8 +405,8 @@ fn pod(name: &str, labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> Pod
 /// Indexes a pod by its `foo` label (`""` when it has none, as a Go map lookup gives).
 fn test_index_func() -> IndexFunc<Pod> {
     Arc::new(|pod: &Pod| {
-        let foo = pod.metadata.labels.as_ref().and_then(|l| l.get("foo"));
-        vec![foo.cloned().unwrap_or_default()]
+        let label = pod.metadata.labels.as_ref().and_then(|l| l.get("foo"));
+        vec![label.cloned().unwrap_or_default()]
     })
 }
 
