@@ -44,6 +44,7 @@
 mod attempt;
 mod config;
 mod elector;
+#[cfg(any(test, feature = "testing", doc))]
 mod fake;
 mod health;
 mod leading;
@@ -54,6 +55,8 @@ mod tests;
 
 pub use config::{Config, Error, JITTER_FACTOR};
 pub use elector::LeaderElector;
+#[cfg(any(test, feature = "testing", doc))]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub use fake::{FakeLock, LockOp};
 pub use health::HealthError;
 pub use leading::run_leading;

@@ -36,6 +36,8 @@
 //! ```
 
 mod config;
+#[cfg(any(test, feature = "testing", doc))]
+mod fake;
 mod gate;
 mod layout;
 mod leases;
@@ -46,9 +48,12 @@ mod selector;
 mod tests;
 
 pub use config::{Config, Error};
+#[cfg(any(test, feature = "testing", doc))]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
+pub use fake::FakeLeases;
 pub use gate::{GateGuard, ShardGate};
 pub use layout::Layout;
-pub use leases::{FakeLeases, GROUP_LABEL, NamedRecord, ShardLeases};
+pub use leases::{GROUP_LABEL, NamedRecord, ShardLeases};
 pub use manager::ShardManager;
 pub use selection::{Current, Selection, ShardFilter};
 pub use selector::{Field, HASH_SPACE, ParseError, Range, Selector, fnv1a64};
