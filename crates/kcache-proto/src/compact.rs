@@ -27,6 +27,10 @@ use crate::envelope::Envelope;
 use crate::list::{RawList, item_kind};
 
 /// The metadata a cache needs without decoding the object.
+///
+/// Not part of the supported surface: kept for this crate's decode bench and fuzz target; the
+/// lean storage users get is `kcache_client::compact::Compact`.
+#[doc(hidden)]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CompactMeta {
     /// `metadata.namespace` (empty for cluster-scoped objects).
@@ -74,6 +78,9 @@ struct ObjectView {
 }
 
 /// An object kept as protobuf bytes + [`CompactMeta`].
+///
+/// Not part of the supported surface (see [`CompactMeta`]).
+#[doc(hidden)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompactObject {
     type_meta: Arc<(String, String)>,
