@@ -3,7 +3,10 @@
 use std::{fmt, sync::Arc, time::Duration};
 
 use super::WorkQueueKind;
-use crate::{store::ObjectKey, workqueue::RateLimiter};
+use crate::{
+    store::ObjectKey,
+    workqueue::{MetricsProvider, RateLimiter},
+};
 
 /// Controller settings.
 ///
@@ -47,6 +50,10 @@ pub struct Config {
     pub rate_limiter: Option<Arc<dyn RateLimiter<ObjectKey>>>,
     /// The kind of work queue (default [`WorkQueueKind::RateLimiting`]).
     pub queue: WorkQueueKind,
+    /// Where the work queue reports client-go's `workqueue_*` metrics, under the queue's
+    /// name, which is [`Config::name`] (e.g. `kcache_metrics::WorkqueueMetrics`). Default
+    /// `None`: the queue records no metrics.
+    pub metrics_provider: Option<Arc<dyn MetricsProvider>>,
 }
 
 impl fmt::Debug for Config {
@@ -66,6 +73,7 @@ impl fmt::Debug for Config {
                 },
             )
             .field("queue", &self.queue)
+            .field("metrics_provider", &self.metrics_provider.is_some())
             .finish()
     }
 }
@@ -80,6 +88,7 @@ impl Default for Config {
             informer_start_timeout: Duration::from_secs(10),
             rate_limiter: None,
             queue: WorkQueueKind::default(),
+            metrics_provider: None,
         }
     }
 }
@@ -131,6 +140,14 @@ impl Config {
     #[must_use]
     pub fn queue(mut self, kind: WorkQueueKind) -> Self {
         self.queue = kind;
+        self
+    }
+
+    /// Sets [`Config::metrics_provider`]: the work queue's `workqueue_*` metrics go to
+    /// `provider`, labelled with the controller's [`name`](Config::name).
+    #[must_use]
+    pub fn metrics_provider(mut self, provider: Arc<dyn MetricsProvider>) -> Self {
+        self.metrics_provider = Some(provider);
         self
     }
 }

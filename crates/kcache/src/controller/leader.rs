@@ -3,6 +3,7 @@
 use std::{future::Future, sync::Arc};
 
 use kube_core::Resource;
+use tokio::sync::watch;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tracing::info;
 
@@ -127,6 +128,94 @@ where
             if !run_done {
                 run.await;
             }
+        }
+        workers.shut_down(TaskTracker::new(), driver_task).await;
+        Ok(())
+    }
+
+    /// Runs as a warm standby that follows a leader state someone else drives, until
+    /// `cancel` fires: what [`run_with_leader_election`](Self::run_with_leader_election)
+    /// does, for several controllers under one [`LeaderElector`] (a manager runs the elector
+    /// once and gives each controller its [`watch`](LeaderElector::watch)).
+    ///
+    /// The informers run and the queue collects keys whatever the state; the workers run
+    /// while `leading` says [`LeaderState::Leading`]. On each start of leading every key in
+    /// the primary cache is queued; when leading ends, the workers stop taking keys and the
+    /// reconciles in flight finish. On `cancel`, the workers drain and `run_while_leading`
+    /// returns: with `release_on_cancel`, cancel the election only after it has returned,
+    /// so that the lease is released once no reconcile runs here. If the state's sender is
+    /// dropped, the workers stop and the controller waits for `cancel`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kcache::controller::{self, Action, Controller};
+    /// use kcache::leaderelection::LeaderState;
+    /// use kcache::{informer, testing::FakeSource, SharedIndexInformer};
+    /// use tokio_util::sync::CancellationToken;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> anyhow::Result<()> {
+    /// let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), informer::Config::default());
+    /// // Usually `elector.watch()`, with the elector run by the caller.
+    /// let (_state, leading) = tokio::sync::watch::channel(LeaderState::Leading);
+    /// let cancel = CancellationToken::new();
+    /// tokio::spawn({ let i = informer.clone(); let c = cancel.clone(); async move { i.run(c).await } });
+    /// let stop = cancel.clone();
+    /// tokio::spawn(async move { stop.cancel() }); // a real controller runs until shutdown
+    /// Controller::new(informer, controller::Config::default())
+    ///     .run_while_leading(
+    ///         leading,
+    ///         |_key, _cm: Option<Arc<ConfigMap>>| async { Ok::<_, String>(Action::Done) },
+    ///         cancel,
+    ///     )
+    ///     .await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`run`](Self::run): the primary informer was not started, or has stopped.
+    pub async fn run_while_leading<F, Fut, E>(
+        self,
+        mut leading: watch::Receiver<LeaderState>,
+        reconcile: F,
+        cancel: CancellationToken,
+    ) -> Result<(), Error>
+    where
+        F: Fn(ObjectKey, Option<Arc<K>>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        E: ReconcileError,
+        P: ErrorPolicy<E>,
+    {
+        let (workers, driver_task) = self.start(reconcile, &cancel).await?;
+        let name = workers.config.name.clone();
+        while !cancel.is_cancelled() {
+            let lead = tokio::select! {
+                biased;
+                () = cancel.cancelled() => break,
+                r = leading.wait_for(LeaderState::is_leading) => r.is_ok(),
+            };
+            if !lead {
+                // No one drives the state any more: never leading again.
+                cancel.cancelled().await;
+                break;
+            }
+            for key in workers.primary.indexer().list_keys() {
+                let _ = workers.queue.add(key);
+            }
+            info!(controller = %name, "leading: starting the reconcile workers");
+            let stop = CancellationToken::new();
+            let round = TaskTracker::new();
+            workers.spawn(&round, &stop);
+            tokio::select! {
+                () = cancel.cancelled() => {}
+                _ = leading.wait_for(|s| !s.is_leading()) => {}
+            }
+            info!(controller = %name, "not leading any more: stopping the reconcile workers");
+            stop.cancel();
+            round.close();
+            round.wait().await;
         }
         workers.shut_down(TaskTracker::new(), driver_task).await;
         Ok(())

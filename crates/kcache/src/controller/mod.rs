@@ -93,10 +93,16 @@ use worker::Workers;
 /// Maps a related object to the primary keys to reconcile.
 type KeyMapper<R> = Box<dyn Fn(&R) -> Vec<ObjectKey> + Send + Sync>;
 
+/// Decides whether an update notification (old, new) queues keys; see
+/// [`Controller::new_with_update_filter`].
+pub type UpdateFilter<R> = Arc<dyn Fn(&R, &R) -> bool + Send + Sync>;
+
 /// Enqueues the keys a mapper derives from each notification.
 struct Enqueue<R> {
     queue: WorkQueue,
     map: KeyMapper<R>,
+    /// Updates it rejects queue nothing; adds and deletes always queue.
+    filter: Option<UpdateFilter<R>>,
 }
 
 impl<R: Resource + Send + Sync + 'static> Enqueue<R> {
@@ -114,6 +120,11 @@ impl<R: Resource + Send + Sync + 'static> EventHandler<R> for Enqueue<R> {
     }
 
     fn on_update(&self, old: &Arc<R>, new: &Arc<R>) {
+        if let Some(filter) = &self.filter
+            && !filter(old, new)
+        {
+            return;
+        }
         // Both: an object whose mapping changed must reach its old and its new owner.
         let priority = queue::update_priority(&**old, &**new);
         self.push(old, priority);
@@ -161,10 +172,54 @@ where
     /// # Panics
     /// When the informer has already stopped.
     pub fn new(informer: SharedIndexInformer<K>, config: Config) -> Self {
+        Self::with_update_filter(informer, config, None)
+    }
+
+    /// As [`new`](Self::new), and an update of a primary object queues its key only when
+    /// `filter(old, new)` is true (controller-runtime's predicates, such as
+    /// `GenerationChangedPredicate`: `|old, new| old.meta().generation != new.meta().generation`).
+    /// Adds, deletes and the keys queued when this replica starts leading are not filtered.
+    /// A resync is an update whose old and new objects are the same, so a filter comparing
+    /// them drops it.
+    ///
+    /// ```
+    /// use kcache::controller::{self, Controller};
+    /// use kcache::{informer, testing::FakeSource, SharedIndexInformer};
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kube_core::Resource;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), informer::Config::default());
+    /// let controller = Controller::new_with_update_filter(
+    ///     informer,
+    ///     controller::Config::default(),
+    ///     |old: &ConfigMap, new: &ConfigMap| old.meta().labels != new.meta().labels,
+    /// );
+    /// # drop(controller);
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    /// When the informer has already stopped.
+    pub fn new_with_update_filter(
+        informer: SharedIndexInformer<K>,
+        config: Config,
+        filter: impl Fn(&K, &K) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        Self::with_update_filter(informer, config, Some(Arc::new(filter)))
+    }
+
+    fn with_update_filter(
+        informer: SharedIndexInformer<K>,
+        config: Config,
+        filter: Option<UpdateFilter<K>>,
+    ) -> Self {
         let (queue, driver) = WorkQueue::new(&config);
         let enqueue = Enqueue::<K> {
             queue: queue.clone(),
             map: Box::new(|obj: &K| meta_namespace_key(obj).into_iter().collect()),
+            filter,
         };
         let reg = informer
             .add_event_handler_with_options(
@@ -207,6 +262,7 @@ where
         let enqueue = Enqueue {
             queue: self.queue.clone(),
             map: Box::new(map),
+            filter: None,
         };
         let reg = informer
             .add_event_handler_with_options(

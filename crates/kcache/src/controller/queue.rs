@@ -98,6 +98,9 @@ impl WorkQueue {
                 if let Some(limiter) = &config.rate_limiter {
                     qconfig = qconfig.shared_rate_limiter(Arc::clone(limiter));
                 }
+                if let Some(provider) = &config.metrics_provider {
+                    qconfig = qconfig.metrics_provider(Arc::clone(provider));
+                }
                 let (queue, driver) = RateLimitingQueue::with_config(qconfig);
                 let inner = Inner::RateLimiting(queue);
                 (Self { inner }, driver)
@@ -106,6 +109,9 @@ impl WorkQueue {
                 let mut qconfig = priority::Config::default().name(config.name.clone());
                 if let Some(limiter) = &config.rate_limiter {
                     qconfig = qconfig.shared_rate_limiter(Arc::clone(limiter));
+                }
+                if let Some(provider) = &config.metrics_provider {
+                    qconfig = qconfig.metrics_provider(Arc::clone(provider));
                 }
                 let (queue, driver) = PriorityQueue::with_config(qconfig);
                 let inner = Inner::Priority {

@@ -73,3 +73,58 @@ async fn reconcile_time_observes_every_reconcile_in_controller_runtime_buckets()
     s.cancel.cancel();
     run.await.unwrap().unwrap();
 }
+
+/// Counts the adds and retries a queue reports, by queue name.
+#[derive(Default)]
+struct CountingProvider {
+    adds: Arc<Mutex<HashMap<String, Arc<AtomicUsize>>>>,
+}
+
+struct Count(Arc<AtomicUsize>);
+
+impl crate::workqueue::metrics::CounterMetric for Count {
+    fn inc(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl crate::workqueue::MetricsProvider for CountingProvider {
+    fn new_adds_metric(&self, name: &str) -> Box<dyn crate::workqueue::metrics::CounterMetric> {
+        let counter = Arc::clone(self.adds.lock().entry(name.to_owned()).or_default());
+        Box::new(Count(counter))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_work_queue_reports_to_the_configured_metrics_provider_under_the_controller_name() {
+    for kind in [WorkQueueKind::RateLimiting, WorkQueueKind::Priority] {
+        let s = setup();
+        for n in ["a", "b"] {
+            s.src.upsert(cm(n));
+        }
+        let provider = Arc::new(CountingProvider::default());
+        let adds = Arc::clone(&provider.adds);
+        let controller = Controller::new(
+            s.informer.clone(),
+            Config::default()
+                .name("configmaps")
+                .queue(kind)
+                .metrics_provider(provider),
+        );
+        let metrics = controller.metrics().clone();
+        let run = tokio::spawn(controller.run(
+            |_key, _obj: Option<Arc<ConfigMap>>| async { Ok::<_, String>(Action::Done) },
+            s.cancel.clone(),
+        ));
+        eventually(|| metrics.succeeded() == 2).await;
+        let names: Vec<String> = adds.lock().keys().cloned().collect();
+        assert_eq!(names, ["configmaps"], "{kind:?}");
+        assert_eq!(
+            adds.lock()["configmaps"].load(Ordering::SeqCst),
+            2,
+            "{kind:?}"
+        );
+        s.cancel.cancel();
+        run.await.unwrap().unwrap();
+    }
+}
