@@ -16,7 +16,7 @@ use kcache_proto::api::core::v1 as pb;
 use kcache_proto::apimachinery::pkg::apis::meta::v1 as meta;
 use kcache_proto::compact::CompactObject;
 use kcache_proto::convert::FromProto;
-use kcache_proto::{DecodeOptions, Envelope, decode_list, decode_list_with};
+use kcache_proto::{DecodeConfig, Envelope, decode_list, decode_list_with};
 use prost::Message;
 
 const PODS: usize = 10_000;
@@ -129,7 +129,7 @@ fn bench(c: &mut Criterion) {
         BenchmarkId::new("protobuf_to_k8s_openapi_stripped", d.pb_body.len()),
         |b| {
             on_cpu(b, || {
-                let opts = DecodeOptions::default().strip_managed_fields(true);
+                let opts = DecodeConfig::default().strip_managed_fields(true);
                 black_box(
                     decode_list_with::<K8sPod>(Envelope::decode(d.pb_body.clone()).unwrap(), opts)
                         .unwrap()

@@ -22,7 +22,7 @@ use prost::Message;
 use serde::de::DeserializeOwned;
 
 use crate::apimachinery::pkg::apis::meta::v1::Time;
-use crate::decode::{DecodeError, DecodeOptions, decode_item};
+use crate::decode::{DecodeError, DecodeConfig, decode_item};
 use crate::envelope::Envelope;
 use crate::list::{RawList, item_kind};
 
@@ -168,7 +168,7 @@ impl CompactObject {
             &self.type_meta.0,
             &self.type_meta.1,
             self.raw.clone(),
-            DecodeOptions::default(),
+            DecodeConfig::default(),
         )
     }
 

@@ -87,13 +87,13 @@ pub enum DecodeError {
 /// Options for [`decode_object_with`] and [`decode_list_with`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct DecodeOptions {
+pub struct DecodeConfig {
     /// Drop `metadata.managedFields` before converting (skips its JSON parsing entirely).
     pub strip_managed_fields: bool,
 }
 
-impl DecodeOptions {
-    /// Sets [`DecodeOptions::strip_managed_fields`].
+impl DecodeConfig {
+    /// Sets [`DecodeConfig::strip_managed_fields`].
     #[must_use]
     pub const fn strip_managed_fields(mut self, strip: bool) -> Self {
         self.strip_managed_fields = strip;
@@ -134,7 +134,7 @@ pub(crate) fn decode_item<K: DeserializeOwned + 'static>(
     api_version: &str,
     kind: &str,
     raw: Bytes,
-    opts: DecodeOptions,
+    opts: DecodeConfig,
 ) -> Result<K, DecodeError> {
     if let Some((av, k)) = native_kind::<K>()
         && (av != api_version || k != kind)
@@ -223,7 +223,7 @@ fn check(env: &Envelope) -> Result<(), DecodeError> {
 /// kinds without a protobuf type, [`DecodeError::Malformed`] / [`DecodeError::Convert`] for bad
 /// bytes, [`DecodeError::Json`] when `K` cannot be deserialized from the object's JSON form.
 pub fn decode_object<K: DeserializeOwned + 'static>(env: Envelope) -> Result<K, DecodeError> {
-    decode_object_with(env, DecodeOptions::default())
+    decode_object_with(env, DecodeConfig::default())
 }
 
 /// [`decode_object`] with options.
@@ -233,7 +233,7 @@ pub fn decode_object<K: DeserializeOwned + 'static>(env: Envelope) -> Result<K, 
 /// As [`decode_object`].
 pub fn decode_object_with<K: DeserializeOwned + 'static>(
     env: Envelope,
-    opts: DecodeOptions,
+    opts: DecodeConfig,
 ) -> Result<K, DecodeError> {
     check(&env)?;
     decode_item(&env.api_version, &env.kind, env.raw, opts)
@@ -247,7 +247,7 @@ pub fn decode_object_with<K: DeserializeOwned + 'static>(
 pub fn decode_list<K: DeserializeOwned + 'static>(
     env: Envelope,
 ) -> Result<(k8s_meta::ListMeta, Vec<K>), DecodeError> {
-    decode_list_with(env, DecodeOptions::default())
+    decode_list_with(env, DecodeConfig::default())
 }
 
 /// [`decode_list`] with options.
@@ -257,7 +257,7 @@ pub fn decode_list<K: DeserializeOwned + 'static>(
 /// As [`decode_list`].
 pub fn decode_list_with<K: DeserializeOwned + 'static>(
     env: Envelope,
-    opts: DecodeOptions,
+    opts: DecodeConfig,
 ) -> Result<(k8s_meta::ListMeta, Vec<K>), DecodeError> {
     check(&env)?;
     let kind = item_kind(&env.kind)?;

@@ -11,7 +11,7 @@ use kcache_proto::apimachinery::pkg::api::resource::Quantity;
 use kcache_proto::apimachinery::pkg::apis::meta::v1 as meta;
 use kcache_proto::apimachinery::pkg::util::intstr::IntOrString;
 use kcache_proto::convert::FromProto;
-use kcache_proto::{DecodeOptions, Envelope, decode_object, decode_object_with};
+use kcache_proto::{DecodeConfig, Envelope, decode_object, decode_object_with};
 use proptest::prelude::*;
 use prost::Message;
 
@@ -293,7 +293,7 @@ fn direct(bytes: &[u8], strip: bool) -> Result<K8sPod, kcache_proto::DecodeError
         raw: Bytes::copy_from_slice(bytes),
         content_type: String::new(),
     };
-    decode_object_with(env, DecodeOptions::default().strip_managed_fields(strip))
+    decode_object_with(env, DecodeConfig::default().strip_managed_fields(strip))
 }
 
 proptest! {

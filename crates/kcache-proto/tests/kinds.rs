@@ -212,7 +212,7 @@ fn strip_managed_fields_option_drops_them() {
     let env = Envelope::for_message("v1", "ConfigMap", &cm);
     let kept: k8s_core::ConfigMap = decode_object(env.clone()).unwrap();
     assert_eq!(kept.metadata.managed_fields.map(|m| m.len()), Some(1));
-    let opts = kcache_proto::DecodeOptions::default().strip_managed_fields(true);
+    let opts = kcache_proto::DecodeConfig::default().strip_managed_fields(true);
     let stripped: k8s_core::ConfigMap = kcache_proto::decode_object_with(env, opts).unwrap();
     assert_eq!(stripped.metadata.managed_fields, None);
     assert_eq!(stripped.metadata.name.as_deref(), Some("cm"));

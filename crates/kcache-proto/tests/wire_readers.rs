@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Pod as K8sPod;
 use kcache_proto::api::core::v1 as pb;
 use kcache_proto::apimachinery::pkg::apis::meta::v1 as meta;
 use kcache_proto::compact::{strip_managed_fields, wire};
-use kcache_proto::{DecodeOptions, Envelope, decode_object_with};
+use kcache_proto::{DecodeConfig, Envelope, decode_object_with};
 use prost::Message;
 
 /// A small valid Pod, to which a test appends one record.
@@ -47,7 +47,7 @@ fn verdicts(bytes: &[u8]) -> (bool, bool, bool) {
         raw: Bytes::copy_from_slice(bytes),
         content_type: String::new(),
     };
-    let direct = decode_object_with::<K8sPod>(env, DecodeOptions::default()).is_ok();
+    let direct = decode_object_with::<K8sPod>(env, DecodeConfig::default()).is_ok();
     let walker = wire::fields(bytes).all(|f| f.is_ok()) && strip_managed_fields(bytes).is_ok();
     let prost = pb::Pod::decode(bytes).is_ok();
     (direct, walker, prost)

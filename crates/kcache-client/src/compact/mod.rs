@@ -275,7 +275,7 @@ impl<K: DeserializeOwned + Resource + 'static> Compact<K> {
                     raw: raw.clone(),
                     content_type: String::new(),
                 };
-                kcache_proto::decode_object_with(env, kcache_proto::DecodeOptions::default())?
+                kcache_proto::decode_object_with(env, kcache_proto::DecodeConfig::default())?
             }
         };
         let managed = obj.meta_mut().managed_fields.take();

@@ -86,7 +86,7 @@ impl<K: DeserializeOwned + 'static> ItemDecoder<K> for Typed {
         envelope: kcache_proto::Envelope,
     ) -> Option<Result<K, kcache_proto::DecodeError>> {
         let opts =
-            kcache_proto::DecodeOptions::default().strip_managed_fields(self.strip_managed_fields);
+            kcache_proto::DecodeConfig::default().strip_managed_fields(self.strip_managed_fields);
         Some(kcache_proto::decode_object_with(envelope, opts))
     }
 

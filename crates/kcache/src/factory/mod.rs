@@ -201,10 +201,10 @@ pub struct SharedInformerFactory {
 }
 
 impl SharedInformerFactory {
-    /// A factory with these options.
-    pub fn new(options: Config) -> Self {
+    /// A factory with this configuration.
+    pub fn new(config: Config) -> Self {
         Self {
-            options,
+            options: config,
             state: Mutex::new(State {
                 informers: HashMap::new(),
                 started: HashMap::new(),

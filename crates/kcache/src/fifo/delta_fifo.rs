@@ -138,7 +138,7 @@ fn dedup_deletions<K>(deltas: &mut Deltas<K>) {
 
 impl<K: Send + Sync + 'static> DeltaFifo<K> {
     /// An empty queue.
-    pub fn new(key_func: KeyFunc<K>, options: DeltaFifoConfig<K>) -> Self {
+    pub fn new(key_func: KeyFunc<K>, config: DeltaFifoConfig<K>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 core: Core::new(
@@ -149,8 +149,8 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
                         sync: SyncTracker::default(),
                     },
                 ),
-                known_objects: options.known_objects,
-                emit_replaced: options.emit_replaced,
+                known_objects: config.known_objects,
+                emit_replaced: config.emit_replaced,
             }),
         }
     }

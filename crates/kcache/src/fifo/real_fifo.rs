@@ -169,7 +169,7 @@ impl<K> fmt::Debug for RealFifo<K> {
 
 impl<K: Send + Sync + 'static> RealFifo<K> {
     /// A queue with explicit options.
-    pub fn new(key_func: KeyFunc<K>, options: RealFifoConfig<K>) -> Self {
+    pub fn new(key_func: KeyFunc<K>, config: RealFifoConfig<K>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 core: Core::new(
@@ -179,8 +179,8 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
                         sync: SyncTracker::default(),
                     },
                 ),
-                mode: options.mode,
-                batch_size: options.batch_size.max(1),
+                mode: config.mode,
+                batch_size: config.batch_size.max(1),
             }),
         }
     }
