@@ -644,7 +644,8 @@ async fn reflector_list_and_watch_with_errors() {
         });
         let errors = run.errors.clone();
         run.finished().await;
-        for sender in senders.lock().drain(..) {
+        let senders: Vec<_> = senders.lock().drain(..).collect();
+        for sender in senders {
             tokio::time::timeout(PATIENCE, sender)
                 .await
                 .expect("the events were never all taken")
