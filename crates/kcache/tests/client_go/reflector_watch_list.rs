@@ -4,10 +4,9 @@
 //! client-go drives one `ListAndWatch` round against `fakeListWatcher`: one shared
 //! `watch.NewFake()` handed out by every watch request (until the test stops and recreates it),
 //! request counters and options, and a goroutine that sends the scenario's events and cancels
-//! the context after some of them. The port keeps that lister-watcher ([`support::FakeLw`]) and
-//! runs [`Reflector::run`](kcache::reflector::Reflector::run) until the same cancellation; a
-//! round that client-go ends with an error ends here from the watch error handler. Time is
-//! paused tokio time.
+//! the context after some of them. The port keeps that lister-watcher (`support::FakeLw`) and
+//! runs `Reflector::run` until the same cancellation; a round that client-go ends with an error
+//! ends here from the watch error handler. Time is paused tokio time.
 
 use std::{sync::Arc, time::Duration};
 
