@@ -53,6 +53,12 @@ impl<K: Send + Sync + 'static> Processor<K> {
 
     /// Sends `n` to every listener, or for a resync notification only to those whose resync
     /// is due.
+    ///
+    /// A relist's unchanged objects are resync notifications too, so a handler without a
+    /// resync period never receives them. client-go delivers them to every listener of an
+    /// informer without a resync period (its listeners start "syncing" and only a resync
+    /// period ever clears that); kcache does not, on purpose — see
+    /// `crates/kcache/tests/relist_delivery.rs` for the reasons and the test.
     pub(crate) fn distribute(&self, n: Notification<K>, is_sync: bool) {
         if is_sync {
             let syncing = self.syncing.lock();
