@@ -6,10 +6,15 @@
 //! - [`WorkqueueMetrics`]: a [`MetricsProvider`](kcache::workqueue::MetricsProvider) for
 //!   kcache's work queues under client-go's names and buckets (`workqueue_depth`,
 //!   `workqueue_adds_total`, `workqueue_queue_duration_seconds`, …, label `name`), so that
-//!   dashboards written for client-go and controller-runtime work unchanged;
+//!   dashboards written for client-go work unchanged
+//!   ([`WorkqueueMetrics::with_controller_label`] adds controller-runtime's `controller`
+//!   label, for a controller's queue);
 //! - [`InformerMetrics`]: the reflector, cache and handlers of each registered informer as
-//!   real counters, gauges and histograms labelled by resource
-//!   (`kcache_reflector_lists_total{resource="pods"}`, relists by cause, watch events by type,
+//!   real counters, gauges and histograms labelled by what the informer caches, each part a
+//!   label of its own ([`ResourceLabels`]: `resource`, `group`, `namespace`, `selector`,
+//!   `field_selector`; e.g.
+//!   `kcache_reflector_lists_total{resource="deployments",group="apps",namespace="mon"}`),
+//!   relists by cause, watch events by type,
 //!   bookmarks, list items and duration, the age of the last resourceVersion, each handler's
 //!   buffer depth and maximum, and the bytes an accounted cache holds,
 //!   `kcache_informer_cache_bytes`; the full table is on [`InformerMetrics`]);
@@ -65,6 +70,6 @@ mod workqueue;
 
 pub use checks::{Check, Checks, leader_election_check};
 pub use controller::ControllerMetrics;
-pub use informer::{InformerMetrics, InformerView};
+pub use informer::{InformerMetrics, InformerView, ResourceLabels};
 pub use server::{router, serve};
 pub use workqueue::WorkqueueMetrics;

@@ -14,10 +14,6 @@ use prometheus_client::{
 type Labels = Vec<(String, String)>;
 type FloatGauge = Gauge<f64, AtomicU64>;
 
-fn labels(name: &str) -> Labels {
-    vec![("name".to_owned(), name.to_owned())]
-}
-
 fn histogram() -> Histogram {
     Histogram::new(names::DURATION_BUCKETS)
 }
@@ -26,10 +22,13 @@ fn histogram() -> Histogram {
 /// names, the label `name` (the queue's name), and the same duration buckets (10 ns … 10 s,
 /// ×10).
 ///
-/// Give it to a queue with `RateLimitingQueueConfig::metrics_provider`; a queue without a
-/// name records nothing, as in client-go.
+/// Give it to a queue with `RateLimitingQueueConfig::metrics_provider` (to a controller's
+/// with `controller::Config::metrics_provider`); a queue without a name records nothing, as
+/// in client-go.
 #[derive(Debug, Clone)]
 pub struct WorkqueueMetrics {
+    /// Also label each series `controller` (controller-runtime's provider).
+    controller_label: bool,
     depth: Family<Labels, Gauge>,
     adds: Family<Labels, Counter>,
     latency: Family<Labels, Histogram, fn() -> Histogram>,
@@ -40,9 +39,47 @@ pub struct WorkqueueMetrics {
 }
 
 impl WorkqueueMetrics {
-    /// Registers the families in `registry`.
+    /// Registers the families in `registry`, labelled `name` (client-go's
+    /// `k8s.io/component-base` provider).
     pub fn new(registry: &mut Registry) -> Self {
+        Self::register(registry, false)
+    }
+
+    /// Registers the families in `registry`, labelled `name` and `controller`, both the
+    /// queue's name, as controller-runtime's provider labels its controllers' queues
+    /// (`workqueue_depth{name="websites",controller="websites"}`), so that
+    /// controller-runtime's dashboards work unchanged.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use kcache::workqueue::{RateLimitingQueue, RateLimitingQueueConfig};
+    /// use kcache_metrics::WorkqueueMetrics;
+    /// use prometheus_client::{encoding::text::encode, registry::Registry};
+    ///
+    /// let mut registry = Registry::default();
+    /// let queues = Arc::new(WorkqueueMetrics::with_controller_label(&mut registry));
+    /// let (_queue, _driver) = RateLimitingQueue::<String>::with_config(
+    ///     RateLimitingQueueConfig::default().name("websites").metrics_provider(queues),
+    /// );
+    /// let mut text = String::new();
+    /// encode(&mut text, &registry).unwrap();
+    /// assert!(text.contains(r#"workqueue_depth{name="websites",controller="websites"} 0"#));
+    /// ```
+    pub fn with_controller_label(registry: &mut Registry) -> Self {
+        Self::register(registry, true)
+    }
+
+    fn labels(&self, name: &str) -> Labels {
+        let mut labels = vec![("name".to_owned(), name.to_owned())];
+        if self.controller_label {
+            labels.push(("controller".to_owned(), name.to_owned()));
+        }
+        labels
+    }
+
+    fn register(registry: &mut Registry, controller_label: bool) -> Self {
         let m = Self {
+            controller_label,
             depth: Family::default(),
             adds: Family::default(),
             latency: Family::new_with_constructor(histogram),
@@ -121,27 +158,30 @@ impl SettableGaugeMetric for S {
 
 impl MetricsProvider for WorkqueueMetrics {
     fn new_depth_metric(&self, name: &str) -> Box<dyn GaugeMetric> {
-        Box::new(G(self.depth.get_or_create(&labels(name)).clone()))
+        Box::new(G(self.depth.get_or_create(&self.labels(name)).clone()))
     }
     fn new_adds_metric(&self, name: &str) -> Box<dyn CounterMetric> {
-        Box::new(C(self.adds.get_or_create(&labels(name)).clone()))
+        Box::new(C(self.adds.get_or_create(&self.labels(name)).clone()))
     }
     fn new_latency_metric(&self, name: &str) -> Box<dyn HistogramMetric> {
-        Box::new(H(self.latency.get_or_create(&labels(name)).clone()))
+        Box::new(H(self.latency.get_or_create(&self.labels(name)).clone()))
     }
     fn new_work_duration_metric(&self, name: &str) -> Box<dyn HistogramMetric> {
-        Box::new(H(self.work_duration.get_or_create(&labels(name)).clone()))
+        Box::new(H(self
+            .work_duration
+            .get_or_create(&self.labels(name))
+            .clone()))
     }
     fn new_unfinished_work_seconds_metric(&self, name: &str) -> Box<dyn SettableGaugeMetric> {
-        Box::new(S(self.unfinished.get_or_create(&labels(name)).clone()))
+        Box::new(S(self.unfinished.get_or_create(&self.labels(name)).clone()))
     }
     fn new_longest_running_processor_seconds_metric(
         &self,
         name: &str,
     ) -> Box<dyn SettableGaugeMetric> {
-        Box::new(S(self.longest.get_or_create(&labels(name)).clone()))
+        Box::new(S(self.longest.get_or_create(&self.labels(name)).clone()))
     }
     fn new_retries_metric(&self, name: &str) -> Box<dyn CounterMetric> {
-        Box::new(C(self.retries.get_or_create(&labels(name)).clone()))
+        Box::new(C(self.retries.get_or_create(&self.labels(name)).clone()))
     }
 }

@@ -19,7 +19,7 @@ type CounterRow = (&'static str, &'static str, fn(&Metrics) -> u64);
 
 /// One running informer at scrape time.
 struct Row {
-    resource: String,
+    labels: Labels,
     metrics: Metrics,
     health: Health,
     informer: Arc<dyn InformerView>,
@@ -27,11 +27,13 @@ struct Row {
 
 impl Row {
     fn labels(&self) -> Labels {
-        vec![("resource", self.resource.clone())]
+        self.labels.clone()
     }
 
     fn with(&self, key: &'static str, value: &str) -> Labels {
-        vec![("resource", self.resource.clone()), (key, value.to_owned())]
+        let mut labels = self.labels.clone();
+        labels.push((key, value.to_owned()));
+        labels
     }
 }
 
@@ -75,7 +77,7 @@ impl Collector for InformerMetrics {
             .into_iter()
             .filter_map(|informer| {
                 Some(Row {
-                    resource: informer.resource(),
+                    labels: informer.labels().to_labels(),
                     metrics: informer.reflector_metrics()?,
                     health: informer.health().unwrap_or_default(),
                     informer,

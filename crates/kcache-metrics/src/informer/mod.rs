@@ -1,6 +1,9 @@
 //! Reflector and cache metrics of registered informers, read at scrape time.
 
 mod collector;
+mod labels;
+
+pub use labels::ResourceLabels;
 
 use std::sync::Arc;
 
@@ -47,6 +50,53 @@ pub trait InformerView: Send + Sync + 'static {
     fn memory_budget(&self) -> Option<usize> {
         None
     }
+    /// The labels of its series (default: [`ResourceLabels::parse`] of
+    /// [`resource`](Self::resource)).
+    fn labels(&self) -> ResourceLabels {
+        ResourceLabels::parse(&self.resource())
+    }
+}
+
+/// An informer exported with labels given explicitly.
+struct Labelled {
+    inner: Arc<dyn InformerView>,
+    labels: ResourceLabels,
+}
+
+impl InformerView for Labelled {
+    fn resource(&self) -> String {
+        self.inner.resource()
+    }
+    fn has_synced(&self) -> bool {
+        self.inner.has_synced()
+    }
+    fn health(&self) -> Option<Health> {
+        self.inner.health()
+    }
+    fn reflector_metrics(&self) -> Option<kcache::reflector::Metrics> {
+        self.inner.reflector_metrics()
+    }
+    fn objects(&self) -> usize {
+        self.inner.objects()
+    }
+    fn queue_len(&self) -> usize {
+        self.inner.queue_len()
+    }
+    fn reflector(&self) -> Option<ReflectorHandle> {
+        self.inner.reflector()
+    }
+    fn handlers(&self) -> Vec<HandlerRegistration> {
+        self.inner.handlers()
+    }
+    fn memory(&self) -> Option<MemoryUsage> {
+        self.inner.memory()
+    }
+    fn memory_budget(&self) -> Option<usize> {
+        self.inner.memory_budget()
+    }
+    fn labels(&self) -> ResourceLabels {
+        self.labels.clone()
+    }
 }
 
 impl<K> InformerView for SharedIndexInformer<K>
@@ -90,7 +140,17 @@ where
 /// The informers whose reflector, cache and handlers are exported, as a collector registered
 /// in a [`Registry`]. Cheap to clone; clones share the list.
 ///
-/// Every family has the label `resource` (the reflector's name, e.g. `pods`):
+/// Every family has the labels of [`ResourceLabels`], each present when not empty:
+///
+/// | label | value |
+/// |---|---|
+/// | `resource` | the plural resource name (`pods`, `deployments`, `websites`) |
+/// | `group` | the API group (`apps`, `demo.kcache.dev`); absent for the core group |
+/// | `namespace` | the namespace watched; absent for all namespaces |
+/// | `selector` | the label selector; absent for none |
+/// | `field_selector` | the field selector; absent for none |
+///
+/// plus, where the table below says so, `cause`, `type` or `handler`.
 ///
 /// | family | type | what |
 /// |---|---|---|
@@ -142,9 +202,36 @@ impl InformerMetrics {
         m
     }
 
-    /// Exports `informer` (a clone of the handle is kept).
+    /// Exports `informer` (a clone of the handle is kept), labelled from its reflector's
+    /// name ([`ResourceLabels::parse`]).
     pub fn register(&self, informer: &(impl InformerView + Clone)) {
         self.informers.lock().push(Arc::new(informer.clone()));
+    }
+
+    /// Exports `informer` with `labels` (e.g. [`ResourceLabels::of`]), whatever its
+    /// reflector is named.
+    ///
+    /// ```
+    /// use k8s_openapi::api::apps::v1::Deployment;
+    /// use kcache::{SharedIndexInformer, informer, testing::FakeSource};
+    /// use kcache_metrics::{InformerMetrics, ResourceLabels};
+    /// use prometheus_client::registry::Registry;
+    ///
+    /// let mut registry = Registry::default();
+    /// let informers = InformerMetrics::new(&mut registry);
+    /// let deployments = SharedIndexInformer::new(FakeSource::<Deployment>::new(), informer::Config::default());
+    /// informers.register_with_labels(&deployments, ResourceLabels::of::<Deployment>(Some("mon"), None));
+    /// assert_eq!(informers.informers()[0].labels().group, "apps");
+    /// ```
+    pub fn register_with_labels(
+        &self,
+        informer: &(impl InformerView + Clone),
+        labels: ResourceLabels,
+    ) {
+        let inner: Arc<dyn InformerView> = Arc::new(informer.clone());
+        self.informers
+            .lock()
+            .push(Arc::new(Labelled { inner, labels }));
     }
 
     /// The registered informers.
