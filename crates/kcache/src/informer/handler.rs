@@ -58,9 +58,10 @@ impl<K> Clone for DeletedObject<K> {
 ///
 /// # Panics
 ///
-/// A panic in a handler method is caught: it is logged at error level with the object's key,
-/// that one notification is dropped *for that handler only*, and the handler goes on with the
-/// next one; the cache and the other handlers are not affected. A handler that keeps state
+/// A panic in a handler method is caught: it is logged at error level with the handler's name,
+/// the object's key and the panic's message, that one notification is dropped *for that handler
+/// only*, and the handler goes on with the next one at once; the cache and the other handlers
+/// are not affected. A handler that keeps state
 /// should therefore not panic halfway through an update. client-go does not catch handler
 /// panics: its `HandleCrash` logs and re-panics, which ends the process.
 pub trait EventHandler<K>: Send + Sync + 'static {

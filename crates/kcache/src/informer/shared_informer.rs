@@ -366,6 +366,28 @@ where
         self.inner.queue.len()
     }
 
+    /// How often the informer asks whether a handler's resync is due (client-go's
+    /// `resyncCheckPeriod`): [`Config::resync_period`], lowered before start by any handler
+    /// registered with a shorter (non-zero) period; zero when the informer does not resync.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kcache::informer::{self, HandlerConfig, HandlerFns, SharedIndexInformer};
+    /// use kcache::testing::FakeSource;
+    ///
+    /// let config = informer::Config::default().resync_period(Duration::from_secs(60));
+    /// let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), config);
+    /// assert_eq!(informer.resync_check_period(), Duration::from_secs(60));
+    /// let often = HandlerConfig::default().resync_period(Duration::from_secs(5));
+    /// informer.add_event_handler_with_options(HandlerFns::new(), often)?;
+    /// assert_eq!(informer.resync_check_period(), Duration::from_secs(5));
+    /// # Ok::<(), kcache::informer::Error>(())
+    /// ```
+    pub fn resync_check_period(&self) -> Duration {
+        self.inner.start.lock().check_period
+    }
+
     /// Whether [`run`](Self::run) was called.
     pub fn has_started(&self) -> bool {
         self.inner.start.lock().started

@@ -262,13 +262,14 @@ impl<K: Send + Sync + 'static> Listener<K> {
             Notification::Update { old, new, .. } => handler.on_update(old, new),
             Notification::Delete { obj, .. } => handler.on_delete(obj),
         }));
-        if result.is_err() {
+        if let Err(payload) = result {
             let key = match &n {
                 Notification::Add { key, .. }
                 | Notification::Update { key, .. }
                 | Notification::Delete { key, .. } => key,
             };
-            error!(handler = %self.name, %key, "event handler panicked; the notification is dropped for this handler");
+            let panic = panic_message(payload.as_ref());
+            error!(handler = %self.name, %key, panic, "event handler panicked; the notification is dropped for this handler");
         }
     }
 
@@ -289,6 +290,18 @@ impl<K: Send + Sync + 'static> Listener<K> {
 
     pub(crate) fn resync_period(&self) -> Duration {
         self.resync.lock().period
+    }
+}
+
+/// The message a panic was raised with (`panic!("…")`'s text), or a placeholder for a payload
+/// of another type.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&'static str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "a non-string panic payload"
     }
 }
 
