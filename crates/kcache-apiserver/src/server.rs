@@ -201,6 +201,7 @@ impl ApiServerBuilder {
             config: self.config.clone(),
             faults: faults.clone(),
             shutdown: shutdown.clone(),
+            tokens: parking_lot::Mutex::new(std::collections::HashMap::new()),
         });
         let handle = ServerHandle {
             state: state.clone(),
@@ -213,6 +214,18 @@ impl ApiServerBuilder {
                 )
                 .map_err(ServerError::Seed)?;
         }
+        handle
+            .create(
+                "/api/v1/namespaces/default/services",
+                serde_json::json!({
+                    "metadata": {"name": "kubernetes",
+                                 "labels": {"component": "apiserver", "provider": "kubernetes"}},
+                    "spec": {"clusterIP": "10.96.0.1", "type": "ClusterIP",
+                             "ports": [{"name": "https", "port": 443, "protocol": "TCP",
+                                        "targetPort": local.port()}]},
+                }),
+            )
+            .map_err(ServerError::Seed)?;
         for (path, obj) in self.seed {
             handle.create(&path, obj).map_err(ServerError::Seed)?;
         }

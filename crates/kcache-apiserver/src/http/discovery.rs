@@ -37,31 +37,47 @@ pub(crate) fn version() -> Response {
     )
 }
 
-fn verbs(info: &ResourceInfo) -> Vec<&'static str> {
-    if info.plural == "namespaces" && info.group.is_empty() {
-        vec![
-            "create", "delete", "get", "list", "patch", "update", "watch",
-        ]
-    } else {
-        vec![
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch",
-        ]
-    }
+fn verbs(info: &ResourceInfo) -> Vec<String> {
+    let mut v = info.verbs.clone();
+    v.sort();
+    v
 }
 
-fn sub_verbs(sub: &str) -> Vec<&'static str> {
-    if sub == "finalize" {
-        vec!["update"]
-    } else {
-        vec!["get", "patch", "update"]
-    }
+/// A subresource's kind and verbs: kube-apiserver's (from the discovery table) for the
+/// built-in resources, else the `status` defaults. The kind is `(group, version, kind)`, with
+/// empty group and version when it is the resource's own kind.
+fn subresource(info: &ResourceInfo, sub: &str) -> ((String, String, String), Vec<String>) {
+    let entry = crate::resource::table().entry(
+        &info.group,
+        &info.version,
+        &format!("{}/{sub}", info.plural),
+    );
+    let s = |k: &str| {
+        entry
+            .and_then(|e| e.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let verbs: Vec<String> = match entry.and_then(|e| e.get("verbs")).and_then(Value::as_array) {
+        Some(a) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        None if sub == "finalize" => vec!["update".into()],
+        None => vec!["get".into(), "patch".into(), "update".into()],
+    };
+    let kind = match entry {
+        Some(_) => (s("group"), s("version"), s("kind")),
+        None => (String::new(), String::new(), info.kind.clone()),
+    };
+    (kind, verbs)
+}
+
+/// The verbs of subresource `sub` of `info`.
+pub(crate) fn subresource_verbs(info: &ResourceInfo, sub: &str) -> Vec<String> {
+    subresource(info, sub).1
 }
 
 fn resource_list(group: &str, version: &str, resources: &[Arc<ResourceInfo>]) -> Value {
@@ -74,19 +90,22 @@ fn resource_list(group: &str, version: &str, resources: &[Arc<ResourceInfo>]) ->
         if !r.short_names.is_empty() {
             entry["shortNames"] = json!(r.short_names);
         }
-        if r.group.is_empty() && matches!(r.plural.as_str(), "pods" | "services") {
-            entry["categories"] = json!(["all"]);
+        if !r.categories.is_empty() {
+            entry["categories"] = json!(r.categories);
+        }
+        if let Some(h) = &r.storage_version_hash {
+            entry["storageVersionHash"] = json!(h);
         }
         out.push(entry);
         for sub in &r.subresources {
+            let ((g, v, kind), verbs) = subresource(r, sub);
             let mut e = json!({
                 "name": format!("{}/{}", r.plural, sub), "singularName": "",
-                "namespaced": r.namespaced, "kind": r.kind, "verbs": sub_verbs(sub),
+                "namespaced": r.namespaced, "kind": kind, "verbs": verbs,
             });
-            if sub == "scale" {
-                e["kind"] = json!("Scale");
-                e["group"] = json!("autoscaling");
-                e["version"] = json!("v1");
+            if !g.is_empty() || !v.is_empty() {
+                e["group"] = json!(g);
+                e["version"] = json!(v);
             }
             out.push(e);
         }
@@ -103,8 +122,13 @@ fn resource_list(group: &str, version: &str, resources: &[Arc<ResourceInfo>]) ->
     doc
 }
 
-/// group → versions (in registration order, `v1` first) → resources.
-fn groups(state: &AppState) -> BTreeMap<String, BTreeMap<String, Vec<Arc<ResourceInfo>>>> {
+/// One group's versions, preferred first (kube-apiserver's order for the built-in groups,
+/// else by name), each with its resources.
+type Versions = Vec<(String, Vec<Arc<ResourceInfo>>)>;
+
+/// The served groups in kube-apiserver's order (core first, the built-in groups in its
+/// priority order, then the others by name).
+fn groups(state: &AppState) -> Vec<(String, Versions)> {
     let mut g: BTreeMap<String, BTreeMap<String, Vec<Arc<ResourceInfo>>>> = BTreeMap::new();
     for r in state.registry.all() {
         g.entry(r.group.clone())
@@ -113,19 +137,29 @@ fn groups(state: &AppState) -> BTreeMap<String, BTreeMap<String, Vec<Arc<Resourc
             .or_default()
             .push(r);
     }
-    g
+    let table = crate::resource::table();
+    let mut out: Vec<(String, Versions)> = g
+        .into_iter()
+        .map(|(name, versions)| {
+            let mut vs: Versions = versions.into_iter().collect();
+            vs.sort_by_key(|(v, _)| table.version_rank(&name, v).unwrap_or(usize::MAX));
+            (name, vs)
+        })
+        .collect();
+    out.sort_by_key(|(name, _)| table.group_rank(name).unwrap_or(usize::MAX));
+    out
 }
 
-fn group_doc(name: &str, versions: &BTreeMap<String, Vec<Arc<ResourceInfo>>>) -> Value {
+fn group_doc(name: &str, versions: &Versions) -> Value {
     let vs: Vec<Value> = versions
-        .keys()
-        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .iter()
+        .map(|(v, _)| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
         .collect();
     let preferred = vs.first().cloned().unwrap_or(Value::Null);
     json!({"name": name, "versions": vs, "preferredVersion": preferred})
 }
 
-fn aggregated_group(name: &str, versions: &BTreeMap<String, Vec<Arc<ResourceInfo>>>) -> Value {
+fn aggregated_group(name: &str, versions: &Versions) -> Value {
     let vs: Vec<Value> = versions
         .iter()
         .map(|(v, resources)| {
@@ -141,20 +175,17 @@ fn aggregated_group(name: &str, versions: &BTreeMap<String, Vec<Arc<ResourceInfo
                     if !r.short_names.is_empty() {
                         e["shortNames"] = json!(r.short_names);
                     }
-                    if r.group.is_empty() && matches!(r.plural.as_str(), "pods" | "services") {
-                        e["categories"] = json!(["all"]);
+                    if !r.categories.is_empty() {
+                        e["categories"] = json!(r.categories);
                     }
                     if !r.subresources.is_empty() {
                         e["subresources"] = r
                             .subresources
                             .iter()
                             .map(|s| {
-                                let kind = if s == "scale" {
-                                    json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
-                                } else {
-                                    kind.clone()
-                                };
-                                json!({"subresource": s, "responseKind": kind, "verbs": sub_verbs(s)})
+                                let ((g, v, k), verbs) = subresource(r, s);
+                                let kind = json!({"group": g, "version": v, "kind": k});
+                                json!({"subresource": s, "responseKind": kind, "verbs": verbs})
                             })
                             .collect();
                     }
@@ -209,16 +240,17 @@ pub(crate) fn handle(
 ) -> Result<Response, ApiError> {
     let wants_aggregated = output(headers, false).is_ok_and(|o| o == Output::Discovery);
     let all = groups(state);
-    let empty = BTreeMap::new();
+    let empty = Versions::new();
+    let find = |g: &str| all.iter().find(|(n, _)| n == g).map(|(_, vs)| vs);
     match route {
         Route::Api => {
-            let core = all.get("").unwrap_or(&empty);
+            let core = find("").unwrap_or(&empty);
             if wants_aggregated {
                 return Ok(aggregated(vec![aggregated_group("", core)], headers));
             }
             Ok(json_response(
                 200,
-                &json!({"kind": "APIVersions", "versions": core.keys().collect::<Vec<_>>(),
+                &json!({"kind": "APIVersions", "versions": core.iter().map(|(v, _)| v).collect::<Vec<_>>(),
                         "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0",
                         "serverAddress": "127.0.0.1"}]}),
             ))
@@ -236,17 +268,16 @@ pub(crate) fn handle(
             ))
         }
         Route::Group(g) => {
-            let vs = all.get(g).unwrap_or(&empty);
+            let vs = find(g).unwrap_or(&empty);
             let mut doc = group_doc(g, vs);
             doc["kind"] = json!("APIGroup");
             doc["apiVersion"] = json!("v1");
             Ok(json_response(200, &doc))
         }
         Route::GroupVersion(g, v) => {
-            let rs = all
-                .get(g)
-                .and_then(|vs| vs.get(v))
-                .cloned()
+            let rs = find(g)
+                .and_then(|vs| vs.iter().find(|(ver, _)| ver == v))
+                .map(|(_, rs)| rs.clone())
                 .unwrap_or_default();
             Ok(json_response(200, &resource_list(g, v, &rs)))
         }

@@ -50,6 +50,8 @@ pub(crate) struct AppState {
     pub(crate) config: ServerConfig,
     pub(crate) faults: Arc<FaultState>,
     pub(crate) shutdown: CancellationToken,
+    /// The service account tokens issued by `serviceaccounts/token`, accepted as bearer tokens.
+    pub(crate) tokens: parking_lot::Mutex<HashMap<String, crud::IssuedToken>>,
 }
 
 /// Serves until `shutdown` is cancelled.
@@ -295,12 +297,52 @@ fn authorized(state: &AppState, req: &Request) -> bool {
         .unwrap_or("")
         .trim();
     // Constant-time comparison: no early exit on the first differing byte.
-    presented.len() == token.len()
+    let admin = presented.len() == token.len()
         && presented
             .bytes()
             .zip(token.bytes())
             .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
+            == 0;
+    admin || crud::token_identity(state, presented).is_some()
+}
+
+/// The verb of a request (kube-apiserver's names, as discovery lists them).
+fn request_verb(target: &Target, method: &Method, query: &HashMap<String, String>) -> &'static str {
+    let watch = target.watch_path || query.get("watch").is_some_and(|v| v == "1" || v == "true");
+    match (target.name.is_some(), method.as_str()) {
+        (_, "GET") if watch => "watch",
+        (false, "GET") => "list",
+        (true, "GET") => "get",
+        (_, "POST") => "create",
+        (_, "PUT") => "update",
+        (_, "PATCH") => "patch",
+        (true, "DELETE") => "delete",
+        (false, "DELETE") => "deletecollection",
+        _ => "",
+    }
+}
+
+/// 405 for a verb the resource (or subresource) does not serve; 404 for a named object of a
+/// resource that has none (a review kind), as kube-apiserver answers.
+fn check_verb(
+    target: &Target,
+    method: &Method,
+    query: &HashMap<String, String>,
+) -> Result<(), ApiError> {
+    let verb = request_verb(target, method, query);
+    let allowed = match &target.sub {
+        Some(sub) => discovery::subresource_verbs(&target.info, sub)
+            .iter()
+            .any(|v| v == verb),
+        None => target.info.allows(verb),
+    };
+    if allowed {
+        return Ok(());
+    }
+    if target.sub.is_none() && target.name.is_some() && !target.info.allows("get") {
+        return Err(ApiError::unknown_resource());
+    }
+    Err(ApiError::method_not_allowed())
 }
 
 async fn handle(state: Arc<AppState>, req: Request) -> Response {
@@ -398,7 +440,24 @@ async fn dispatch(
 ) -> Result<Response, ApiError> {
     let method = &parts.method;
     let headers = &parts.headers;
+    check_verb(&target, method, query)?;
+    let sub = target.sub.as_deref();
     match (target.name.is_some(), method.clone()) {
+        (true, Method::POST) if sub == Some("eviction") => {
+            crud::evict(state, &target, query, headers, &body)
+        }
+        (true, Method::POST) if sub == Some("binding") => {
+            crud::bind(state, &target, query, headers, &body)
+        }
+        (true, Method::POST) if sub == Some("token") => {
+            crud::token(state, &target, query, headers, &body)
+        }
+        (false, Method::POST) if crud::is_core_binding(&target.info) => {
+            crud::bind(state, &target, query, headers, &body)
+        }
+        (false, Method::POST) if crud::is_review(&target.info) => {
+            crud::review(state, &target, query, headers, &body)
+        }
         (false, Method::GET) => {
             let out = negotiate::output(headers, protobuf::supports(&target.info))?;
             let labels = crate::selector::field_labels(&target.info);

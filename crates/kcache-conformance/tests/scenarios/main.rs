@@ -11,6 +11,7 @@
 mod crds;
 mod lifecycle;
 mod patches;
+mod resources;
 mod script;
 mod validation;
 mod workloads;
@@ -54,6 +55,12 @@ const SCENARIOS: &[&str] = &[
     "other_workload_defaults",
     "crd_serves_its_resource",
     "crd_validation",
+    "nodes",
+    "service_account_token",
+    "eviction_and_binding",
+    "rbac",
+    "certificate_signing_requests",
+    "reviews_and_verbs",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -93,6 +100,12 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "other_workload_defaults" => workloads::other_workload_defaults(s).await,
         "crd_serves_its_resource" => crds::crd_serves_its_resource(s).await,
         "crd_validation" => crds::crd_validation(s).await,
+        "nodes" => resources::nodes(s).await,
+        "service_account_token" => resources::service_account_token(s).await,
+        "eviction_and_binding" => resources::eviction_and_binding(s).await,
+        "rbac" => resources::rbac(s).await,
+        "certificate_signing_requests" => resources::certificate_signing_requests(s).await,
+        "reviews_and_verbs" => resources::reviews_and_verbs(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

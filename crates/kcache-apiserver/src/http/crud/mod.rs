@@ -29,11 +29,15 @@ mod object;
 mod patch;
 mod rules;
 mod scale;
+mod subresources;
 mod write;
 
 pub(crate) use object::{create_object, update_object};
 pub(crate) use patch::patch;
 pub(crate) use scale::{get_scale, patch_scale, update_scale};
+pub(crate) use subresources::{
+    IssuedToken, bind, evict, is_core_binding, is_review, review, token, token_identity,
+};
 pub(crate) use write::{create, update};
 
 pub(super) fn now_rfc3339() -> String {

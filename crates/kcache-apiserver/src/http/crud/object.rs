@@ -102,6 +102,32 @@ fn ensure_namespace(
     Err(ApiError::namespace_not_found(ns))
 }
 
+/// The `default` ServiceAccount of a new namespace (kube-controller-manager's service account
+/// controller creates it in a cluster).
+fn default_service_account(state: &AppState, ns: &str) {
+    let Some(info) = state.registry.get("", "v1", "serviceaccounts") else {
+        return;
+    };
+    let t = Target {
+        info,
+        namespace: Some(ns.to_owned()),
+        name: None,
+        sub: None,
+        watch_path: false,
+    };
+    let manager = Manager {
+        name: "kube-controller-manager".to_owned(),
+        operation: "Update",
+    };
+    let change = FieldsChange::Set(manager, json!({}));
+    let sa = json!({"metadata": {"name": "default"}});
+    if let Err(e) = create_object(state, &t, sa, false, &change)
+        && e.code != 409
+    {
+        tracing::warn!(namespace = ns, error = %e, "creating the default service account");
+    }
+}
+
 /// Creates an object (already decoded); shared by POST, apply and the Rust handle.
 pub(crate) fn create_object(
     state: &AppState,
@@ -231,6 +257,9 @@ pub(crate) fn create_object(
     if crd::is_crd(info) {
         crd::install(state, &created.value());
     }
+    if info.group.is_empty() && info.plural == "namespaces" {
+        default_service_account(state, &name);
+    }
     Ok(created)
 }
 
@@ -262,7 +291,8 @@ pub(crate) fn update_object(
             "the namespace of the provided object does not match the namespace sent on the request",
         ));
     }
-    let status_only = target.sub.as_deref() == Some("status");
+    let approval = target.sub.as_deref() == Some("approval");
+    let status_only = target.sub.as_deref() == Some("status") || approval;
     let sent_fields = obj
         .get("metadata")
         .and_then(|m| m.get("managedFields"))
@@ -295,9 +325,35 @@ pub(crate) fn update_object(
                 )],
             ));
         }
-        let mut next = if status_only {
+        let mut next = if approval {
+            // The approval subresource writes the conditions and the metadata, nothing else.
+            let mut v = cur_value.clone();
+            for k in ["labels", "annotations", "finalizers", "ownerReferences"] {
+                match obj.get("metadata").and_then(|m| m.get(k)) {
+                    Some(x) => v["metadata"][k] = x.clone(),
+                    None => {
+                        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+                            m.remove(k);
+                        }
+                    }
+                }
+            }
+            if !v["status"].is_object() {
+                v["status"] = json!({});
+            }
+            v["status"]["conditions"] = obj
+                .get("status")
+                .and_then(|s| s.get("conditions"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            rules::csr_condition_times(&mut v, &now_rfc3339());
+            v
+        } else if status_only {
             let mut v = cur_value.clone();
             v["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
+            if info.group == "certificates.k8s.io" {
+                rules::csr_condition_times(&mut v, &now_rfc3339());
+            }
             v
         } else {
             let mut v = Value::Object(obj);

@@ -21,10 +21,7 @@ use crate::status::{ApiError, Cause};
 
 /// Whether a resource is one of the built-in kinds (strategic merge patch allowed).
 fn is_builtin(info: &ResourceInfo) -> bool {
-    matches!(
-        info.group.as_str(),
-        "" | "coordination.k8s.io" | "events.k8s.io" | "apps"
-    )
+    info.schema.is_none() && crate::resource::table().group_rank(&info.group).is_some()
 }
 
 /// Merges a JSON merge patch (RFC 7386) into `target`.

@@ -24,7 +24,7 @@ fn core(info: &ResourceInfo, plural: &str) -> bool {
 }
 
 fn builtin(info: &ResourceInfo) -> bool {
-    info.group.is_empty() || info.group.ends_with(".k8s.io") || info.group == "apps"
+    info.schema.is_none() && crate::resource::table().group_rank(&info.group).is_some()
 }
 
 /// The rules of a create, on the object about to be stored (name already set).
@@ -60,6 +60,9 @@ pub(crate) fn on_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Re
     }
     if core(info, "namespaces") {
         namespace_label(obj, &name);
+    }
+    if is_csr(info) {
+        csr_on_create(info, &name, obj)?;
     }
     if apps::is_workload(info) {
         apps::set_defaults(info, obj);
@@ -381,6 +384,80 @@ fn service_defaults(
     spec.entry("internalTrafficPolicy")
         .or_insert_with(|| json!("Cluster"));
     Ok(())
+}
+
+fn is_csr(info: &ResourceInfo) -> bool {
+    info.group == "certificates.k8s.io" && info.plural == "certificatesigningrequests"
+}
+
+/// A CertificateSigningRequest's create: the requesting user (this server's admin identity)
+/// written into `spec`, the status cleared, and kube-apiserver's checks of `request`,
+/// `usages` and `signerName`.
+fn csr_on_create(
+    info: &ResourceInfo,
+    name: &str,
+    obj: &mut Map<String, Value>,
+) -> Result<(), ApiError> {
+    obj.insert("status".into(), json!({}));
+    let spec = obj.entry("spec").or_insert_with(|| json!({}));
+    if !spec.is_object() {
+        *spec = json!({});
+    }
+    spec["username"] = json!(super::subresources::ADMIN_USER);
+    spec["uid"] = json!(super::subresources::ADMIN_UID);
+    spec["groups"] = json!(super::subresources::ADMIN_GROUPS);
+    let mut causes = Vec::new();
+    let request = spec.get("request").and_then(Value::as_str).unwrap_or("");
+    let pem = STANDARD.decode(request).unwrap_or_default();
+    let pem = String::from_utf8_lossy(&pem);
+    if !pem.contains("-----BEGIN CERTIFICATE REQUEST-----") {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            format!("Invalid value: \"{request}\": PEM block type must be CERTIFICATE REQUEST"),
+            "spec.request",
+        ));
+    }
+    if spec
+        .get("usages")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty)
+    {
+        causes.push(Cause::new(
+            "FieldValueRequired",
+            "Required value",
+            "spec.usages",
+        ));
+    }
+    if spec
+        .get("signerName")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        causes.push(Cause::new(
+            "FieldValueRequired",
+            "Required value",
+            "spec.signerName",
+        ));
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid(info, name, causes))
+    }
+}
+
+/// The conditions of a CertificateSigningRequest written through `approval` or `status`:
+/// `lastUpdateTime` and `lastTransitionTime` default to now.
+pub(crate) fn csr_condition_times(obj: &mut Value, now: &str) {
+    if let Some(conds) = obj
+        .pointer_mut("/status/conditions")
+        .and_then(Value::as_array_mut)
+    {
+        for c in conds.iter_mut().filter_map(Value::as_object_mut) {
+            c.entry("lastUpdateTime").or_insert_with(|| json!(now));
+            c.entry("lastTransitionTime").or_insert_with(|| json!(now));
+        }
+    }
 }
 
 /// `kubernetes.io/metadata.name`: always the namespace's name.

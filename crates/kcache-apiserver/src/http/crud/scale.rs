@@ -1,4 +1,5 @@
-//! The `scale` subresource of Deployments, ReplicaSets and StatefulSets: an
+//! The `scale` subresource of Deployments, ReplicaSets, StatefulSets and
+//! ReplicationControllers: an
 //! `autoscaling/v1` `Scale` view of `spec.replicas`, `status.replicas` and the selector, read
 //! with GET and written with PUT or a merge patch (what `kubectl scale` sends).
 
@@ -19,8 +20,13 @@ use crate::status::ApiError;
 
 /// The selector string of a `matchLabels` selector: `a=b,c=d`.
 fn selector_string(obj: &Value) -> String {
+    // apps/v1 workloads have a LabelSelector; a ReplicationController a plain map.
     let Some(labels) = obj
         .pointer("/spec/selector/matchLabels")
+        .or_else(|| {
+            obj.pointer("/spec/selector")
+                .filter(|s| s.get("matchLabels").is_none() && s.get("matchExpressions").is_none())
+        })
         .and_then(Value::as_object)
     else {
         return String::new();

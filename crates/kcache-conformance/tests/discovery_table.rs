@@ -1,0 +1,283 @@
+//! The resource table kcache-apiserver serves is generated from kube-apiserver's own
+//! discovery: `crates/kcache-apiserver/data/discovery-v1.36.5.json` holds the upstream server's
+//! `/api`, `/api/v1`, `/apis` and `/apis/<group>/<version>` documents (groups and versions in
+//! upstream order, every resource and subresource with its verbs, short names, categories,
+//! kinds and storage version hash), plus two facts of the registry strategies read from the
+//! Go sources of `k8s.io/kubernetes` v1.36.5 (which kinds keep `metadata.generation`, which
+//! refuse an update without a resourceVersion).
+//!
+//! - `the_checked_in_table_is_upstream_discovery` (upstream-only) fetches the documents from
+//!   the running kube-apiserver and requires the data file to hold exactly them. With
+//!   `KCACHE_REGEN_DISCOVERY=1` it (re)writes the file instead, also rescanning the strategies
+//!   in `$(go env GOMODCACHE)/k8s.io/kubernetes@v1.36.5/pkg/registry` (and the apiextensions and
+//!   aggregator registries).
+//! - `served_resources_against_upstream_discovery` (upstream-only) compares what the embedded
+//!   server's discovery lists with the upstream server's, group by group, prints the counts and
+//!   requires every served resource to be described as upstream describes it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use kcache_conformance::{Target, upstream_kubeconfig};
+use serde_json::{Map, Value, json};
+
+fn data_file() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../kcache-apiserver/data/discovery-v1.36.5.json")
+}
+
+async fn get(t: &Target, path: &str) -> anyhow::Result<Value> {
+    let r = t.send("GET", path, None).await?;
+    anyhow::ensure!(r.status == 200, "GET {path}: {}", r.status);
+    Ok(r.body)
+}
+
+/// The discovery documents of a server, in the data file's form.
+async fn discovery(t: &Target) -> anyhow::Result<Vec<Value>> {
+    let mut groups = Vec::new();
+    let api = get(t, "/api").await?;
+    let core_versions: Vec<String> = api["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    let mut versions = Vec::new();
+    for v in &core_versions {
+        let list = get(t, &format!("/api/{v}")).await?;
+        versions.push(json!({"version": v, "resources": list["resources"]}));
+    }
+    groups
+        .push(json!({"name": "", "preferredVersion": core_versions.first(), "versions": versions}));
+    let apis = get(t, "/apis").await?;
+    for g in apis["groups"].as_array().into_iter().flatten() {
+        let name = g["name"].as_str().unwrap_or_default();
+        let mut versions = Vec::new();
+        for v in g["versions"].as_array().into_iter().flatten() {
+            let version = v["version"].as_str().unwrap_or_default();
+            let list = get(t, &format!("/apis/{name}/{version}")).await?;
+            versions.push(json!({"version": version, "resources": list["resources"]}));
+        }
+        groups.push(json!({
+            "name": name,
+            "preferredVersion": g["preferredVersion"]["version"],
+            "versions": versions,
+        }));
+    }
+    Ok(groups)
+}
+
+/// `(registry directory's first group label, kind directory)` → the strategy facts, scanned
+/// from the Go sources.
+fn scan_strategies() -> anyhow::Result<BTreeMap<(String, String), (bool, bool)>> {
+    let out = std::process::Command::new("go")
+        .args(["env", "GOMODCACHE"])
+        .output()?;
+    let cache = PathBuf::from(String::from_utf8(out.stdout)?.trim());
+    let roots = [
+        (cache.join("k8s.io/kubernetes@v1.36.5/pkg/registry"), None),
+        (
+            cache.join("k8s.io/apiextensions-apiserver@v0.36.5/pkg/registry"),
+            Some("apiextensions"),
+        ),
+        (
+            cache.join("k8s.io/kube-aggregator@v0.36.5/pkg/registry"),
+            Some("apiregistration"),
+        ),
+    ];
+    let mut facts = BTreeMap::new();
+    for (root, fixed_group) in roots {
+        anyhow::ensure!(root.is_dir(), "{} is missing", root.display());
+        let group_dirs: Vec<(String, PathBuf)> = match fixed_group {
+            Some(g) => vec![(g.to_owned(), root.clone())],
+            None => std::fs::read_dir(&root)?
+                .filter_map(Result::ok)
+                .map(|e| (e.file_name().to_string_lossy().into_owned(), e.path()))
+                .collect(),
+        };
+        for (group, dir) in group_dirs {
+            let Ok(kinds) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for kind in kinds.filter_map(Result::ok) {
+                let Ok(src) = std::fs::read_to_string(kind.path().join("strategy.go")) else {
+                    continue;
+                };
+                let generation = src.contains("Generation = 1");
+                let conditional = src
+                    .split("AllowUnconditionalUpdate() bool {")
+                    .skip(1)
+                    .any(|rest| rest.trim_start().starts_with("return false"));
+                let name = kind.file_name().to_string_lossy().into_owned();
+                let name = if name == "customresourcedefinition" || name == "apiservice" {
+                    name
+                } else {
+                    name.replace('-', "")
+                };
+                facts.insert((group.clone(), name), (generation, conditional));
+            }
+        }
+    }
+    Ok(facts)
+}
+
+fn strategies(groups: &[Value]) -> anyhow::Result<Value> {
+    let facts = scan_strategies()?;
+    let mut generation = BTreeSet::new();
+    let mut conditional = BTreeSet::new();
+    for g in groups {
+        let group = g["name"].as_str().unwrap_or_default();
+        let dir = if group.is_empty() {
+            "core"
+        } else {
+            group.split('.').next().unwrap_or_default()
+        };
+        for v in g["versions"].as_array().into_iter().flatten() {
+            for r in v["resources"].as_array().into_iter().flatten() {
+                let name = r["name"].as_str().unwrap_or_default();
+                if name.contains('/') {
+                    continue;
+                }
+                let singular = r["singularName"].as_str().unwrap_or_default();
+                let qualified = if group.is_empty() {
+                    name.to_owned()
+                } else {
+                    format!("{name}.{group}")
+                };
+                if let Some((gen_, cond)) = facts.get(&(dir.to_owned(), singular.to_owned())) {
+                    if *gen_ {
+                        generation.insert(qualified.clone());
+                    }
+                    if *cond {
+                        conditional.insert(qualified);
+                    }
+                }
+            }
+        }
+    }
+    Ok(json!({"tracksGeneration": generation, "conditionalUpdateOnly": conditional}))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_checked_in_table_is_upstream_discovery() -> anyhow::Result<()> {
+    let Some(cfg) = upstream_kubeconfig("the discovery table check") else {
+        return Ok(());
+    };
+    let upstream = Target::from_kubeconfig(&cfg).await?;
+    let groups = discovery(&upstream).await?;
+    if std::env::var("KCACHE_REGEN_DISCOVERY").is_ok_and(|v| v == "1") {
+        let version = get(&upstream, "/version").await?;
+        let doc = json!({
+            "source": format!(
+                "kube-apiserver {} discovery (/api, /api/<v>, /apis, /apis/<g>/<v>), \
+                 written by crates/kcache-conformance/tests/discovery_table.rs with \
+                 KCACHE_REGEN_DISCOVERY=1; strategies scanned from the Go registry sources",
+                version["gitVersion"].as_str().unwrap_or("?")
+            ),
+            "groups": groups,
+            "strategies": strategies(&groups)?,
+        });
+        let mut text = serde_json::to_string_pretty(&doc)?;
+        text.push('\n');
+        std::fs::write(data_file(), text)?;
+        eprintln!("wrote {}", data_file().display());
+        return Ok(());
+    }
+    let checked_in: Value = serde_json::from_str(&std::fs::read_to_string(data_file())?)?;
+    assert_eq!(
+        checked_in["groups"],
+        Value::Array(groups),
+        "the upstream discovery changed: regenerate {} with KCACHE_REGEN_DISCOVERY=1",
+        data_file().display()
+    );
+    Ok(())
+}
+
+/// `group/version` → resource name → its discovery entry.
+fn by_name(groups: &[Value]) -> BTreeMap<String, BTreeMap<String, Map<String, Value>>> {
+    let mut out = BTreeMap::new();
+    for g in groups {
+        let group = g["name"].as_str().unwrap_or_default();
+        for v in g["versions"].as_array().into_iter().flatten() {
+            let version = v["version"].as_str().unwrap_or_default();
+            let gv = if group.is_empty() {
+                version.to_owned()
+            } else {
+                format!("{group}/{version}")
+            };
+            let entries: &mut BTreeMap<String, Map<String, Value>> = out.entry(gv).or_default();
+            for r in v["resources"].as_array().into_iter().flatten() {
+                if let Some(m) = r.as_object() {
+                    let name = m["name"].as_str().unwrap_or_default().to_owned();
+                    entries.insert(name, m.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn served_resources_against_upstream_discovery() -> anyhow::Result<()> {
+    let Some(cfg) = upstream_kubeconfig("served resources against upstream discovery") else {
+        return Ok(());
+    };
+    let upstream = by_name(&discovery(&Target::from_kubeconfig(&cfg).await?).await?);
+    let embedded_server = kcache_apiserver::ApiServer::builder().start().await?;
+    let dir = std::env::temp_dir().join(format!("kcache-disc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let kubeconfig = dir.join("embedded.kubeconfig");
+    embedded_server.write_kubeconfig(&kubeconfig)?;
+    let embedded = by_name(&discovery(&Target::from_kubeconfig(&kubeconfig).await?).await?);
+    embedded_server.shutdown().await;
+
+    let mut mismatches = Vec::new();
+    let (mut total_up, mut total_ours) = ((0, 0), (0, 0));
+    for (gv, theirs) in &upstream {
+        let ours = embedded.get(gv).cloned().unwrap_or_default();
+        let count = |m: &BTreeMap<String, Map<String, Value>>, sub: bool| {
+            m.keys().filter(|k| k.contains('/') == sub).count()
+        };
+        let served_missing: Vec<&String> =
+            theirs.keys().filter(|k| !ours.contains_key(*k)).collect();
+        eprintln!(
+            "{gv}: resources {}/{}, subresources {}/{}{}",
+            count(&ours, false),
+            count(theirs, false),
+            count(&ours, true),
+            count(theirs, true),
+            if served_missing.is_empty() {
+                String::new()
+            } else {
+                format!(" (not served: {served_missing:?})")
+            }
+        );
+        total_up.0 += count(theirs, false);
+        total_up.1 += count(theirs, true);
+        total_ours.0 += count(&ours, false);
+        total_ours.1 += count(&ours, true);
+        for (name, entry) in &ours {
+            match theirs.get(name) {
+                None => mismatches.push(format!("{gv} {name}: not served upstream")),
+                Some(up) if up != entry => mismatches.push(format!(
+                    "{gv} {name}:\n  embedded: {}\n  upstream: {}",
+                    Value::Object(entry.clone()),
+                    Value::Object(up.clone())
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    for gv in embedded.keys().filter(|gv| !upstream.contains_key(*gv)) {
+        mismatches.push(format!("{gv}: not served upstream"));
+    }
+    eprintln!(
+        "total: resources {}/{}, subresources {}/{}",
+        total_ours.0, total_up.0, total_ours.1, total_up.1
+    );
+    assert!(
+        mismatches.is_empty(),
+        "discovery differs:\n{}",
+        mismatches.join("\n")
+    );
+    Ok(())
+}
