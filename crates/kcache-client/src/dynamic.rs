@@ -1,12 +1,11 @@
 //! Dynamic objects: resolve a group/version/kind to its resource (plural, scope) through the
 //! API server's discovery, then list and watch [`DynamicObject`]s.
 
-use kube_client::discovery::{self, Scope};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube_core::{DynamicObject, GroupVersionKind, discovery::ApiResource};
 
 use crate::{
     Client, HttpListerWatcher,
-    client::transport_error,
     error::{Error, Result},
 };
 
@@ -23,7 +22,8 @@ pub enum ResourceScope {
 ///
 /// # Errors
 /// [`Error::UnknownResource`] when the server does not serve that kind; transport and API
-/// errors otherwise.
+/// errors otherwise (an answer that is not a discovery document, a redirect, says so: see
+/// [`Client::get_json`]).
 pub async fn discover(
     client: &Client,
     gvk: &GroupVersionKind,
@@ -51,24 +51,40 @@ pub async fn discover(
 /// Discovery requests made before a transient failure is returned.
 const DISCOVERY_ATTEMPTS: u32 = 5;
 
+/// One discovery request, as kube-client's `pinned_kind`: the group version's resource list,
+/// searched for the kind (subresources skipped).
 async fn discover_once(
     client: &Client,
     gvk: &GroupVersionKind,
 ) -> Result<(ApiResource, ResourceScope)> {
-    match discovery::pinned_kind(client.kube(), gvk).await {
-        Ok((resource, caps)) => {
-            let scope = match caps.scope {
-                Scope::Namespaced => ResourceScope::Namespaced,
-                Scope::Cluster => ResourceScope::Cluster,
-            };
-            Ok((resource, scope))
-        }
-        Err(kube_client::Error::Discovery(_)) => Err(Error::UnknownResource(describe(gvk))),
-        Err(kube_client::Error::Api(status)) if status.code == 404 => {
-            Err(Error::UnknownResource(describe(gvk)))
-        }
-        Err(e) => Err(Error::Request(transport_error(e, client.server_url()))),
-    }
+    let path = if gvk.group.is_empty() {
+        format!("/api/{}", gvk.version)
+    } else {
+        format!("/apis/{}/{}", gvk.group, gvk.version)
+    };
+    let list = match client.get_json::<APIResourceList>(&path).await {
+        Ok(list) => list,
+        Err(e) if e.code() == Some(404) => return Err(Error::UnknownResource(describe(gvk))),
+        Err(e) => return Err(e),
+    };
+    let found = list
+        .resources
+        .iter()
+        .find(|r| r.kind == gvk.kind && !r.name.contains('/'))
+        .ok_or_else(|| Error::UnknownResource(describe(gvk)))?;
+    let resource = ApiResource {
+        group: found.group.clone().unwrap_or_else(|| gvk.group.clone()),
+        version: found.version.clone().unwrap_or_else(|| gvk.version.clone()),
+        api_version: gvk.api_version(),
+        kind: found.kind.clone(),
+        plural: found.name.clone(),
+    };
+    let scope = if found.namespaced {
+        ResourceScope::Namespaced
+    } else {
+        ResourceScope::Cluster
+    };
+    Ok((resource, scope))
 }
 
 /// A lister-watcher of `DynamicObject`s of `gvk`, resolved through discovery, in `namespace`

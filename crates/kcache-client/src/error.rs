@@ -78,11 +78,41 @@ impl Error {
         }
     }
 
-    /// Whether this is an API error with the given HTTP code.
+    /// The HTTP status code, for an API error.
     pub fn code(&self) -> Option<u16> {
         match self {
             Error::Request(e) => e.code(),
             _ => None,
+        }
+    }
+
+    /// Whether the API server answered, but with something that cannot be used: a body that
+    /// is not the expected JSON (or not text at all), a redirect (never followed), a malformed
+    /// HTTP response, a watch event outside the protocol. `false` for a server that cannot be
+    /// reached and for an error status (see [`Error::code`]).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let client = kcache_client::Client::from_url("http://127.0.0.1:1").unwrap();
+    /// let err = client.get_json::<serde_json::Value>("/api").await.unwrap_err();
+    /// assert!(!err.is_unusable_answer(), "nothing listens there: {err}");
+    /// # }
+    /// ```
+    pub fn is_unusable_answer(&self) -> bool {
+        match self {
+            Error::Request(e) => crate::client::is_unusable_answer(e),
+            Error::Decode(_) => true,
+            _ => false,
+        }
+    }
+
+    /// Whether the request was not sent because the credentials of the kubeconfig user could
+    /// not be obtained (an exec plugin failed, a token file is missing, …).
+    pub fn is_credentials_unavailable(&self) -> bool {
+        match self {
+            Error::Request(e) => crate::client::is_credentials_unavailable(e),
+            _ => false,
         }
     }
 }

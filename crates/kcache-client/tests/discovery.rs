@@ -55,10 +55,65 @@ async fn discovery_answered_with_garbage_says_so() {
         .await
         .expect_err("garbage is an error");
     let text = err.to_string();
-    assert!(text.contains("not the expected JSON"), "{text}");
+    assert!(text.contains("not JSON"), "{text}");
     assert!(
         !text.contains("cannot connect") && !text.contains("cannot reach"),
         "{text}"
     );
     assert!(!text.contains('\u{1b}'), "{text:?}");
+    assert!(err.is_unusable_answer(), "{err:?}");
+}
+
+#[tokio::test]
+async fn discovery_redirected_says_where_to_without_the_query() {
+    let app = Router::new().route(
+        "/api/v1",
+        get(|| async {
+            (
+                StatusCode::FOUND,
+                [(
+                    axum::http::header::LOCATION,
+                    "https://login.example.com/sso?session=s3cr3t",
+                )],
+                "<a href=\"https://login.example.com/sso?session=s3cr3t\">Found</a>",
+            )
+        }),
+    );
+    let client = Client::from_url(&serve(app).await).unwrap();
+    let gvk = GroupVersionKind::gvk("", "v1", "ConfigMap");
+    let err = kcache_client::dynamic::discover(&client, &gvk)
+        .await
+        .expect_err("a redirect is not followed");
+    let text = err.to_string();
+    assert!(
+        text.contains("redirected get /api/v1 to https://login.example.com/sso"),
+        "{text}"
+    );
+    assert!(!text.contains("s3cr3t"), "{text}");
+    assert!(
+        !text.contains("JSON") && !text.contains("cannot connect"),
+        "{text}"
+    );
+    assert!(err.is_unusable_answer(), "{err:?}");
+}
+
+#[tokio::test]
+async fn discovery_answered_with_binary_says_binary_body_and_its_size() {
+    let app = Router::new().route(
+        "/api/v1",
+        get(|| async { (0..=255u8).cycle().take(3000).collect::<Vec<u8>>() }),
+    );
+    let client = Client::from_url(&serve(app).await).unwrap();
+    let gvk = GroupVersionKind::gvk("", "v1", "ConfigMap");
+    let err = kcache_client::dynamic::discover(&client, &gvk)
+        .await
+        .expect_err("binary is an error");
+    let text = err.to_string();
+    assert!(text.contains("not JSON"), "{text}");
+    assert!(text.contains("binary body, 3000 bytes"), "{text}");
+    assert!(
+        !text.chars().any(|c| c.is_control() || c == '\u{fffd}'),
+        "{text:?}"
+    );
+    assert!(err.is_unusable_answer(), "{err:?}");
 }

@@ -1,7 +1,7 @@
 //! Failures made into errors a user can act on: transport failures worded for the user
 //! ([`transport_error`]), non-2xx responses made into API errors with the server's `Status`
-//! or one made from the status line ([`api_error`]), and body decoding failures
-//! ([`decode_error`]).
+//! or one made from the status line ([`api_error`]; a redirect names where it points), and
+//! body decoding failures ([`decode_error`], [`not_the_expected_json`]).
 
 use std::time::Duration;
 
@@ -9,7 +9,9 @@ use http::{HeaderMap, StatusCode};
 use kcache::lister_watcher::Error as LwError;
 use kube_core::{Status, response::StatusSummary};
 
-use super::redact::{body_excerpt, display_safe, sanitize_status};
+use super::redact::{
+    binary_body, body_excerpt, body_excerpt_within, display_safe, redirect_target, sanitize_status,
+};
 use crate::error::redact_quoted;
 
 /// At most this many bytes of a decoder's message (which may quote the body) reach an error.
@@ -20,21 +22,59 @@ const MAX_DECODE_MESSAGE: usize = 512;
 #[error("{message}")]
 pub(crate) struct TransportError {
     message: String,
+    kind: TransportKind,
     #[source]
     source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+/// What kind of transport failure a [`TransportError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TransportKind {
+    /// The credentials could not be obtained (an exec plugin failed, …): nothing was sent.
+    Credentials,
+    /// The server answered with something that is not HTTP as hyper reads it.
+    MalformedResponse,
+    /// Anything else: refused, reset, TLS, DNS, timeout.
+    Connection,
+}
+
+/// Whether the server answered, but with something that cannot be used: a body that is not
+/// the expected JSON (or not text), a redirect (never followed), a malformed HTTP response, a
+/// watch event outside the protocol.
+pub(crate) fn is_unusable_answer(e: &LwError) -> bool {
+    e.is_decode()
+        || e.is_protocol()
+        || e.code().is_some_and(|c| (300..400).contains(&c))
+        || transport_kind(e) == Some(TransportKind::MalformedResponse)
+}
+
+/// Whether the request was not sent for want of credentials.
+pub(crate) fn is_credentials_unavailable(e: &LwError) -> bool {
+    transport_kind(e) == Some(TransportKind::Credentials)
+}
+
+fn transport_kind(e: &LwError) -> Option<TransportKind> {
+    if !e.is_transport() {
+        return None;
+    }
+    std::error::Error::source(e)?
+        .downcast_ref::<TransportError>()
+        .map(|t| t.kind)
 }
 
 /// Turns a kube-client error into a one-sentence transport error. Auth errors lose their source
 /// chain: credential plugins' output may carry tokens.
 pub(crate) fn transport_error(e: kube_client::Error, server: &str) -> LwError {
     use kube_client::Error as K;
-    let (message, source): (String, Option<Box<dyn std::error::Error + Send + Sync>>) = match e {
+    type Source = Option<Box<dyn std::error::Error + Send + Sync>>;
+    let (message, kind, source): (String, TransportKind, Source) = match e {
         K::Auth(auth) => (
             format!(
                 "cannot obtain credentials for {server}: {}; check the user entry of the \
                  current kubeconfig context",
                 redact_quoted(&auth.to_string())
             ),
+            TransportKind::Credentials,
             None,
         ),
         K::Api(status) => {
@@ -51,9 +91,23 @@ pub(crate) fn transport_error(e: kube_client::Error, server: &str) -> LwError {
                 display_safe(&e.to_string(), MAX_DECODE_MESSAGE)
             )));
         }
+        // kube-client reads an error body as UTF-8 text before anything else.
+        K::FromUtf8(e) => {
+            let what = binary_body(e.as_bytes(), None).unwrap_or_else(|| {
+                format!(
+                    "a body that is not UTF-8 text (a stray byte at {} of {})",
+                    e.utf8_error().valid_up_to(),
+                    e.as_bytes().len()
+                )
+            });
+            return LwError::decode(DecodeError(format!(
+                "the API server at {server} answered with {what}"
+            )));
+        }
         other => {
             let chain = error_chain(&other);
             let lower = chain.to_ascii_lowercase();
+            let mut kind = TransportKind::Connection;
             let message = if lower.contains("connection refused") {
                 format!(
                     "cannot connect to the API server at {server}: connection refused; is it \
@@ -76,6 +130,7 @@ pub(crate) fn transport_error(e: kube_client::Error, server: &str) -> LwError {
             {
                 // hyper refused what came back (a header with a forbidden byte, a broken
                 // status line): the server is reachable but speaks broken HTTP.
+                kind = TransportKind::MalformedResponse;
                 format!(
                     "the API server at {server} sent a malformed HTTP response: {}",
                     display_safe(&chain, MAX_DECODE_MESSAGE)
@@ -85,10 +140,14 @@ pub(crate) fn transport_error(e: kube_client::Error, server: &str) -> LwError {
             } else {
                 format!("cannot reach the API server at {server}: {chain}")
             };
-            (message, Some(Box::new(other)))
+            (message, kind, Some(Box::new(other)))
         }
     };
-    LwError::transport(TransportError { message, source })
+    LwError::transport(TransportError {
+        message,
+        kind,
+        source,
+    })
 }
 
 /// `a: b: c` for an error and its sources, without repeating a message its source repeats.
@@ -120,13 +179,26 @@ pub(crate) fn api_error(
     let converted = crate::protobuf::status_as_json(body);
     #[cfg(feature = "protobuf")]
     let body = converted.as_deref().unwrap_or(body);
+    if code.is_redirection() {
+        return redirect_error(code, headers, verb, path);
+    }
+    let declared = headers
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.trim().parse::<u64>().ok());
+    let mut binary = false;
     let mut status = serde_json::from_slice::<Status>(body)
         .ok()
         .filter(|s| s.code != 0 || !s.reason.is_empty() || !s.message.is_empty())
         .unwrap_or_else(|| Status {
             status: Some(StatusSummary::Failure),
             code: code.as_u16(),
-            message: body_excerpt(body),
+            message: match binary_body(body, declared) {
+                Some(described) => {
+                    binary = true;
+                    described
+                }
+                None => body_excerpt(body),
+            },
             metadata: None,
             reason: default_reason(code).to_owned(),
             details: None,
@@ -137,7 +209,9 @@ pub(crate) fn api_error(
     if status.code == 0 {
         status.code = code.as_u16();
     }
+    // A binary body says nothing: 401, 403 and 404 get their actionable message instead.
     let terse = status.message.is_empty()
+        || binary
         || status.message == status.reason
         || status
             .message
@@ -152,6 +226,10 @@ pub(crate) fn api_error(
             ),
             403 => Some(format!(
                 "Forbidden: the current user may not {verb} {resource}; ask for RBAC permission"
+            )),
+            // A path that names no resource (`/api`, `/apis`): no CRD to suggest.
+            404 if resource == path => Some(format!(
+                "NotFound: the API server does not serve {resource}"
             )),
             404 => Some(format!(
                 "NotFound: the API server does not serve {resource}; check the group, version \
@@ -169,6 +247,75 @@ pub(crate) fn api_error(
     LwError::api(status, retry_after(headers))
 }
 
+/// A 3xx: kube-client's stack does not follow redirects (a redirect of an API request is a
+/// login page, a load balancer's HTTPS upgrade, a wrong server address), so it is an error that
+/// says where it points. The body (a link to the same place) is not shown.
+fn redirect_error(code: StatusCode, headers: &HeaderMap, verb: &str, path: &str) -> LwError {
+    let resource = describe_path(path);
+    let target = match redirect_target(headers) {
+        Some(location) => format!("to {location}"),
+        None => "without a Location".to_owned(),
+    };
+    let message = format!(
+        "redirected {verb} {resource} {target} (HTTP status {}); redirects are not followed: \
+         check the server address in the kubeconfig",
+        code.as_u16()
+    );
+    let reason = code
+        .canonical_reason()
+        .unwrap_or("Redirect")
+        .replace([' ', '-'], "");
+    LwError::api(
+        Status {
+            status: Some(StatusSummary::Failure),
+            code: code.as_u16(),
+            message,
+            metadata: None,
+            reason,
+            details: None,
+        },
+        None,
+    )
+}
+
+/// A 2xx body that does not decode as the expected `T`: the error says whether it is JSON at
+/// all, with a short escaped excerpt of the body (or `binary body, N bytes`), or which JSON it
+/// is not. `what` names the request (`GET /api`).
+pub(crate) fn not_the_expected_json(
+    server: &str,
+    what: &str,
+    expected: &str,
+    body: &[u8],
+    e: &serde_json::Error,
+) -> LwError {
+    let message = if body.iter().all(u8::is_ascii_whitespace) {
+        format!("the API server at {server} answered {what} with an empty body, not JSON")
+    } else if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_err() {
+        let excerpt = body_excerpt_within(body, MAX_NOT_JSON_EXCERPT);
+        if excerpt.starts_with("binary body") {
+            format!(
+                "the API server at {server} answered {what} with a body that is not JSON: {excerpt}"
+            )
+        } else {
+            format!(
+                "the API server at {server} answered {what} with a body that is not JSON ({} \
+                 bytes): \"{excerpt}\"",
+                body.len()
+            )
+        }
+    } else {
+        format!(
+            "the API server at {server} answered {what} with JSON that is not the expected \
+             {expected}: {}",
+            display_safe(&e.to_string(), MAX_DECODE_MESSAGE)
+        )
+    };
+    LwError::decode(DecodeError(message))
+}
+
+/// At most this many bytes of a body that is not JSON reach an error.
+const MAX_NOT_JSON_EXCERPT: usize = 160;
+
 /// A decoding failure whose message may quote the body (serde quotes unexpected strings):
 /// made safe to show, and without the original error, which keeps the quote.
 pub(crate) fn decode_error(e: impl std::fmt::Display) -> LwError {
@@ -183,16 +330,29 @@ pub(crate) fn decode_error(e: impl std::fmt::Display) -> LwError {
 #[error("{0}")]
 struct DecodeError(String);
 
-/// `Retry-After` in seconds (the API server never sends the HTTP-date form).
+/// `Retry-After` in seconds (the API server never sends the HTTP-date form), if plausible.
+///
+/// The rule, for this header and for a `Status`'s `details.retryAfterSeconds` alike (see
+/// [`sanitize_status`]): a value within the reflector's backoff cap
+/// ([`BackoffConfig::default`](kcache::reflector::BackoffConfig)`.max`, client-go's 30 s) is
+/// honoured; a larger one (2^64-1, 10^9 s, `u32::MAX` seconds) is not a plausible instruction
+/// but a malformed one, and is read as absent, so that the normal backoff applies. So is a
+/// value that is not a number of seconds (negative, an HTTP-date, garbage).
 fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    headers
+    let seconds = headers
         .get(http::header::RETRY_AFTER)?
         .to_str()
         .ok()?
         .trim()
         .parse::<u64>()
-        .ok()
-        .map(Duration::from_secs)
+        .ok()?;
+    plausible_retry_after(Duration::from_secs(seconds))
+}
+
+/// `Some(d)` when a server-sent retry delay `d` is within the reflector's default backoff cap,
+/// `None` when it is beyond it (see [`retry_after`]).
+pub(crate) fn plausible_retry_after(d: Duration) -> Option<Duration> {
+    (d <= kcache::reflector::BackoffConfig::default().max).then_some(d)
 }
 
 fn default_reason(code: StatusCode) -> &'static str {

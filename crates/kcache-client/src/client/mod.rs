@@ -26,8 +26,10 @@ use kube_client::{
 };
 
 use crate::error::{Error, Result, redact_quoted};
-use errors::api_error;
-pub(crate) use errors::{decode_error, transport_error};
+use errors::{api_error, not_the_expected_json};
+pub(crate) use errors::{
+    decode_error, is_credentials_unavailable, is_unusable_answer, transport_error,
+};
 pub(crate) use list::{Items, malformed as malformed_list};
 pub(crate) use redact::{display_safe, sanitize_status};
 
@@ -213,6 +215,39 @@ impl Client {
     /// The API server's URL.
     pub fn server_url(&self) -> &str {
         &self.server
+    }
+
+    /// GETs the JSON document at `path` (a discovery document: `/api`, `/api/v1`, `/apis`,
+    /// `/apis/apps/v1`) and decodes it as `T`.
+    ///
+    /// Unlike kube-client's discovery calls, a failure says what the server answered: a
+    /// non-2xx status is an API error with the server's `Status` (or one made from the status
+    /// line and a short escaped excerpt of the body, or `binary body, N bytes`); a redirect
+    /// (3xx, never followed) names its `Location` without query or user info; a body that is
+    /// not JSON is a decode error quoting a short escaped excerpt of it.
+    /// [`Error::is_unusable_answer`] tells these answers apart from an unreachable server.
+    ///
+    /// # Errors
+    /// [`Error::Request`] as described; [`Error::Client`] when `path` is not a valid URI path.
+    pub async fn get_json<T: serde::de::DeserializeOwned>(&self, path: &str) -> Result<T> {
+        let request = http::Request::get(path)
+            .header(http::header::ACCEPT, "application/json")
+            .body(Vec::new())
+            .map_err(|e| Error::Client(format!("invalid request path {path:?}: {e}")))?;
+        let body = self.send_collect(request, "get").await?;
+        serde_json::from_slice(&body).map_err(|e| {
+            let expected = std::any::type_name::<T>()
+                .rsplit("::")
+                .next()
+                .unwrap_or("document");
+            Error::Request(not_the_expected_json(
+                &self.server,
+                &format!("GET {path}"),
+                expected,
+                &body,
+                &e,
+            ))
+        })
     }
 
     /// Sends `request` and returns the response if its status is 2xx.

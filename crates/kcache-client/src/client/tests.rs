@@ -157,3 +157,159 @@ fn terse_401_and_403_get_actionable_messages() {
     let msg = e.to_string();
     assert!(msg.contains("watch secrets in namespace a"), "{msg}");
 }
+
+#[test]
+fn a_binary_error_body_is_described_never_printed() {
+    let body: Vec<u8> = (0..=255u8).cycle().take(4096).collect();
+    let e = api_error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &HeaderMap::new(),
+        &body,
+        "list",
+        "/api/v1/pods",
+    );
+    let text = e.to_string();
+    assert!(text.contains("binary body, 4096 bytes"), "{text}");
+    assert!(
+        !text.chars().any(|c| c.is_control() || c == '\u{fffd}'),
+        "{text:?}"
+    );
+    // Text with a few stray bytes stays text: the bytes are escaped, not replaced.
+    let e = api_error(
+        StatusCode::BAD_GATEWAY,
+        &HeaderMap::new(),
+        b"upstream \xff\xfe said no\x07 twice",
+        "list",
+        "/api/v1/pods",
+    );
+    let text = e.to_string();
+    assert!(text.contains("upstream"), "{text}");
+    assert!(text.contains("said no"), "{text}");
+    assert!(
+        !text.chars().any(|c| c.is_control() || c == '\u{fffd}'),
+        "{text:?}"
+    );
+    // A long text body is trimmed.
+    let long = "error ".repeat(50_000);
+    let text = api_error(
+        StatusCode::BAD_GATEWAY,
+        &HeaderMap::new(),
+        long.as_bytes(),
+        "list",
+        "/api/v1/pods",
+    )
+    .to_string();
+    assert!(text.len() < 700, "{} bytes", text.len());
+}
+
+#[test]
+fn a_status_message_that_is_binary_is_described_never_printed() {
+    let message: String =
+        String::from_utf8_lossy(&(0..=255u8).cycle().take(600).collect::<Vec<u8>>()).into_owned();
+    let body = serde_json::to_vec(&serde_json::json!({"kind": "Status", "apiVersion": "v1",
+        "metadata": {}, "status": "Failure", "message": message, "reason": "InternalError",
+        "code": 500}))
+    .unwrap();
+    let text = api_error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        &HeaderMap::new(),
+        &body,
+        "list",
+        "/api/v1/pods",
+    )
+    .to_string();
+    assert!(text.contains("binary"), "{text}");
+    assert!(
+        !text.chars().any(|c| c.is_control() || c == '\u{fffd}'),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn a_redirect_names_its_location_without_query_or_user_info() {
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        http::header::LOCATION,
+        "https://admin:pw@login.example.com/sso?token=s3cr3t#x"
+            .parse()
+            .unwrap(),
+    );
+    let e = api_error(
+        StatusCode::FOUND,
+        &headers,
+        b"<a href=\"https://login.example.com/sso?token=s3cr3t\">Found</a>",
+        "list",
+        "/api/v1/pods",
+    );
+    let text = e.to_string();
+    assert!(
+        text.contains("redirected list pods to https://login.example.com/sso?…"),
+        "{text}"
+    );
+    assert!(!text.contains("s3cr3t") && !text.contains("pw@"), "{text}");
+    assert_eq!(e.code(), Some(302));
+    let e = api_error(
+        StatusCode::MOVED_PERMANENTLY,
+        &HeaderMap::new(),
+        b"",
+        "list",
+        "/api/v1/pods",
+    );
+    assert!(e.to_string().contains("without a Location"), "{e}");
+}
+
+#[test]
+fn retry_after_beyond_the_reflector_backoff_cap_is_malformed() {
+    let cap = kcache::reflector::BackoffConfig::default().max;
+    assert_eq!(
+        cap,
+        Duration::from_secs(30),
+        "the rule below assumes client-go's cap"
+    );
+    let after = |value: &str| {
+        let mut headers = HeaderMap::new();
+        headers.insert(http::header::RETRY_AFTER, value.parse().unwrap());
+        api_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            &headers,
+            b"",
+            "list",
+            "/api/v1/pods",
+        )
+        .retry_after()
+    };
+    for malformed in [
+        "18446744073709551615",
+        "1000000000",
+        "31",
+        "99999999999999999999999",
+    ] {
+        assert_eq!(after(malformed), None, "Retry-After: {malformed}");
+    }
+    for (sane, secs) in [("0", 0), ("3", 3), ("30", 30), (" 7 ", 7)] {
+        assert_eq!(
+            after(sane),
+            Some(Duration::from_secs(secs)),
+            "Retry-After: {sane}"
+        );
+    }
+    let seconds = |n: u32| {
+        let body = serde_json::to_vec(&serde_json::json!({"kind": "Status", "apiVersion": "v1",
+            "metadata": {}, "status": "Failure", "message": "slow down",
+            "reason": "TooManyRequests", "details": {"retryAfterSeconds": n}, "code": 429}))
+        .unwrap();
+        api_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            &HeaderMap::new(),
+            &body,
+            "list",
+            "/api/v1/pods",
+        )
+        .retry_after()
+    };
+    assert_eq!(seconds(u32::MAX), None);
+    assert_eq!(seconds(1_000_000_000), None);
+    assert_eq!(seconds(31), None);
+    assert_eq!(seconds(30), Some(Duration::from_secs(30)));
+    assert_eq!(seconds(1), Some(Duration::from_secs(1)));
+}
