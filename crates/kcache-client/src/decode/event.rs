@@ -23,6 +23,10 @@ pub enum EventError {
     /// The frame has no `type` or no `object`.
     #[error("watch event without {0:?}")]
     Missing(&'static str),
+    /// An `ERROR` event whose object is not a `Status`: what arrived instead (`kind ConfigMap`,
+    /// `null`, an escaped excerpt of a string), already safe to show.
+    #[error("ERROR watch event whose object is not a Status: {0}")]
+    NotStatus(String),
 }
 
 /// The five event types of the watch protocol.
@@ -51,13 +55,16 @@ impl EventType {
 /// Decodes one watch frame (one line of the stream, without its newline).
 ///
 /// ADDED/MODIFIED/DELETED objects are decoded with `decoder`, BOOKMARK objects into kube-core's
-/// [`Bookmark`] and ERROR objects into [`WatchEvent::Error`] carrying the server's [`Status`].
+/// [`Bookmark`] and ERROR objects into [`WatchEvent::Error`] carrying the server's [`Status`]
+/// (an object of kind `Status`, or without kind but with Status fields: `code`, `reason`,
+/// `message`, `status`).
 /// `type` normally precedes `object`; if it does not, the object is kept as a borrowed slice of
 /// the frame and decoded once the type is known.
 ///
 /// # Errors
 /// [`EventError::UnknownType`] for an event type outside the protocol, [`EventError::Missing`]
-/// without `type` or `object`, [`EventError::Json`] for invalid JSON or a mismatching object.
+/// without `type` or `object`, [`EventError::NotStatus`] for an ERROR event whose object is not
+/// a `Status`, [`EventError::Json`] for invalid JSON or a mismatching object.
 pub fn decode_event<K, D: ItemDecoder<K>>(
     frame: &[u8],
     decoder: &D,
@@ -70,25 +77,35 @@ pub fn decode_event<K, D: ItemDecoder<K>>(
     .deserialize(&mut de)?;
     de.end()?;
     match parsed {
-        Parsed::Event(event) => Ok(event),
+        Parsed::Event(Decoded::Event(event)) => Ok(event),
+        Parsed::Event(Decoded::NotStatus(what)) => Err(EventError::NotStatus(what)),
         Parsed::Deferred(ty, raw) => {
             let mut de = serde_json::Deserializer::from_str(raw.get());
             let event = decode_object(ty, &mut de, decoder)?;
             de.end()?;
-            Ok(event)
+            match event {
+                Decoded::Event(event) => Ok(event),
+                Decoded::NotStatus(what) => Err(EventError::NotStatus(what)),
+            }
         }
         Parsed::UnknownType(ty) => Err(EventError::UnknownType(ty)),
         Parsed::Missing(what) => Err(EventError::Missing(what)),
     }
 }
 
+/// An event's object, decoded: the event, or what an ERROR event carried instead of a Status.
+enum Decoded<K> {
+    Event(WatchEvent<K>),
+    NotStatus(String),
+}
+
 fn decode_object<'de, K, D: ItemDecoder<K>, De: Deserializer<'de>>(
     ty: EventType,
     de: De,
     decoder: &D,
-) -> Result<WatchEvent<K>, De::Error> {
+) -> Result<Decoded<K>, De::Error> {
     let seed = ItemSeed::new(decoder);
-    Ok(match ty {
+    Ok(Decoded::Event(match ty {
         EventType::Added => WatchEvent::Added(seed.deserialize(de)?),
         EventType::Modified => WatchEvent::Modified(seed.deserialize(de)?),
         EventType::Deleted => WatchEvent::Deleted(seed.deserialize(de)?),
@@ -96,16 +113,57 @@ fn decode_object<'de, K, D: ItemDecoder<K>, De: Deserializer<'de>>(
             WatchEvent::Bookmark(<Bookmark as de::Deserialize>::deserialize(de)?)
         }
         EventType::Error => {
-            let mut status = <Status as de::Deserialize>::deserialize(de)?;
+            let object = <serde_json::Value as de::Deserialize>::deserialize(de)?;
+            let mut status = match error_status(object) {
+                Ok(status) => status,
+                Err(what) => return Ok(Decoded::NotStatus(what)),
+            };
             // The server's (or a proxy's) words: printable, short and credential-free.
             crate::client::sanitize_status(&mut status);
             WatchEvent::Error(Box::new(status))
         }
-    })
+    }))
+}
+
+/// At most this many bytes of what arrived instead of a Status reach an error.
+const MAX_NOT_STATUS: usize = 120;
+
+/// The `Status` of an ERROR event, or what the object is instead, safe to show.
+fn error_status(object: serde_json::Value) -> Result<Status, String> {
+    use serde_json::Value;
+    let safe = |text: &str| crate::client::display_safe(text, MAX_NOT_STATUS);
+    let fields = match &object {
+        Value::Object(fields) => fields,
+        Value::Null => return Err("null".to_owned()),
+        Value::Bool(b) => return Err(format!("a boolean: {b}")),
+        Value::Number(n) => return Err(format!("a number: {}", safe(&n.to_string()))),
+        Value::String(s) => return Err(format!("a string: \"{}\"", safe(s))),
+        Value::Array(items) => return Err(format!("an array of {} items", items.len())),
+    };
+    match fields.get("kind") {
+        Some(Value::String(kind)) if kind == "Status" => {}
+        Some(Value::String(kind)) => return Err(format!("kind {}", safe(kind))),
+        Some(_) => return Err("an object whose kind is not a string".to_owned()),
+        // Without kind, Status fields make it one (a proxy may drop `kind`).
+        None if ["code", "reason", "message", "status"]
+            .iter()
+            .any(|f| fields.contains_key(*f)) => {}
+        None => {
+            let mut keys: Vec<&str> = fields.keys().map(String::as_str).take(8).collect();
+            keys.sort_unstable();
+            return Err(if keys.is_empty() {
+                "an object without kind, empty".to_owned()
+            } else {
+                format!("an object without kind, with {}", safe(&keys.join(", ")))
+            });
+        }
+    }
+    serde_json::from_value(object)
+        .map_err(|e| format!("a Status that cannot be decoded: {}", safe(&e.to_string())))
 }
 
 enum Parsed<'de, K> {
-    Event(WatchEvent<K>),
+    Event(Decoded<K>),
     Deferred(EventType, &'de RawValue),
     UnknownType(String),
     Missing(&'static str),
@@ -133,7 +191,7 @@ impl<'de, K, D: ItemDecoder<K>> Visitor<'de> for EventSeed<'_, K, D> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut ty: Option<Result<EventType, String>> = None;
-        let mut event: Option<WatchEvent<K>> = None;
+        let mut event: Option<Decoded<K>> = None;
         let mut deferred: Option<&'de RawValue> = None;
         while let Some(key) = map.next_key::<Key<'de>>()? {
             match key.as_str() {
@@ -184,7 +242,7 @@ struct ObjectSeed<'a, K, D> {
 }
 
 impl<'de, K, D: ItemDecoder<K>> DeserializeSeed<'de> for ObjectSeed<'_, K, D> {
-    type Value = WatchEvent<K>;
+    type Value = Decoded<K>;
 
     fn deserialize<De: Deserializer<'de>>(self, d: De) -> Result<Self::Value, De::Error> {
         decode_object(self.ty, d, self.decoder)
@@ -228,6 +286,86 @@ mod tests {
             panic!("{err:?}")
         };
         assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
+    }
+
+    #[test]
+    fn error_event_whose_object_is_not_a_status_says_what_arrived() {
+        let cm = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a"}}"#;
+        for (object, says) in [
+            (cm, "kind ConfigMap"),
+            (r#"{"metadata":{"name":"a"}}"#, "an object without kind"),
+            (r#"{}"#, "an object without kind"),
+            ("\"garbage\\u001b[2J\"", "a string: \"garbage\\u{1b}[2J\""),
+            ("null", "null"),
+            ("[1,2]", "an array"),
+            ("42", "a number"),
+        ] {
+            for frame in [
+                format!(r#"{{"type":"ERROR","object":{object}}}"#),
+                format!(r#"{{"object":{object},"type":"ERROR"}}"#),
+            ] {
+                let err = match decode(&frame) {
+                    Ok(event) => {
+                        let shown = match &event {
+                            WatchEvent::Error(s) => {
+                                kcache::lister_watcher::Error::api((**s).clone(), None).to_string()
+                            }
+                            other => format!("{other:?}"),
+                        };
+                        panic!("{frame}: decoded, and shown as {shown:?}")
+                    }
+                    Err(e) => e.to_string(),
+                };
+                assert!(
+                    err.contains("ERROR watch event whose object is not a Status: "),
+                    "{frame}: {err}"
+                );
+                assert!(err.contains(says), "{frame}: {err}");
+                assert!(!err.chars().any(char::is_control), "{err:?}");
+            }
+        }
+        // A Status without kind (some proxies drop it) is still a Status.
+        let event = decode(r#"{"type":"ERROR","object":{"code":410,"reason":"Expired"}}"#).unwrap();
+        assert!(matches!(event, WatchEvent::Error(s) if s.code == 410));
+    }
+
+    #[tokio::test]
+    async fn an_error_event_that_is_not_a_status_ends_the_watch_with_a_decode_error() {
+        use futures::StreamExt;
+        let frame = r#"{"type":"ERROR","object":{"kind":"ConfigMap","apiVersion":"v1"}}"#;
+        let body = futures::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(format!(
+            "{frame}\n"
+        )))]);
+        let mut events = crate::decode::watch_events::<ConfigMap, _, _, _>(
+            body,
+            Typed::new(),
+            crate::decode::DEFAULT_MAX_FRAME_SIZE,
+        );
+        let err = events.next().await.unwrap().unwrap_err();
+        assert!(err.is_decode(), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "decode error: ERROR watch event whose object is not a Status: kind ConfigMap"
+        );
+        assert!(events.next().await.is_none());
+    }
+
+    #[test]
+    fn error_event_with_a_huge_retry_after_seconds_has_no_retry_after() {
+        let frame = |n: u32| {
+            format!(
+                r#"{{"type":"ERROR","object":{{"kind":"Status","apiVersion":"v1","metadata":{{}},"status":"Failure","message":"slow down","reason":"TooManyRequests","details":{{"retryAfterSeconds":{n}}},"code":429}}}}"#
+            )
+        };
+        let retry_after = |n: u32| {
+            let WatchEvent::Error(status) = decode(&frame(n)).unwrap() else {
+                panic!("not an ERROR event")
+            };
+            kcache::lister_watcher::Error::api(*status, None).retry_after()
+        };
+        assert_eq!(retry_after(u32::MAX), None);
+        assert_eq!(retry_after(31), None);
+        assert_eq!(retry_after(5), Some(std::time::Duration::from_secs(5)));
     }
 
     #[test]

@@ -10,8 +10,8 @@ use super::{EventError, ItemDecoder, JsonFrameDecoder, decode_event};
 ///
 /// The stream ends when the body ends. A failure ends it too, after one error item:
 /// - the body fails (connection reset) or ends mid-frame → [`Error::transport`];
-/// - a frame is not valid JSON or not a valid object, or exceeds `max_frame_size` →
-///   [`Error::decode`];
+/// - a frame is not valid JSON or not a valid object, or exceeds `max_frame_size`, or is an
+///   ERROR event whose object is not a `Status` → [`Error::decode`];
 /// - an event type outside the protocol → [`Error::protocol`].
 ///
 /// ERROR events from the server are not failures of the stream: they arrive as
@@ -93,7 +93,8 @@ fn event_error(e: EventError) -> Error {
         EventError::UnknownType(_) | EventError::Missing(_) => {
             Error::protocol(crate::client::display_safe(&e.to_string(), 512))
         }
-        EventError::Json(_) => crate::client::decode_error(e),
+        // An ERROR event ends the watch whatever it carries: not a dropped event.
+        EventError::Json(_) | EventError::NotStatus(_) => crate::client::decode_error(e),
     }
 }
 

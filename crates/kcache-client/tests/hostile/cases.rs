@@ -76,8 +76,9 @@ impl Case {
         self.page_size = Some(n);
         self
     }
-    /// A `Retry-After` beyond the reflector's backoff cap is cut to the cap: a 4 s cap shows it
-    /// (converged within the bound) without making the test wait client-go's 30 s.
+    /// A `Retry-After` (or `retryAfterSeconds`) beyond the reflector's 30 s backoff cap is
+    /// malformed: kcache-client reads it as absent and the normal backoff applies. A 4 s cap
+    /// keeps the case short even if it were honoured up to the cap.
     fn capped(mut self) -> Self {
         self.backoff_max = Some(Duration::from_secs(4));
         self
@@ -218,7 +219,8 @@ pub(crate) fn all() -> Vec<Case> {
         case("list_trickle_1b_per_100ms", M::Trickle, List),
         case("list_reset_mid_body", M::ResetMidList, List),
         case("list_closed_before_answer", M::CloseAtOnce, List),
-        case("list_redirect_302", M::Redirect, List),
+        case("list_redirect_302", M::Redirect, List)
+            .says("redirected list configmaps in namespace ns to http://192.0.2.1/elsewhere"),
         // Pagination.
         // Endless `continue` tokens that replay the same object: the pager's repeated-key check
         // makes it a protocol error on the second page, then the usual backoff.
@@ -300,6 +302,17 @@ pub(crate) fn all() -> Vec<Case> {
             lines(&[r#"{"type":"ERROR","object":"garbage"}"#.to_owned()], End::Close),
             Watch,
         ),
+        case(
+            "watch_error_event_configmap_object",
+            lines(
+                &[json!({"type": "ERROR", "object": {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "odd", "namespace": "ns", "resourceVersion": "1"}}})
+                .to_string()],
+                End::Close,
+            ),
+            Watch,
+        )
+        .says("ERROR watch event whose object is not a Status: kind ConfigMap"),
         case(
             "watch_error_event_null_object",
             lines(&[r#"{"type":"ERROR","object":null}"#.to_owned()], End::Close),
@@ -469,7 +482,15 @@ pub(crate) fn all() -> Vec<Case> {
             (ErrBody::Mega, "1mb"),
             (ErrBody::Secret, "echoing_the_token"),
         ] {
-            cases.push(case(format!("list_{code}_{label}"), status(code, b), List));
+            let c = case(format!("list_{code}_{label}"), status(code, b), List);
+            // Bytes that are mostly not text are described, never printed; 401, 403 and 404
+            // say what to do instead.
+            let binary_is_described = matches!(b, ErrBody::Binary) && code >= 429;
+            cases.push(if binary_is_described {
+                c.says("binary body, 4096 bytes")
+            } else {
+                c
+            });
         }
     }
     cases
