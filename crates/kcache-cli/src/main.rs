@@ -22,7 +22,9 @@ Exit codes:
   5  the API server rejected the credentials (401)
   6  access to the resource is forbidden (403)
   7  the API server does not serve the resource
-  8  demo: the cache or a handler diverged from the server";
+  8  demo: the cache or a handler diverged from the server
+  9  the API server answered something unusable (not JSON, a redirect, an unexpected
+     HTTP status, a malformed HTTP response)";
 
 /// kcache: Kubernetes informer machinery in Rust.
 #[derive(Debug, Parser)]

@@ -269,10 +269,16 @@ async fn wrong_token_exits_5() {
     server.shutdown().await;
 }
 
-/// Answers every request with 403 Forbidden and a Kubernetes Status.
-fn forbidding_server() -> String {
+/// Answers every request with `head` (status line and headers, without Content-Length) and
+/// `body`, then closes the connection.
+fn answering_server(head: &str, body: Vec<u8>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
+    let head = format!(
+        "{}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        head.trim_end(),
+        body.len()
+    );
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
@@ -281,15 +287,98 @@ fn forbidding_server() -> String {
             while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
                 line.clear();
             }
-            let body = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"forbidden: User \"system:anonymous\" cannot get path \"/api\"","reason":"Forbidden","details":{},"code":403}"#;
-            let _ = write!(
-                stream,
-                "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(&body);
         }
     });
     url
+}
+
+/// Answers every request with 403 Forbidden and a Kubernetes Status.
+fn forbidding_server() -> String {
+    let body = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"forbidden: User \"system:anonymous\" cannot get path \"/api\"","reason":"Forbidden","details":{},"code":403}"#;
+    answering_server(
+        "HTTP/1.1 403 Forbidden\r\nContent-Type: application/json",
+        body.as_bytes().to_vec(),
+    )
+}
+
+/// `kcache watch pods` against a server answering every request with `head` and `body`:
+/// (exit code, stderr).
+fn watch_against(tag: &str, head: &str, body: Vec<u8>) -> (Option<i32>, String) {
+    let url = answering_server(head, body);
+    let dir = TempDir::new(tag);
+    let kubeconfig = dir.file("kubeconfig", &kubeconfig_yaml(&url, None));
+    watch_fails(&["pods"], Some(&kubeconfig))
+}
+
+/// One line, nothing raw: no control character but the final newline, no U+FFFD.
+fn assert_one_clean_line(stderr: &str) {
+    assert_eq!(
+        stderr.trim_end().lines().count(),
+        1,
+        "one sentence: {stderr}"
+    );
+    assert!(
+        !stderr
+            .trim_end()
+            .chars()
+            .any(|c| c.is_control() || c == '\u{fffd}'),
+        "raw bytes in {stderr:?}"
+    );
+}
+
+#[test]
+fn discovery_answering_garbage_exits_9_saying_not_json() {
+    let (code, stderr) = watch_against(
+        "garbage",
+        "HTTP/1.1 200 OK\r\nContent-Type: text/html",
+        b"<html>\x1b[31mWelcome to the captive portal</html>".to_vec(),
+    );
+    assert_eq!(code, Some(9), "{stderr}");
+    assert!(stderr.starts_with("error: the API server at "), "{stderr}");
+    assert!(stderr.contains("is not JSON"), "{stderr}");
+    assert!(
+        stderr.contains("Welcome to the captive portal"),
+        "an excerpt: {stderr}"
+    );
+    assert!(stderr.contains("\\u{1b}"), "the escape, escaped: {stderr}");
+    assert!(!stderr.contains("cannot connect"), "{stderr}");
+    assert_one_clean_line(&stderr);
+}
+
+#[test]
+fn discovery_redirected_exits_9_naming_the_location() {
+    let (code, stderr) = watch_against(
+        "redirect",
+        "HTTP/1.1 302 Found\r\nContent-Type: text/html\r\nLocation: https://login.example.com/sso?session=s3cr3t",
+        b"<a href=\"https://login.example.com/sso?session=s3cr3t\">Found</a>".to_vec(),
+    );
+    assert_eq!(code, Some(9), "{stderr}");
+    assert!(
+        stderr.contains("redirected get /api to https://login.example.com/sso"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("s3cr3t"),
+        "the query may hold credentials: {stderr}"
+    );
+    assert!(!stderr.contains("cannot connect"), "{stderr}");
+    assert_one_clean_line(&stderr);
+}
+
+#[test]
+fn discovery_500_with_a_binary_body_exits_9_without_raw_bytes() {
+    let (code, stderr) = watch_against(
+        "binary",
+        "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/octet-stream",
+        (0..=255u8).cycle().take(4096).collect(),
+    );
+    assert_eq!(code, Some(9), "{stderr}");
+    assert!(stderr.contains("HTTP status 500"), "{stderr}");
+    assert!(stderr.contains("binary body, 4096 bytes"), "{stderr}");
+    assert!(!stderr.contains("cannot connect"), "{stderr}");
+    assert_one_clean_line(&stderr);
 }
 
 #[test]

@@ -20,6 +20,9 @@ pub(crate) mod exit {
     pub(crate) const UNKNOWN_RESOURCE: u8 = 7;
     /// `kcache demo` found the cache or a handler out of sync with the server.
     pub(crate) const DIVERGED: u8 = 8;
+    /// The API server answered something unusable: not JSON, a redirect, an unexpected HTTP
+    /// status, a malformed HTTP response.
+    pub(crate) const UNUSABLE_ANSWER: u8 = 9;
 }
 
 /// Why `kcache watch` stopped.
@@ -40,6 +43,9 @@ pub(crate) enum WatchError {
     /// Discovery found no such resource.
     #[error("the server doesn't have a resource type \"{0}\"")]
     UnknownResource(String),
+    /// The server answered something unusable (not JSON, a redirect, an unexpected status).
+    #[error("{0}")]
+    UnusableAnswer(String),
     /// Anything else.
     #[error("{0}")]
     Other(String),
@@ -54,6 +60,7 @@ impl WatchError {
             WatchError::Unauthorized(_) => exit::UNAUTHORIZED,
             WatchError::Forbidden(_) => exit::FORBIDDEN,
             WatchError::UnknownResource(_) => exit::UNKNOWN_RESOURCE,
+            WatchError::UnusableAnswer(_) => exit::UNUSABLE_ANSWER,
             WatchError::Other(_) => exit::FAILURE,
         }
     }
@@ -74,16 +81,39 @@ impl WatchError {
         }
     }
 
-    /// Classifies a kube-client error (discovery requests).
-    pub(crate) fn from_kube(e: &kube_client::Error, server: &str) -> Self {
-        match e {
-            kube_client::Error::Api(status) => {
-                Self::from_status(status.code, &status.message, server)
-            }
-            kube_client::Error::Auth(_) => WatchError::Unauthorized(format!(
-                "cannot obtain credentials for {server}; check the user entry of the kubeconfig context"
-            )),
-            other => WatchError::Unreachable(unreachable_message(server, &root_cause(other))),
+    /// Classifies a failed discovery request: 401 and 403 as such, any other HTTP status, a
+    /// redirect, a body that is not JSON and a malformed response as an unusable answer, the
+    /// rest as an unreachable server. The messages are kcache-client's, which never quote
+    /// credentials, headers or raw body bytes.
+    pub(crate) fn from_discovery(e: &kcache_client::Error, server: &str) -> Self {
+        let kcache_client::Error::Request(lw) = e else {
+            return WatchError::Other(e.to_string());
+        };
+        if let Some(code) = lw.code() {
+            let message = lw.status().map(|s| s.message.as_str()).unwrap_or_default();
+            return match code {
+                401 | 403 => Self::from_status(code, message, server),
+                300..=399 => WatchError::UnusableAnswer(format!(
+                    "the API server at {server} {}",
+                    message.trim_end_matches('.')
+                )),
+                _ => WatchError::UnusableAnswer(format!(
+                    "the API server at {server} answered discovery with HTTP status {code}: {}",
+                    message.trim().trim_end_matches('.')
+                )),
+            };
+        }
+        // The sentence kcache-client worded, without the "transport error: " of its class.
+        let sentence =
+            std::error::Error::source(lw).map_or_else(|| lw.to_string(), |s| s.to_string());
+        if e.is_unusable_answer() {
+            WatchError::UnusableAnswer(sentence)
+        } else if e.is_credentials_unavailable() {
+            WatchError::Unauthorized(sentence)
+        } else {
+            // "cannot connect to the API server at URL: connection refused; …", "TLS
+            // handshake with URL failed (…)", "… did not answer in time".
+            WatchError::Unreachable(sentence)
         }
     }
 
@@ -105,20 +135,6 @@ impl WatchError {
     }
 }
 
-/// "cannot connect to the API server at URL: CAUSE".
-pub(super) fn unreachable_message(server: &str, cause: &str) -> String {
-    format!("cannot connect to the API server at {server}: {cause}")
-}
-
-/// The innermost error message of a chain (e.g. "Connection refused (os error 111)").
-fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cur.source() {
-        cur = next;
-    }
-    cur.to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +147,7 @@ mod tests {
             WatchError::Unauthorized(String::new()).exit_code(),
             WatchError::Forbidden(String::new()).exit_code(),
             WatchError::UnknownResource(String::new()).exit_code(),
+            WatchError::UnusableAnswer(String::new()).exit_code(),
             WatchError::Other(String::new()).exit_code(),
         ];
         let mut unique = codes.to_vec();

@@ -69,9 +69,9 @@ pub(crate) async fn run(args: WatchArgs) -> Result<(), WatchError> {
     let default_ns = config.default_namespace.clone();
     let client = kcache_client::Client::from_config(config)
         .map_err(|e| WatchError::Config(e.to_string()))?;
-    let discovered = resolve::discover(client.kube())
+    let discovered = resolve::discover(&client)
         .await
-        .map_err(|e| WatchError::from_kube(&e, &server))?;
+        .map_err(|e| WatchError::from_discovery(&e, &server))?;
     let resolved = resolve::resolve(&args.resource, &discovered)?;
     let what = resolved.display_name();
     let namespace = match (resolved.namespaced, args.all_namespaces) {

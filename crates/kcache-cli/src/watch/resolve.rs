@@ -2,7 +2,9 @@
 //! qualified by group (`deployments.apps`) or version and group (`deployments.v1.apps`),
 //! resolved against the server's discovery documents.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResource;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    APIGroupList, APIResource, APIResourceList, APIVersions,
+};
 use kube_core::discovery::ApiResource;
 
 use super::error::WatchError;
@@ -40,24 +42,27 @@ impl Resolved {
 
 /// Fetches discovery: the core group's versions and each group's preferred version. A group
 /// whose resources cannot be listed (an aggregated API that is down) is skipped, as kubectl
-/// does; failures of the first requests (401, 403, connection) are returned.
+/// does; failures of the first requests (401, 403, connection, an answer that is not a
+/// discovery document) are returned.
 ///
 /// # Errors
-/// The first kube-client error of the core discovery requests.
+/// The first error of the core discovery requests.
 pub(super) async fn discover(
-    client: &kube_client::Client,
-) -> Result<Vec<GroupVersion>, kube_client::Error> {
+    client: &kcache_client::Client,
+) -> Result<Vec<GroupVersion>, kcache_client::Error> {
     let mut out = Vec::new();
-    let core = client.list_core_api_versions().await?;
+    let core = client.get_json::<APIVersions>("/api").await?;
     for version in core.versions {
-        let list = client.list_core_api_resources(&version).await?;
+        let list = client
+            .get_json::<APIResourceList>(&format!("/api/{version}"))
+            .await?;
         out.push(GroupVersion {
             group: String::new(),
             version,
             resources: list.resources,
         });
     }
-    let groups = client.list_api_groups().await?;
+    let groups = client.get_json::<APIGroupList>("/apis").await?;
     for group in groups.groups {
         let preferred = group
             .preferred_version
@@ -65,7 +70,10 @@ pub(super) async fn discover(
             .map(|v| v.group_version.clone())
             .or_else(|| group.versions.first().map(|v| v.group_version.clone()));
         let Some(gv) = preferred else { continue };
-        match client.list_api_group_resources(&gv).await {
+        match client
+            .get_json::<APIResourceList>(&format!("/apis/{gv}"))
+            .await
+        {
             Ok(list) => out.push(GroupVersion {
                 group: group.name.clone(),
                 version: gv.rsplit('/').next().unwrap_or_default().to_owned(),
