@@ -1,5 +1,8 @@
 //! Work queues for controllers (client-go's `util/workqueue`): [`Queue`], [`DelayingQueue`],
-//! [`RateLimitingQueue`], [`PriorityQueue`] and the [`RateLimiter`]s that pace retries.
+//! [`RateLimitingQueue`], [`PriorityQueue`] and the [`RateLimiter`]s that pace retries. Every
+//! queue implements client-go's interfaces — [`Interface`], [`DelayingInterface`],
+//! [`RateLimitingInterface`] — and the two rate-limited queues share one configuration,
+//! [`RateLimitingQueueConfig`] (`priority::Config` is the same type).
 //!
 //! The queues promise what client-go's do:
 //! - **Fair**: items are processed in the order in which they are added.
@@ -55,7 +58,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 mod delaying;
+mod drain;
 mod error;
+mod interface;
 pub mod metrics;
 pub mod priority;
 mod queue;
@@ -64,6 +69,7 @@ mod rate_limiting;
 
 pub use delaying::DelayingQueue;
 pub use error::{Error, Result, ShutDownError};
+pub use interface::{DelayingInterface, Interface, RateLimitingInterface};
 pub use metrics::{MetricsProvider, NoopMetricsProvider};
 pub use priority::PriorityQueue;
 pub use queue::{Queue, QueueConfig};

@@ -249,17 +249,11 @@ where
     pub async fn shutdown_with_drain(&self) {
         let shared = &*self.shared;
         shared.shutdown(true);
-        loop {
-            let mut notified = pin!(shared.drained.notified());
-            notified.as_mut().enable();
-            {
-                let state = shared.state.lock();
-                if state.processing.is_empty() || !state.drain {
-                    return;
-                }
-            }
-            notified.await;
-        }
+        super::drain::wait(&shared.drained, || {
+            let state = shared.state.lock();
+            state.processing.is_empty() || !state.drain
+        })
+        .await;
     }
 }
 

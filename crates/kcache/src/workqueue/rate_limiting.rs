@@ -33,8 +33,8 @@ use super::rate_limiters::{RateLimiter, default_controller_rate_limiter};
 /// # drop((queue, driver));
 /// ```
 pub struct RateLimitingQueueConfig<T> {
-    queue: QueueConfig,
-    rate_limiter: Arc<dyn RateLimiter<T>>,
+    pub(super) queue: QueueConfig,
+    pub(super) rate_limiter: Arc<dyn RateLimiter<T>>,
 }
 
 impl<T> RateLimitingQueueConfig<T> {
