@@ -9,7 +9,7 @@ use http::HeaderMap;
 use serde_json::{Map, Value, json};
 
 use super::crud::{has_finalizers, is_dry_run, now_rfc3339};
-use super::negotiate::{Output, output};
+use super::negotiate::{BodyType, Output, body_type, output};
 use super::validate::go_json_error;
 use super::{AppState, Target, bytes_response, error_response, json_response, protobuf};
 use crate::object::{StoredObject, meta_str};
@@ -40,25 +40,33 @@ fn render_status(out: Output, status: &Value) -> Response {
     }
 }
 
-/// DELETE of one object.
-pub(crate) fn delete(
-    state: &Arc<AppState>,
-    target: &Target,
+/// The DeleteOptions of a DELETE: the body (JSON, YAML or protobuf, as client-go sends them)
+/// and the query's `dryRun`; returns them and whether the request is a dry run.
+fn delete_options(
     query: &HashMap<String, String>,
     headers: &HeaderMap,
     body: &[u8],
-) -> Result<Response, ApiError> {
-    let out = output(headers, protobuf::supports(&target.info))?;
+) -> Result<(Value, bool), ApiError> {
+    let unrecognized = |e: String| {
+        ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type DeleteOptions): {e}"
+        ))
+    };
     let opts: Value = if body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {
-        serde_json::from_slice(body).map_err(|_| {
-            ApiError::bad_request(format!(
-                "the object provided is unrecognized (must be of type DeleteOptions): couldn't get \
-                 version/kind; json parse error: {}",
-                go_json_error(body)
-            ))
-        })?
+        match body_type(headers) {
+            BodyType::Protobuf => protobuf::decode::subresource_body(body, "DeleteOptions")
+                .map_err(|e| unrecognized(e.to_string()))?,
+            BodyType::Yaml => serde_saphyr::from_slice(body)
+                .map_err(|e| unrecognized(format!("couldn't get version/kind; yaml: {e}")))?,
+            _ => serde_json::from_slice(body).map_err(|_| {
+                unrecognized(format!(
+                    "couldn't get version/kind; json parse error: {}",
+                    go_json_error(body)
+                ))
+            })?,
+        }
     };
     if let Some(v) = query.get("dryRun").filter(|v| !v.is_empty() && *v != "All") {
         return Err(ApiError::invalid_options(
@@ -74,6 +82,19 @@ pub(crate) fn delete(
         || opts
             .get("dryRun")
             .is_some_and(|d| d.as_array().is_some_and(|a| a.iter().any(|x| x == "All")));
+    Ok((opts, dry))
+}
+
+/// DELETE of one object.
+pub(crate) fn delete(
+    state: &Arc<AppState>,
+    target: &Target,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let out = output(headers, protobuf::supports(&target.info))?;
+    let (opts, dry) = delete_options(query, headers, body)?;
     let (obj, gone) = delete_object(state, target, &opts, dry)?;
     let info = &target.info;
     if gone && !dry && super::crd::is_crd(info) {
@@ -265,8 +286,10 @@ pub(crate) fn delete_collection(
     target: &Target,
     query: &HashMap<String, String>,
     headers: &HeaderMap,
+    body: &[u8],
 ) -> Result<Response, ApiError> {
     let out = output(headers, protobuf::supports(&target.info))?;
+    let (opts, dry) = delete_options(query, headers, body)?;
     let mut q = query.clone();
     q.remove("watch");
     let p =
@@ -291,7 +314,12 @@ pub(crate) fn delete_collection(
             namespace: (!obj.namespace().is_empty()).then(|| obj.namespace().to_owned()),
             ..target.clone()
         };
-        if let Ok((o, _)) = delete_object(state, &t, &json!({}), is_dry_run(query)) {
+        let mut each = opts.clone();
+        if let Some(m) = each.as_object_mut() {
+            // Preconditions name one object; a collection's apply to none.
+            m.remove("preconditions");
+        }
+        if let Ok((o, _)) = delete_object(state, &t, &each, dry) {
             deleted.push(o);
         }
     }

@@ -495,7 +495,7 @@ async fn dispatch(
         (true, Method::PUT) => crud::update(state, &target, query, headers, &body),
         (true, Method::PATCH) => crud::patch(state, &target, query, headers, &body),
         (true, Method::DELETE) => delete::delete(state, &target, query, headers, &body),
-        (false, Method::DELETE) => delete::delete_collection(state, &target, query, headers),
+        (false, Method::DELETE) => delete::delete_collection(state, &target, query, headers, &body),
         _ => Err(ApiError::method_not_allowed()),
     }
 }

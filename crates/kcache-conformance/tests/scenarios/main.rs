@@ -11,6 +11,7 @@
 mod crds;
 mod lifecycle;
 mod patches;
+mod protobuf;
 mod resources;
 mod script;
 mod validation;
@@ -61,6 +62,7 @@ const SCENARIOS: &[&str] = &[
     "rbac",
     "certificate_signing_requests",
     "reviews_and_verbs",
+    "protobuf_bodies",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -106,6 +108,7 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "rbac" => resources::rbac(s).await,
         "certificate_signing_requests" => resources::certificate_signing_requests(s).await,
         "reviews_and_verbs" => resources::reviews_and_verbs(s).await,
+        "protobuf_bodies" => protobuf::protobuf_bodies(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

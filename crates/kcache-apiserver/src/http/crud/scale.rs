@@ -1,7 +1,8 @@
 //! The `scale` subresource of Deployments, ReplicaSets, StatefulSets and
 //! ReplicationControllers: an
 //! `autoscaling/v1` `Scale` view of `spec.replicas`, `status.replicas` and the selector, read
-//! with GET and written with PUT or a merge patch (what `kubectl scale` sends).
+//! with GET and written with PUT (JSON, YAML or protobuf), a patch (what `kubectl scale`
+//! sends) or an apply patch.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -125,13 +126,26 @@ pub(crate) fn update_scale(
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let write = Write::open(target, query, headers, "UpdateOptions")?;
-    let scale: Value = serde_json::from_slice(body).map_err(|_| {
-        ApiError::bad_request("the object provided is unrecognized (must be of type Scale)")
-    })?;
+    let unrecognized = |e: String| {
+        ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type Scale): {e}"
+        ))
+    };
+    let scale: Value = match body_type(headers) {
+        BodyType::Protobuf => crate::http::protobuf::decode::subresource_body(body, "Scale")
+            .map_err(|e| unrecognized(e.to_string()))?,
+        BodyType::Yaml => serde_saphyr::from_slice(body)
+            .map_err(|e| unrecognized(format!("couldn't get version/kind; yaml: {e}")))?,
+        BodyType::Json => serde_json::from_slice(body).map_err(|e| {
+            unrecognized(format!("couldn't get version/kind; json parse error: {e}"))
+        })?,
+        _ => return Err(ApiError::unsupported_body()),
+    };
     write_scale(state, target, &write, headers, &scale)
 }
 
-/// PATCH of `…/scale` (merge or strategic merge patch of the `Scale` view).
+/// PATCH of `…/scale`: a merge, strategic merge or JSON patch of the `Scale` view, or a
+/// server-side apply of a Scale.
 pub(crate) fn patch_scale(
     state: &Arc<AppState>,
     target: &Target,
@@ -140,17 +154,47 @@ pub(crate) fn patch_scale(
     body: &[u8],
 ) -> Result<Response, ApiError> {
     let write = Write::open(target, query, headers, "PatchOptions")?;
-    if !matches!(
-        body_type(headers),
-        BodyType::MergePatch | BodyType::StrategicMergePatch
-    ) {
-        return Err(ApiError::unsupported_patch());
-    }
-    let patch: Value = serde_json::from_slice(body)
-        .map_err(|_| ApiError::bad_request("error decoding patch: invalid JSON"))?;
+    let kind = body_type(headers);
+    let patch: Value = match kind {
+        BodyType::MergePatch | BodyType::StrategicMergePatch | BodyType::JsonPatch => {
+            serde_json::from_slice(body)
+                .map_err(|_| ApiError::bad_request("error decoding patch: invalid JSON"))?
+        }
+        // Server-side apply of a Scale: the applied `spec.replicas` is written (the Scale view
+        // has no other field a manager can own).
+        BodyType::ApplyPatch => {
+            if write.query.field_manager().is_none() {
+                return Err(ApiError::invalid_options(
+                    "PatchOptions",
+                    vec![crate::status::Cause::new(
+                        "FieldValueRequired",
+                        "Required value: is required for apply patch",
+                        "fieldManager",
+                    )],
+                ));
+            }
+            serde_json::from_slice(body)
+                .or_else(|_| serde_saphyr::from_slice(body))
+                .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
+        }
+        _ => return Err(ApiError::unsupported_patch()),
+    };
     let cur = get_object(state, &main_target(target))?;
     let mut scale = scale_of(&cur);
-    json_patch::merge(&mut scale, &patch);
+    if kind == BodyType::JsonPatch {
+        let ops: json_patch::Patch = serde_json::from_value(patch.clone())
+            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+        json_patch::patch(&mut scale, &ops).map_err(|_| {
+            ApiError::new(
+                422,
+                "Invalid",
+                "the server rejected our request due to an error in our request",
+            )
+            .with_details(json!({}))
+        })?;
+    } else {
+        json_patch::merge(&mut scale, &patch);
+    }
     if patch.pointer("/metadata/resourceVersion").is_none()
         && let Some(m) = scale.get_mut("metadata").and_then(Value::as_object_mut)
     {

@@ -221,10 +221,202 @@ pub(crate) fn decode(body: &[u8]) -> Result<Map<String, Value>, ProtoError> {
     Ok(obj)
 }
 
-/// Decodes the protobuf body of a subresource request (`Eviction`, `Binding`,
-/// `TokenRequest`, `Scale`, `DeleteOptions`) into its JSON form.
-pub(crate) fn subresource_body(_body: &[u8], kind: &str) -> Result<Value, ProtoError> {
-    Err(ProtoError::Unsupported(kind.to_owned()))
+/// The protobuf messages of the request kinds kcache-proto has no type for (their field
+/// numbers are upstream's `generated.proto`).
+mod messages {
+    use kcache_proto::apimachinery::pkg::apis::meta::v1::{DeleteOptions, ObjectMeta};
+
+    /// `policy/v1` Eviction.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct Eviction {
+        #[prost(message, optional, tag = "1")]
+        pub(super) metadata: Option<ObjectMeta>,
+        #[prost(message, optional, tag = "2")]
+        pub(super) delete_options: Option<DeleteOptions>,
+    }
+
+    /// `autoscaling/v1` Scale.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct Scale {
+        #[prost(message, optional, tag = "1")]
+        pub(super) metadata: Option<ObjectMeta>,
+        #[prost(message, optional, tag = "2")]
+        pub(super) spec: Option<ScaleSpec>,
+        #[prost(message, optional, tag = "3")]
+        pub(super) status: Option<ScaleStatus>,
+    }
+
+    /// `autoscaling/v1` ScaleSpec.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct ScaleSpec {
+        #[prost(int32, optional, tag = "1")]
+        pub(super) replicas: Option<i32>,
+    }
+
+    /// `autoscaling/v1` ScaleStatus.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct ScaleStatus {
+        #[prost(int32, optional, tag = "1")]
+        pub(super) replicas: Option<i32>,
+        #[prost(string, optional, tag = "2")]
+        pub(super) selector: Option<String>,
+    }
+
+    /// `authentication.k8s.io/v1` TokenRequest (the status is never sent).
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct TokenRequest {
+        #[prost(message, optional, tag = "1")]
+        pub(super) metadata: Option<ObjectMeta>,
+        #[prost(message, optional, tag = "2")]
+        pub(super) spec: Option<TokenRequestSpec>,
+    }
+
+    /// `authentication.k8s.io/v1` TokenRequestSpec.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct TokenRequestSpec {
+        #[prost(string, repeated, tag = "1")]
+        pub(super) audiences: Vec<String>,
+        #[prost(message, optional, tag = "3")]
+        pub(super) bound_object_ref: Option<BoundObjectReference>,
+        #[prost(int64, optional, tag = "4")]
+        pub(super) expiration_seconds: Option<i64>,
+    }
+
+    /// `authentication.k8s.io/v1` BoundObjectReference.
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub(super) struct BoundObjectReference {
+        #[prost(string, optional, tag = "1")]
+        pub(super) kind: Option<String>,
+        #[prost(string, optional, tag = "2")]
+        pub(super) api_version: Option<String>,
+        #[prost(string, optional, tag = "3")]
+        pub(super) name: Option<String>,
+        #[prost(string, optional, tag = "4")]
+        pub(super) uid: Option<String>,
+    }
+}
+
+fn object_meta_json(
+    m: Option<kcache_proto::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+) -> Result<Value, ProtoError> {
+    use kcache_proto::convert::FromProto;
+    let Some(m) = m else {
+        return Ok(json!({}));
+    };
+    let meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta::from_proto(m)
+        .map_err(|_| ProtoError::Malformed("metadata"))?;
+    serde_json::to_value(meta).map_err(|_| ProtoError::Malformed("metadata"))
+}
+
+fn delete_options_json(o: kcache_proto::apimachinery::pkg::apis::meta::v1::DeleteOptions) -> Value {
+    let mut m = Map::new();
+    if let Some(g) = o.grace_period_seconds {
+        m.insert("gracePeriodSeconds".into(), json!(g));
+    }
+    if let Some(p) = o.preconditions {
+        let mut pre = Map::new();
+        if let Some(uid) = p.uid {
+            pre.insert("uid".into(), json!(uid));
+        }
+        if let Some(rv) = p.resource_version {
+            pre.insert("resourceVersion".into(), json!(rv));
+        }
+        m.insert("preconditions".into(), Value::Object(pre));
+    }
+    if let Some(o) = o.orphan_dependents {
+        m.insert("orphanDependents".into(), json!(o));
+    }
+    if let Some(p) = o.propagation_policy {
+        m.insert("propagationPolicy".into(), json!(p));
+    }
+    if !o.dry_run.is_empty() {
+        m.insert("dryRun".into(), json!(o.dry_run));
+    }
+    if let Some(i) = o.ignore_store_read_error_with_cluster_breaking_potential {
+        m.insert(
+            "ignoreStoreReadErrorWithClusterBreakingPotential".into(),
+            json!(i),
+        );
+    }
+    Value::Object(m)
+}
+
+/// Decodes the protobuf body of a request whose kind is not a stored kind (`DeleteOptions`,
+/// `Eviction`, `TokenRequest`, `Scale`) or any kind kcache-proto has a type for (`Binding`),
+/// into its JSON form (with `apiVersion` and `kind`). `expected` names the kind the request
+/// takes, for the error.
+pub(crate) fn subresource_body(body: &[u8], expected: &str) -> Result<Value, ProtoError> {
+    use prost::Message;
+    let env = kcache_proto::envelope::Envelope::decode(bytes::Bytes::copy_from_slice(body))
+        .map_err(|_| ProtoError::Malformed("not a k8s\\0 runtime.Unknown envelope"))?;
+    let raw = env.raw.clone();
+    let bad = |_| ProtoError::Malformed("the message does not decode as its kind");
+    let mut v = match env.kind.as_str() {
+        "DeleteOptions" => delete_options_json(
+            kcache_proto::apimachinery::pkg::apis::meta::v1::DeleteOptions::decode(raw)
+                .map_err(bad)?,
+        ),
+        "Eviction" => {
+            let e = messages::Eviction::decode(raw).map_err(bad)?;
+            let mut m = Map::new();
+            m.insert("metadata".into(), object_meta_json(e.metadata)?);
+            if let Some(o) = e.delete_options {
+                m.insert("deleteOptions".into(), delete_options_json(o));
+            }
+            Value::Object(m)
+        }
+        "Scale" => {
+            let sc = messages::Scale::decode(raw).map_err(bad)?;
+            let spec = sc.spec.unwrap_or_default();
+            let mut v = json!({"metadata": object_meta_json(sc.metadata)?, "spec": {}});
+            if let Some(r) = spec.replicas {
+                v["spec"]["replicas"] = json!(r);
+            }
+            if let Some(st) = sc.status {
+                v["status"] = json!({"replicas": st.replicas.unwrap_or(0),
+                                     "selector": st.selector.unwrap_or_default()});
+            }
+            v
+        }
+        "TokenRequest" => {
+            let t = messages::TokenRequest::decode(raw).map_err(bad)?;
+            let spec = t.spec.unwrap_or_default();
+            let mut s = Map::new();
+            if !spec.audiences.is_empty() {
+                s.insert("audiences".into(), json!(spec.audiences));
+            }
+            if let Some(e) = spec.expiration_seconds {
+                s.insert("expirationSeconds".into(), json!(e));
+            }
+            if let Some(b) = spec.bound_object_ref {
+                s.insert(
+                    "boundObjectRef".into(),
+                    json!({"kind": b.kind, "apiVersion": b.api_version, "name": b.name, "uid": b.uid}),
+                );
+            }
+            json!({"metadata": object_meta_json(t.metadata)?, "spec": s})
+        }
+        _ if kcache_proto::kind_is_supported(&env.api_version, &env.kind) => {
+            let (api_version, kind) = (env.api_version.clone(), env.kind.clone());
+            let mut v: Value = kcache_proto::decode_object(env.clone())
+                .map_err(|_| ProtoError::Malformed("the message does not decode as its kind"))?;
+            v["apiVersion"] = json!(api_version);
+            v["kind"] = json!(kind);
+            v
+        }
+        other => {
+            return Err(ProtoError::Unsupported(if other.is_empty() {
+                expected.to_owned()
+            } else {
+                other.to_owned()
+            }));
+        }
+    };
+    if !env.api_version.is_empty() {
+        v["apiVersion"] = json!(env.api_version);
+    }
+    v["kind"] = json!(env.kind);
+    Ok(v)
 }
 
 #[cfg(test)]
