@@ -1,0 +1,288 @@
+//! [`ControllerBuilder`]: a controller of the [`Manager`](crate::Manager), declared as
+//! controller-runtime's builder declares one (`For`, `Owns`, `Watches`, `WithEventFilter`,
+//! options, `Complete`), on kcache's [`Controller`].
+
+mod context;
+pub mod filter;
+mod reconciler;
+
+use std::{future::Future, sync::Arc, time::Duration};
+
+use futures::{FutureExt, future::BoxFuture};
+use kcache::{
+    controller::{
+        self as kcontroller, Action, Controller, DefaultErrorPolicy, ErrorPolicy, ReconcileError,
+        UpdateFilter, WorkQueueKind,
+    },
+    store::ObjectKey,
+    workqueue::RateLimiter,
+};
+use kcache_client::events::{Recorder, Reporter};
+
+pub use context::Context;
+pub(crate) use context::Shared;
+use reconciler::{Policy, reconcile_key};
+
+use crate::{
+    ApiObject, Manager,
+    expectations::Expectations,
+    manager::{Error, Runnable},
+};
+
+/// Adds a relation (owns, watches) to the kcache controller being built.
+type Relation<K> = Box<dyn FnOnce(Controller<K>) -> Controller<K> + Send>;
+
+/// Resolves once an informer the controller reads has synced.
+type Synced = BoxFuture<'static, ()>;
+
+fn synced<C: ApiObject>(informer: &kcache::SharedIndexInformer<C>) -> Synced {
+    let informer = informer.clone();
+    async move { informer.wait_for_sync().await }.boxed()
+}
+
+/// A controller of primary type `K`, being declared on a [`Manager`]
+/// ([`Manager::controller`]); [`run`](Self::run) hands it to the manager with its reconcile
+/// function, and the manager runs it.
+///
+/// The defaults are kcache's [`Controller`]'s (one worker, client-go's rate limiter, retries
+/// with backoff for ever); the name defaults to `K`'s plural resource name (`websites`) and
+/// names the controller's metrics, its work queue's `workqueue_*` series, its Events'
+/// reporter (`MANAGER/NAME`) and its field manager.
+///
+/// ```no_run
+/// use std::{sync::Arc, time::Duration};
+/// use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap};
+/// use kcache_runtime::{Action, Context, Manager, api, filter, manager};
+///
+/// async fn reconcile(_dep: Arc<Deployment>, ctx: Context<Deployment>) -> Result<Action, api::Error> {
+///     let _settings = ctx.get::<ConfigMap>("settings");
+///     Ok(Action::RequeueAfter(Duration::from_secs(300)))
+/// }
+///
+/// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = kcache_client::Client::infer().await?;
+/// let manager = Manager::new(client, manager::Config::new("demo"))?;
+/// manager
+///     .controller::<Deployment>()
+///     .owns::<ConfigMap>()
+///     .with_event_filter(filter::generation_changed)
+///     .workers(2)
+///     .reconcile_timeout(Duration::from_secs(60))
+///     .run(reconcile)?;
+/// manager.run().await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "a controller is added to the manager by `run`"]
+pub struct ControllerBuilder<'m, K, P = DefaultErrorPolicy> {
+    manager: &'m Manager,
+    config: kcontroller::Config,
+    filters: Vec<UpdateFilter<K>>,
+    relations: Vec<Relation<K>>,
+    /// The owned and watched informers: reconciles start once they have synced.
+    synced: Vec<Synced>,
+    policy: P,
+}
+
+impl<K, P> std::fmt::Debug for ControllerBuilder<'_, K, P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ControllerBuilder")
+            .field("config", &self.config)
+            .field("filters", &self.filters.len())
+            .field("relations", &self.relations.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'m, K: ApiObject> ControllerBuilder<'m, K> {
+    pub(crate) fn new(manager: &'m Manager) -> Self {
+        Self {
+            manager,
+            config: kcontroller::Config::default().name(K::plural(&()).into_owned()),
+            filters: Vec::new(),
+            relations: Vec::new(),
+            synced: Vec::new(),
+            policy: DefaultErrorPolicy,
+        }
+    }
+}
+
+impl<'m, K: ApiObject, P> ControllerBuilder<'m, K, P> {
+    /// Names the controller (default: `K`'s plural resource name). Names are unique within
+    /// a manager.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.config = self.config.name(name);
+        self
+    }
+
+    /// Concurrent reconciles (default 1; controller-runtime's `MaxConcurrentReconciles`).
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.config = self.config.workers(workers);
+        self
+    }
+
+    /// Gives up on a key after this many failed retries in a row (default: never).
+    pub fn max_retries(mut self, retries: u32) -> Self {
+        self.config = self.config.max_retries(retries);
+        self
+    }
+
+    /// Cancels a reconcile that takes longer, and retries it with backoff (default: no
+    /// limit). The wait for the caches (read-your-own-writes) counts towards it.
+    pub fn reconcile_timeout(mut self, timeout: Duration) -> Self {
+        self.config = self.config.reconcile_timeout(timeout);
+        self
+    }
+
+    /// Paces retries with `limiter` (default: client-go's controller rate limiter).
+    pub fn rate_limiter(mut self, limiter: impl RateLimiter<ObjectKey> + 'static) -> Self {
+        self.config = self.config.rate_limiter(limiter);
+        self
+    }
+
+    /// The kind of work queue (default [`WorkQueueKind::RateLimiting`];
+    /// [`WorkQueueKind::Priority`] reconciles new changes before a relist's).
+    pub fn queue(mut self, kind: WorkQueueKind) -> Self {
+        self.config = self.config.queue(kind);
+        self
+    }
+
+    /// Also reconciles the owner of every `C` whose controller owner reference points to a
+    /// `K` (what [`Context::apply_owned`] writes). The manager caches `C`, and reconciles
+    /// read it with [`Context::get`] or [`Context::lister`].
+    pub fn owns<C: ApiObject>(mut self) -> Self {
+        let informer = self.manager.informer::<C>();
+        self.synced.push(synced(&informer));
+        self.relations
+            .push(Box::new(move |controller| controller.owns(&informer)));
+        self
+    }
+
+    /// Also reconciles the keys `map` derives from each change of a `W` (controller-runtime's
+    /// `Watches` with an `EnqueueRequestsFromMapFunc`). The manager caches `W`.
+    pub fn watches<W: ApiObject>(
+        mut self,
+        map: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
+    ) -> Self {
+        let informer = self.manager.informer::<W>();
+        self.synced.push(synced(&informer));
+        self.relations.push(Box::new(move |controller| {
+            controller.watches(&informer, map)
+        }));
+        self
+    }
+
+    /// An update of a primary object queues its key only when `filter(old, new)` passes;
+    /// see [`filter`] (e.g. [`filter::generation_changed`]: spec changes only). Several
+    /// filters must all pass. Adds and deletes always queue; owned and watched types are
+    /// not filtered.
+    pub fn with_event_filter(
+        mut self,
+        filter: impl Fn(&K, &K) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.filters.push(Arc::new(filter));
+        self
+    }
+
+    /// Decides what happens after a failed reconcile (see [`ErrorPolicy`]; a closure
+    /// `|key: &ObjectKey, err: &E, retries: u32| ErrorAction` is one). Default: retry with
+    /// the queue's backoff. A reconcile not run because the caches had not caught up is
+    /// always retried with backoff.
+    pub fn error_policy<P2>(self, policy: P2) -> ControllerBuilder<'m, K, P2> {
+        ControllerBuilder {
+            manager: self.manager,
+            config: self.config,
+            filters: self.filters,
+            relations: self.relations,
+            synced: self.synced,
+            policy,
+        }
+    }
+
+    /// Adds the controller to the manager, which runs it in [`Manager::run`]:
+    /// `reconcile(object, context)` for every queued key whose object is in the cache,
+    /// once the caches show this controller's earlier writes of that key. Reconciles start
+    /// once the primary, owned and watched informers have all synced. `Ok(action)` says
+    /// what next ([`Action`]); `Err` goes to the error policy.
+    ///
+    /// An object gone from the cache is not reconciled: what it owns is garbage collected,
+    /// and what must be released before it goes belongs in a [finalizer](Context::finalizer).
+    ///
+    /// # Errors
+    /// [`Error::DuplicateController`] when the manager already has a controller of this
+    /// name.
+    pub fn run<F, Fut, E>(self, reconcile: F) -> Result<(), Error>
+    where
+        F: Fn(Arc<K>, Context<K>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        E: ReconcileError,
+        P: ErrorPolicy<E>,
+    {
+        let Self {
+            manager,
+            config,
+            filters,
+            relations,
+            synced,
+            policy,
+        } = self;
+        let name = config.name.clone();
+        manager.reserve_controller(&name)?;
+        let m = Arc::clone(&manager.shared);
+        let primary = manager.informer::<K>();
+        let config = config.metrics_provider(m.workqueue_metrics.clone());
+        let workers = config.workers;
+        let mut controller = if filters.is_empty() {
+            Controller::new(primary.clone(), config)
+        } else {
+            Controller::new_with_update_filter(primary.clone(), config, move |old: &K, new: &K| {
+                filters.iter().all(|f| f(old, new))
+            })
+        };
+        for relation in relations {
+            controller = relation(controller);
+        }
+        let controller = controller.with_error_policy(Policy(policy));
+        m.controller_metrics
+            .register_controller(name.clone(), workers, controller.metrics());
+        let metrics = m.runtime_metrics.controller(&name);
+        let reporter = Reporter {
+            controller: format!("{}/{name}", m.config.name),
+            instance: Some(m.identity.clone()),
+        };
+        let shared = Arc::new(Shared {
+            field_manager: format!("{}/{name}", m.config.name),
+            recorder: Recorder::new(&m.client, reporter),
+            expectations: Arc::new(Expectations::new(
+                name.clone(),
+                Arc::clone(&m.wake),
+                m.config.expectations_ttl,
+                metrics.clone(),
+            )),
+            metrics,
+            manager: Arc::clone(&m),
+            primary,
+            name: name.clone(),
+        });
+        let reconcile = Arc::new(reconcile);
+        let run_one = move |key: ObjectKey, _cached: Option<Arc<K>>| {
+            reconcile_key(Arc::clone(&shared), Arc::clone(&reconcile), key)
+        };
+        let runnable: Runnable = Box::new(move |leading, cancel| {
+            async move {
+                // The primary's sync is awaited by the controller itself; the owned and
+                // watched caches must be complete too before a reconcile reads them.
+                tokio::select! {
+                    _ = futures::future::join_all(synced) => {}
+                    () = cancel.cancelled() => {}
+                }
+                match leading {
+                    Some(leading) => controller.run_while_leading(leading, run_one, cancel).await,
+                    None => controller.run(run_one, cancel).await,
+                }
+            }
+            .boxed()
+        });
+        manager.add_controller(name, runnable);
+        Ok(())
+    }
+}

@@ -1,0 +1,188 @@
+//! [`Config`] of a [`Manager`](super::Manager) and its [`LeaderElection`].
+
+use std::{net::SocketAddr, time::Duration};
+
+/// How a [`Manager`](super::Manager) runs: controller-runtime's manager options
+/// (`Cache.DefaultNamespaces`, `LeaderElection*`, `Metrics.BindAddress` and
+/// `HealthProbeBindAddress` on one address, `GracefulShutdownTimeout`) plus the
+/// read-your-own-writes bounds.
+///
+/// ```
+/// use std::time::Duration;
+/// use kcache_runtime::manager::{Config, LeaderElection};
+///
+/// let config = Config::new("website-operator")
+///     .namespace("mon")
+///     .leader_election(LeaderElection::new("website-operator"))
+///     .metrics_addr("0.0.0.0:8080".parse().unwrap())
+///     .graceful_shutdown_timeout(Duration::from_secs(20));
+/// assert_eq!(config.cache_wait_timeout, Duration::from_secs(5));
+/// ```
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Config {
+    /// The manager's name: the prefix of its controllers' field managers and Events'
+    /// reporting controller (`NAME/CONTROLLER`), e.g. `website-operator`.
+    pub name: String,
+    /// Cache (and so reconcile) only this namespace; `None`: every namespace. A
+    /// cluster-scoped kind is cached cluster-wide either way.
+    pub namespace: Option<String>,
+    /// Elect a leader among the replicas; `None`: this replica always reconciles.
+    pub leader_election: Option<LeaderElection>,
+    /// Serve `/metrics`, `/healthz` (`/livez`) and `/readyz` on this address (bound by
+    /// [`Manager::new`](super::Manager::new); port 0 picks one, see
+    /// [`Manager::metrics_addr`](super::Manager::metrics_addr)). `None`: no server.
+    pub metrics_addr: Option<SocketAddr>,
+    /// On shutdown, how long the reconciles in flight may take to finish; past it they are
+    /// aborted (their futures dropped) and [`Manager::run`](super::Manager::run) reports
+    /// [`Error::DrainTimeout`](super::Error::DrainTimeout). Default 30 s
+    /// (controller-runtime's).
+    pub graceful_shutdown_timeout: Duration,
+    /// How long a reconcile waits for the caches to show its controller's earlier writes of
+    /// the same key before it is retried later instead (default 5 s); see
+    /// [read-your-own-writes](crate#read-your-own-writes).
+    pub cache_wait_timeout: Duration,
+    /// After this long, a write the caches never showed is no longer waited for (default
+    /// 5 min, kube-controller-manager's `ExpectationsTimeout`).
+    pub expectations_ttl: Duration,
+    /// Drop `metadata.managedFields` from cached objects (default true: a third of an
+    /// object's size, rarely read by a controller).
+    pub strip_managed_fields: bool,
+    /// This replica's identity: the lease holder it writes and its Events' reporting
+    /// instance. Default: `$POD_NAME`, else the host name, with a random suffix
+    /// (controller-runtime's `hostname_uuid`).
+    pub identity: Option<String>,
+}
+
+impl Config {
+    /// The defaults, for a manager named `name`.
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            namespace: None,
+            leader_election: None,
+            metrics_addr: None,
+            graceful_shutdown_timeout: Duration::from_secs(30),
+            cache_wait_timeout: Duration::from_secs(5),
+            expectations_ttl: Duration::from_secs(5 * 60),
+            strip_managed_fields: true,
+            identity: None,
+        }
+    }
+
+    /// Sets [`Config::namespace`].
+    #[must_use]
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = Some(namespace.into());
+        self
+    }
+
+    /// Sets [`Config::leader_election`].
+    #[must_use]
+    pub fn leader_election(mut self, election: LeaderElection) -> Self {
+        self.leader_election = Some(election);
+        self
+    }
+
+    /// Sets [`Config::metrics_addr`].
+    #[must_use]
+    pub fn metrics_addr(mut self, addr: SocketAddr) -> Self {
+        self.metrics_addr = Some(addr);
+        self
+    }
+
+    /// Sets [`Config::graceful_shutdown_timeout`].
+    #[must_use]
+    pub fn graceful_shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.graceful_shutdown_timeout = timeout;
+        self
+    }
+
+    /// Sets [`Config::cache_wait_timeout`].
+    #[must_use]
+    pub fn cache_wait_timeout(mut self, timeout: Duration) -> Self {
+        self.cache_wait_timeout = timeout;
+        self
+    }
+
+    /// Sets [`Config::expectations_ttl`].
+    #[must_use]
+    pub fn expectations_ttl(mut self, ttl: Duration) -> Self {
+        self.expectations_ttl = ttl;
+        self
+    }
+
+    /// Sets [`Config::strip_managed_fields`].
+    #[must_use]
+    pub fn strip_managed_fields(mut self, on: bool) -> Self {
+        self.strip_managed_fields = on;
+        self
+    }
+
+    /// Sets [`Config::identity`].
+    #[must_use]
+    pub fn identity(mut self, identity: impl Into<String>) -> Self {
+        self.identity = Some(identity.into());
+        self
+    }
+}
+
+/// Leader election over a `coordination.k8s.io/v1` Lease, with warm standby: every replica
+/// runs its informers and keeps its caches synced; only the leader's workers reconcile. A
+/// replica that loses the lease stops its workers (the reconciles in flight finish) and
+/// competes again, without restarting. The timings are client-go's (15 s / 10 s / 2 s).
+///
+/// ```
+/// use std::time::Duration;
+/// use kcache_runtime::manager::LeaderElection;
+///
+/// let election = LeaderElection::new("website-operator")
+///     .lease_namespace("operators")
+///     .timings(Duration::from_secs(15), Duration::from_secs(10), Duration::from_secs(2));
+/// assert_eq!(election.lease_name, "website-operator");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaderElection {
+    /// The Lease's name (controller-runtime's `LeaderElectionID`).
+    pub lease_name: String,
+    /// The Lease's namespace. Default: the manager's namespace, else the pod's (the service
+    /// account's namespace file), else `default`.
+    pub lease_namespace: Option<String>,
+    /// How long a standby waits without seeing the lease renewed before it takes over.
+    pub lease_duration: Duration,
+    /// How long the leader keeps retrying a failing renewal before it steps down.
+    pub renew_deadline: Duration,
+    /// The pause between renewals and between acquire attempts.
+    pub retry_period: Duration,
+}
+
+impl LeaderElection {
+    /// An election on the Lease `lease_name`, with client-go's timings.
+    pub fn new(lease_name: impl Into<String>) -> Self {
+        Self {
+            lease_name: lease_name.into(),
+            lease_namespace: None,
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+        }
+    }
+
+    /// Sets [`LeaderElection::lease_namespace`].
+    #[must_use]
+    pub fn lease_namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.lease_namespace = Some(namespace.into());
+        self
+    }
+
+    /// Sets the lease duration, renew deadline and retry period (validated by
+    /// [`Manager::new`](super::Manager::new) as client-go validates them).
+    #[must_use]
+    pub fn timings(mut self, lease: Duration, renew_deadline: Duration, retry: Duration) -> Self {
+        self.lease_duration = lease;
+        self.renew_deadline = renew_deadline;
+        self.retry_period = retry;
+        self
+    }
+}
