@@ -222,7 +222,12 @@ impl EventHandler<DynamicObject> for Printer {
     }
 
     fn on_delete(&self, obj: &DeletedObject<DynamicObject>) {
-        self.print(Event::Deleted, obj.object());
+        let event = if obj.is_final_state_unknown() {
+            Event::DeletedFinalStateUnknown
+        } else {
+            Event::Deleted
+        };
+        self.print(event, obj.object());
     }
 }
 

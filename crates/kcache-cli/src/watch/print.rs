@@ -12,7 +12,8 @@ pub(crate) enum Output {
     Table,
     /// The table plus UID and LABELS.
     Wide,
-    /// One JSON object per line: `{"type": "ADDED", "object": {...}}`.
+    /// One JSON object per line: `{"type": "ADDED", "object": {...}}`; a delete inferred by a
+    /// relist adds `"finalStateUnknown": true`.
     Json,
 }
 
@@ -25,6 +26,10 @@ pub(super) enum Event {
     Modified,
     /// Deleted.
     Deleted,
+    /// Deleted while the watch was down: inferred by a relist (client-go's
+    /// `DeletedFinalStateUnknown`); the object is the last state the cache knew, possibly stale.
+    /// Printed as `DELETED?` in tables and as `"finalStateUnknown": true` in JSON.
+    DeletedFinalStateUnknown,
 }
 
 impl Event {
@@ -33,6 +38,7 @@ impl Event {
             Event::Added => "ADDED",
             Event::Modified => "MODIFIED",
             Event::Deleted => "DELETED",
+            Event::DeletedFinalStateUnknown => "DELETED?",
         }
     }
 }
@@ -79,6 +85,10 @@ pub(super) fn age(created: Option<Timestamp>, now: Timestamp) -> String {
 pub(super) fn line(output: Output, event: Event, obj: &DynamicObject, now: Timestamp) -> String {
     let meta = &obj.metadata;
     if output == Output::Json {
+        if event == Event::DeletedFinalStateUnknown {
+            return json!({"type": "DELETED", "finalStateUnknown": true, "object": obj})
+                .to_string();
+        }
         return json!({"type": event.as_str(), "object": obj}).to_string();
     }
     let created = meta.creation_timestamp.as_ref().map(|t| t.0);
@@ -168,6 +178,28 @@ mod tests {
         assert_eq!(v["type"], "DELETED");
         assert_eq!(v["object"]["metadata"]["name"], "cm1");
         assert_eq!(v["object"]["kind"], "ConfigMap");
+    }
+
+    /// A delete the informer inferred from a relist (client-go's `DeletedFinalStateUnknown`):
+    /// the object is only the last state the cache knew, and the line says so.
+    #[test]
+    fn a_delete_inferred_by_a_relist_is_marked() {
+        let now = Timestamp::now();
+        let v: serde_json::Value = serde_json::from_str(&line(
+            Output::Json,
+            Event::DeletedFinalStateUnknown,
+            &cm(),
+            now,
+        ))
+        .unwrap();
+        assert_eq!(v["type"], "DELETED");
+        assert_eq!(v["finalStateUnknown"], true);
+        assert_eq!(v["object"]["metadata"]["name"], "cm1");
+        let observed: serde_json::Value =
+            serde_json::from_str(&line(Output::Json, Event::Deleted, &cm(), now)).unwrap();
+        assert!(observed.get("finalStateUnknown").is_none(), "{observed}");
+        let table = line(Output::Table, Event::DeletedFinalStateUnknown, &cm(), now);
+        assert!(table.starts_with("DELETED? "), "{table}");
     }
 
     #[test]
