@@ -18,7 +18,7 @@ use bytes::Bytes;
 use k8s_openapi::api::core::v1::Pod;
 use kcache_client::{
     compact::{Compact, CompactDecoder, Format},
-    decode::{ItemDecoder, decode_list},
+    decode::{ItemDecoder, internals::decode_list},
 };
 use kcache_proto::{
     Envelope, api::core::v1 as pb, apimachinery::pkg::apis::meta::v1 as meta, convert::FromProto,

@@ -15,7 +15,10 @@ use futures::{StreamExt, executor::block_on, stream};
 use k8s_openapi::api::core::v1::Pod;
 use kcache_client::{
     compact::{Compact, CompactDecoder},
-    decode::{Typed, decode_list, watch_events},
+    decode::{
+        Typed,
+        internals::{decode_list, watch_events},
+    },
 };
 use kube_core::{ObjectList, PartialObjectMeta, WatchEvent};
 use serde_json::Value;

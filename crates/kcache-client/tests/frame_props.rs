@@ -15,7 +15,7 @@ use bytes::Bytes;
 use futures::{StreamExt, executor::block_on, stream};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kcache::lister_watcher::{Error, WatchEvent};
-use kcache_client::decode::{Typed, watch_events};
+use kcache_client::decode::{Typed, internals::watch_events};
 use proptest::prelude::*;
 use serde_json::json;
 

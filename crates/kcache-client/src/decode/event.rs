@@ -13,7 +13,7 @@ use super::{
 
 /// Why a watch frame could not be turned into a [`WatchEvent`].
 #[derive(Debug, thiserror::Error)]
-pub enum EventError {
+pub(crate) enum EventError {
     /// The frame is not valid JSON, or its object is not a valid `K` / `Status` / bookmark.
     #[error("invalid watch event: {0}")]
     Json(#[from] serde_json::Error),
@@ -65,7 +65,7 @@ impl EventType {
 /// [`EventError::UnknownType`] for an event type outside the protocol, [`EventError::Missing`]
 /// without `type` or `object`, [`EventError::NotStatus`] for an ERROR event whose object is not
 /// a `Status`, [`EventError::Json`] for invalid JSON or a mismatching object.
-pub fn decode_event<K, D: ItemDecoder<K>>(
+pub(crate) fn decode_event<K, D: ItemDecoder<K>>(
     frame: &[u8],
     decoder: &D,
 ) -> Result<WatchEvent<K>, EventError> {

@@ -5,11 +5,11 @@ use bytes::{Bytes, BytesMut};
 /// The default limit for one watch frame: 64 MiB. The API server's own request limit is
 /// 3 MiB per object (etcd's default is 1.5 MiB), so a frame larger than this means a broken
 /// stream, not a big object.
-pub const DEFAULT_MAX_FRAME_SIZE: usize = 64 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_FRAME_SIZE: usize = 64 * 1024 * 1024;
 
 /// Why the watch body could not be split into frames.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum JsonFrameError {
+pub(crate) enum JsonFrameError {
     /// A frame grew past the limit without a newline.
     #[error("watch frame larger than {limit} bytes without a newline: the stream is corrupt")]
     TooLarge {
@@ -30,19 +30,8 @@ pub enum JsonFrameError {
 /// several frames. Whitespace-only lines are skipped. Scanning resumes where it stopped, so
 /// a frame split into many chunks is scanned once.
 ///
-/// ```
-/// use kcache_client::decode::JsonFrameDecoder;
-///
-/// let mut frames = JsonFrameDecoder::new(1024);
-/// frames.push(b"{\"a\":1}\n{\"b\"");
-/// assert_eq!(&frames.next_frame().unwrap().unwrap()[..], b"{\"a\":1}");
-/// assert!(frames.next_frame().unwrap().is_none());
-/// frames.push(b":2}\n");
-/// assert_eq!(&frames.next_frame().unwrap().unwrap()[..], b"{\"b\":2}");
-/// assert!(frames.finish().is_ok());
-/// ```
 #[derive(Debug)]
-pub struct JsonFrameDecoder {
+pub(crate) struct JsonFrameDecoder {
     buf: BytesMut,
     /// Bytes of `buf` already known to hold no newline.
     scanned: usize,
@@ -54,7 +43,7 @@ pub struct JsonFrameDecoder {
 
 impl JsonFrameDecoder {
     /// A decoder that rejects frames longer than `max_frame_size` bytes.
-    pub fn new(max_frame_size: usize) -> Self {
+    pub(crate) fn new(max_frame_size: usize) -> Self {
         Self {
             buf: BytesMut::new(),
             scanned: 0,
@@ -65,7 +54,7 @@ impl JsonFrameDecoder {
 
     /// Appends a chunk of the body. A chunk that would make the unfinished frame outgrow the
     /// limit is not kept (nor is the frame): the buffer never holds much more than the limit.
-    pub fn push(&mut self, chunk: &[u8]) {
+    pub(crate) fn push(&mut self, chunk: &[u8]) {
         if self.overflowed {
             return;
         }
@@ -85,7 +74,7 @@ impl JsonFrameDecoder {
     /// # Errors
     /// [`JsonFrameError::TooLarge`] when the unfinished frame exceeds the limit; the decoder should
     /// then be dropped.
-    pub fn next_frame(&mut self) -> Result<Option<Bytes>, JsonFrameError> {
+    pub(crate) fn next_frame(&mut self) -> Result<Option<Bytes>, JsonFrameError> {
         if self.overflowed {
             return Err(JsonFrameError::TooLarge {
                 limit: self.max_frame_size,
@@ -124,7 +113,7 @@ impl JsonFrameDecoder {
     ///
     /// # Errors
     /// [`JsonFrameError::Truncated`] when the body ended mid-frame.
-    pub fn finish(&mut self) -> Result<(), JsonFrameError> {
+    pub(crate) fn finish(&mut self) -> Result<(), JsonFrameError> {
         if self.buf.iter().all(u8::is_ascii_whitespace) {
             self.buf.clear();
             Ok(())
@@ -211,5 +200,21 @@ mod tests {
         d.push(b"{}\n \r\n");
         assert_eq!(all_frames(&mut d).len(), 1);
         assert_eq!(d.finish(), Ok(()));
+    }
+}
+
+#[cfg(test)]
+mod split_frame_tests {
+    use super::JsonFrameDecoder;
+
+    #[test]
+    fn a_frame_split_across_chunks_comes_out_whole() {
+        let mut frames = JsonFrameDecoder::new(1024);
+        frames.push(b"{\"a\":1}\n{\"b\"");
+        assert_eq!(&frames.next_frame().unwrap().unwrap()[..], b"{\"a\":1}");
+        assert!(frames.next_frame().unwrap().is_none());
+        frames.push(b":2}\n");
+        assert_eq!(&frames.next_frame().unwrap().unwrap()[..], b"{\"b\":2}");
+        assert!(frames.finish().is_ok());
     }
 }

@@ -1,10 +1,11 @@
 //! Our own decoding of API server responses.
 //!
-//! Lists are decoded in one pass straight into `Vec<K>` ([`decode_list`]); watch bodies are
-//! split into newline-delimited frames as chunks arrive ([`JsonFrameDecoder`]) and each frame is
-//! decoded into a [`WatchEvent`](kube_core::WatchEvent) ([`decode_event`], [`watch_events`]).
-//! How each object is decoded is an [`ItemDecoder`]: [`Typed`] (optionally skipping
-//! `managedFields` inside the parser) or [`crate::compact::CompactDecoder`].
+//! Lists are decoded in one pass straight into `Vec<K>`; watch bodies are split into
+//! newline-delimited frames as chunks arrive and each frame is decoded into a
+//! [`WatchEvent`](kube_core::WatchEvent) — both inside the crate. What users choose is how each
+//! object is decoded, an [`ItemDecoder`]: [`Typed`] (optionally skipping `managedFields` inside
+//! the parser, [`StripManagedFields`]) or [`crate::compact::CompactDecoder`]; [`decode_object`]
+//! decodes one object's bytes with one.
 
 mod event;
 mod frame;
@@ -14,12 +15,21 @@ mod split;
 mod stream;
 mod strip;
 
-pub use event::{EventError, decode_event};
-pub use frame::{DEFAULT_MAX_FRAME_SIZE, JsonFrameDecoder, JsonFrameError};
 pub use item::{ItemDecoder, Typed, decode_object};
-pub use list::decode_list;
-pub use split::{ListSplitter, SplitError};
-pub use stream::watch_events;
 pub use strip::StripManagedFields;
+
+pub(crate) use event::{EventError, decode_event};
+pub(crate) use frame::{DEFAULT_MAX_FRAME_SIZE, JsonFrameDecoder};
+pub(crate) use list::decode_list;
+pub(crate) use split::ListSplitter;
+pub(crate) use stream::watch_events;
+
+/// The decoder's internals, reachable for this crate's benchmarks and property tests only: not
+/// a supported API, and not semver-stable.
+#[doc(hidden)]
+pub mod internals {
+    pub use super::list::decode_list;
+    pub use super::stream::watch_events;
+}
 
 pub(crate) use strip::Key;

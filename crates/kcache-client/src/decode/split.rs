@@ -9,7 +9,7 @@ use bytes::Bytes;
 /// Why a body is not a JSON list.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("malformed list body at byte {at}: {what}")]
-pub struct SplitError {
+pub(crate) struct SplitError {
     /// Offset in the body.
     pub at: u64,
     /// What was wrong.
@@ -30,7 +30,7 @@ enum Phase {
 
 /// Splits a JSON list body into its items as chunks arrive (see the module docs).
 #[derive(Debug)]
-pub struct ListSplitter {
+pub(crate) struct ListSplitter {
     phase: Phase,
     depth: u32,
     in_string: bool,
@@ -53,7 +53,7 @@ impl Default for ListSplitter {
 impl ListSplitter {
     /// A splitter at the start of a body.
     #[must_use]
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             phase: Phase::Envelope,
             depth: 0,
@@ -80,7 +80,7 @@ impl ListSplitter {
     /// # Errors
     /// A [`SplitError`] when the bytes cannot be a JSON list (an unbalanced bracket, an item
     /// that is not an object).
-    pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<Bytes>, SplitError> {
+    pub(crate) fn push(&mut self, chunk: &[u8]) -> Result<Vec<Bytes>, SplitError> {
         let mut items = Vec::new();
         let mut start = 0; // where the bytes not yet copied into a buffer begin
         for (i, &b) in chunk.iter().enumerate() {
@@ -183,7 +183,7 @@ impl ListSplitter {
     ///
     /// # Errors
     /// A [`SplitError`] when the body ended inside an item or a container.
-    pub fn finish(self) -> Result<Vec<u8>, SplitError> {
+    pub(crate) fn finish(self) -> Result<Vec<u8>, SplitError> {
         if self.phase != Phase::Envelope || self.depth != 0 || self.in_string {
             return Err(SplitError {
                 at: self.offset,
