@@ -209,7 +209,7 @@ pub(crate) fn delete_object(
         return Ok((last, false));
     }
     if is_ns {
-        delete_namespace_contents(state, &name);
+        let _ = delete_namespace_contents(state, &name);
         return Ok((last, false));
     }
     if mark_then_delete {
@@ -231,8 +231,9 @@ pub(crate) fn delete_object(
 /// namespace controller takes a few seconds too).
 const NAMESPACE_TERMINATION: chrono::TimeDelta = chrono::TimeDelta::seconds(2);
 
-/// Removes the namespaces that have been `Terminating` for [`NAMESPACE_TERMINATION`] and
-/// hold no `metadata.finalizers`, with anything created in them since; run by the server's
+/// Removes the namespaces that have been `Terminating` for [`NAMESPACE_TERMINATION`], hold no
+/// `metadata.finalizers` and are empty once anything created in them since is deleted (an
+/// object with finalizers keeps its namespace until they are removed); run by the server's
 /// maintenance tick.
 pub(crate) fn finalize_namespaces(state: &AppState) {
     let Some(info) = state.registry.get("", "v1", "namespaces") else {
@@ -255,7 +256,10 @@ pub(crate) fn finalize_namespaces(state: &AppState) {
         if now.signed_duration_since(since) < NAMESPACE_TERMINATION || has_finalizers(&ns) {
             continue;
         }
-        delete_namespace_contents(state, &key);
+        // Objects with finalizers keep the namespace Terminating until they are released.
+        if delete_namespace_contents(state, &key) > 0 {
+            continue;
+        }
         let _ = state.store.mutate::<ApiError>(&id, &key, |cur, _| {
             Ok(if cur.is_some() {
                 Mutation::Delete
@@ -266,18 +270,33 @@ pub(crate) fn finalize_namespaces(state: &AppState) {
     }
 }
 
-fn delete_namespace_contents(state: &AppState, ns: &str) {
+/// Deletes every object in namespace `ns` as a DELETE would (objects with finalizers are only
+/// marked with a deletionTimestamp, as the namespace controller leaves them); returns how many
+/// objects remain in it.
+fn delete_namespace_contents(state: &AppState, ns: &str) -> usize {
+    let mut remaining = 0;
     for info in state.registry.all() {
         if !info.namespaced {
             continue;
         }
         let id = info.id();
         for key in state.store.keys_with_prefix(&id, &format!("{ns}/")) {
-            let _ = state
-                .store
-                .mutate::<ApiError>(&id, &key, |_, _| Ok(Mutation::Delete));
+            let Some(name) = key.split_once('/').map(|(_, n)| n.to_owned()) else {
+                continue;
+            };
+            let t = Target {
+                info: info.clone(),
+                namespace: Some(ns.to_owned()),
+                name: Some(name),
+                sub: None,
+                watch_path: false,
+            };
+            if !matches!(delete_object(state, &t, &json!({}), false), Ok((_, true))) {
+                remaining += 1;
+            }
         }
     }
+    remaining
 }
 
 /// DELETE of a collection: deletes every object matching the selectors.

@@ -63,6 +63,7 @@ const SCENARIOS: &[&str] = &[
     "certificate_signing_requests",
     "reviews_and_verbs",
     "protobuf_bodies",
+    "status_metadata_and_json_patch_test_null",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -109,6 +110,9 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "certificate_signing_requests" => resources::certificate_signing_requests(s).await,
         "reviews_and_verbs" => resources::reviews_and_verbs(s).await,
         "protobuf_bodies" => protobuf::protobuf_bodies(s).await,
+        "status_metadata_and_json_patch_test_null" => {
+            patches::status_metadata_and_json_patch_test_null(s).await
+        }
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

@@ -227,3 +227,123 @@ pub(crate) async fn strategic_merge_directives(s: &mut Script<'_>) -> anyhow::Re
     .await?;
     Ok(())
 }
+
+/// What a status write keeps of the metadata it carries, per kind (pods keep it all,
+/// Deployments not their labels, custom resources nothing: see crds.rs), the
+/// resourceVersion of a dry-run update, and a JSON patch `test` of a missing path against
+/// null (what kube-rs's finalizer helper sends).
+pub(crate) async fn status_metadata_and_json_patch_test_null(
+    s: &mut Script<'_>,
+) -> anyhow::Result<()> {
+    let pods = s.core("pods");
+    let p = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "1"}},
+                   "spec": {"containers": [{"name": "c", "image": "i"}]}});
+    s.req("create pod", "POST", &pods, Some(p)).await?;
+    let change = json!({"metadata": {"labels": {"b": "2"}, "annotations": {"x": "y"},
+                                     "finalizers": ["example.com/f"]},
+                        "spec": {"containers": [{"name": "c", "image": "other"}]},
+                        "status": {"message": "hi"}});
+    let r = s
+        .req(
+            "pod status",
+            "PATCH",
+            &format!("{pods}/p/status"),
+            Some(change),
+        )
+        .await?;
+    for ptr in [
+        "/metadata/labels",
+        "/metadata/annotations",
+        "/metadata/finalizers",
+        "/spec/containers/0/image",
+        "/status/message",
+        "/metadata/generation",
+    ] {
+        s.field(ptr, &r.body, ptr);
+    }
+    s.req(
+        "release",
+        "PATCH",
+        &format!("{pods}/p"),
+        Some(json!({"metadata": {"finalizers": null}})),
+    )
+    .await?;
+    let deploys = format!("/apis/apps/v1/namespaces/{}/deployments", s.ns);
+    let d = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                   "metadata": {"name": "d", "labels": {"a": "1"}},
+                   "spec": {"selector": {"matchLabels": {"app": "w"}},
+                            "template": {"metadata": {"labels": {"app": "w"}},
+                                         "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+    s.req("create deployment", "POST", &deploys, Some(d))
+        .await?;
+    let change = json!({"metadata": {"labels": {"b": "2"}, "annotations": {"x": "y"}},
+                        "status": {"replicas": 2}});
+    let r = s
+        .req(
+            "deployment status",
+            "PATCH",
+            &format!("{deploys}/d/status"),
+            Some(change),
+        )
+        .await?;
+    for ptr in [
+        "/metadata/labels",
+        "/metadata/annotations",
+        "/status/replicas",
+    ] {
+        s.field(ptr, &r.body, ptr);
+    }
+
+    let cms = s.core("configmaps");
+    let r = s
+        .req(
+            "create cm",
+            "POST",
+            &cms,
+            Some(config_map("a", json!({"k": "v"}))),
+        )
+        .await?;
+    let rv = r.body.pointer("/metadata/resourceVersion").cloned();
+    let r = s
+        .req(
+            "dry-run update",
+            "PUT",
+            &format!("{cms}/a?dryRun=All"),
+            Some(config_map("a", json!({"k": "w"}))),
+        )
+        .await?;
+    s.note(format!(
+        "dry-run update keeps the resourceVersion: {}",
+        r.body.pointer("/metadata/resourceVersion").cloned() == rv
+    ));
+    s.field("dry-run data", &r.body, "/data/k");
+    let ops = r#"[{"op": "test", "path": "/metadata/finalizers", "value": null},
+                  {"op": "add", "path": "/metadata/finalizers", "value": ["example.com/f"]}]"#;
+    let r = s
+        .raw(
+            "test null then add",
+            "PATCH",
+            &format!("{cms}/a"),
+            "application/json-patch+json",
+            ops,
+        )
+        .await?;
+    s.field("finalizers", &r.body, "/metadata/finalizers");
+    s.raw(
+        "test null of a present path",
+        "PATCH",
+        &format!("{cms}/a"),
+        "application/json-patch+json",
+        r#"[{"op": "test", "path": "/metadata/finalizers", "value": null}]"#,
+    )
+    .await?;
+    s.raw(
+        "remove",
+        "PATCH",
+        &format!("{cms}/a"),
+        "application/json-patch+json",
+        r#"[{"op": "remove", "path": "/metadata/finalizers"}]"#,
+    )
+    .await?;
+    Ok(())
+}

@@ -14,6 +14,7 @@ use crate::http::managed::{FieldsChange, Manager, Transition, updated as updated
 use crate::http::validate::{check_kind, check_name, check_type, name_causes};
 use crate::http::{AppState, Target};
 use crate::object::{StoredObject, object_key};
+use crate::resource::ResourceInfo;
 use crate::status::{ApiError, Cause};
 use crate::store::Mutation;
 
@@ -100,6 +101,44 @@ fn ensure_namespace(
         }
     }
     Err(ApiError::namespace_not_found(ns))
+}
+
+/// The metadata a status write takes from the written object, as each kind's status strategy
+/// in kube-apiserver has it: built-in kinds take labels, annotations, finalizers and owner
+/// references (Deployments keep their labels, pods their owner references, APIServices all
+/// four, FlowSchemas and PriorityLevelConfigurations their whole metadata); custom resources
+/// take none (their status strategy copies the old object and sets only the status).
+fn status_metadata(info: &ResourceInfo, sent: Option<&Value>, next: &mut Value) {
+    let builtin =
+        info.schema.is_none() && crate::resource::table().group_rank(&info.group).is_some();
+    if !builtin {
+        return;
+    }
+    let kept: &[&str] = match (info.group.as_str(), info.plural.as_str()) {
+        ("apps", "deployments") => &["labels"],
+        ("", "pods") => &["ownerReferences"],
+        ("apiregistration.k8s.io", "apiservices") => {
+            &["labels", "annotations", "finalizers", "ownerReferences"]
+        }
+        ("flowcontrol.apiserver.k8s.io", _) => return,
+        _ => &[],
+    };
+    let Some(meta) = next.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for k in ["labels", "annotations", "finalizers", "ownerReferences"] {
+        if kept.contains(&k) {
+            continue;
+        }
+        match sent.and_then(|m| m.get(k)).filter(|v| !v.is_null()) {
+            Some(v) => {
+                meta.insert(k.into(), v.clone());
+            }
+            None => {
+                meta.remove(k);
+            }
+        }
+    }
 }
 
 /// The `default` ServiceAccount of a new namespace (kube-controller-manager's service account
@@ -351,6 +390,7 @@ pub(crate) fn update_object(
         } else if status_only {
             let mut v = cur_value.clone();
             v["status"] = obj.get("status").cloned().unwrap_or(Value::Null);
+            status_metadata(info, obj.get("metadata"), &mut v);
             if info.group == "certificates.k8s.io" {
                 rules::csr_condition_times(&mut v, &now_rfc3339());
             }
@@ -433,18 +473,22 @@ pub(crate) fn update_object(
         let finishing =
             next.pointer("/metadata/deletionTimestamp").is_some() && !has_finalizers(&next);
         if dry_run {
-            dry_result = Some(next);
+            // Not stored: the answer carries the current resourceVersion, as kube-apiserver's.
+            dry_result = Some((next, Some(cur.rv())));
             return Ok(Mutation::Keep);
         }
         if finishing {
             // The answer is the object as it was last written, without its finalizers.
-            dry_result = Some(next);
+            dry_result = Some((next, None));
             return Ok(Mutation::Delete);
         }
         Ok(Mutation::Put(next))
     })?;
-    if let Some(v) = dry_result {
-        return Ok(Arc::new(StoredObject::without_rv(v)));
+    if let Some((v, rv)) = dry_result {
+        return Ok(Arc::new(match rv {
+            Some(rv) => StoredObject::new(v, rv),
+            None => StoredObject::without_rv(v),
+        }));
     }
     let updated = outcome
         .object

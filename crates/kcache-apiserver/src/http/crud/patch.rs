@@ -130,6 +130,24 @@ pub(crate) fn patch(
     }
 }
 
+/// Applies a JSON patch atomically, as kube-apiserver's evanphx/json-patch does: a `test` of
+/// a path that does not exist against `null` passes (kube-rs's finalizer helper sends one
+/// before adding the first finalizer), any other failing operation fails the whole patch.
+fn apply_json_patch(doc: &mut Value, ops: &json_patch::Patch) -> Result<(), ApiError> {
+    let mut work = doc.clone();
+    for op in &ops.0 {
+        if let json_patch::PatchOperation::Test(t) = op
+            && t.value.is_null()
+            && work.pointer(t.path.as_str()).is_none()
+        {
+            continue;
+        }
+        json_patch::patch(&mut work, std::slice::from_ref(op)).map_err(|_| rejected_patch())?;
+    }
+    *doc = work;
+    Ok(())
+}
+
 /// Applies a patch to the current object; returns the result (stamped with the current
 /// resourceVersion) and the resourceVersion the patch itself carried, if any.
 fn patched(
@@ -140,7 +158,7 @@ fn patched(
 ) -> Result<(Value, Option<String>), ApiError> {
     let mut next = cur.value().clone();
     match json_ops {
-        Some(ops) => json_patch::patch(&mut next, ops).map_err(|_| rejected_patch())?,
+        Some(ops) => apply_json_patch(&mut next, ops)?,
         None if kind == BodyType::StrategicMergePatch => {
             crate::http::smp::apply(&mut next, patch_value)
         }
