@@ -6,7 +6,7 @@
 //! drained with [`Fifo::pop_batch`], and `example` composes them. `NewInformer` and the tests
 //! whose `Process` is client-go's own `processDeltas`/`processDeltasInBatch` (apply to the store,
 //! then notify a handler) are kcache's [`SharedIndexInformer`] with one handler, whose indexer
-//! is the store; `mapping/informer.md` lists each test with how it maps.
+//! is the store; `README.md` lists each test with how it maps.
 //!
 //! Conventions as in `shared_informer.rs`: [`FakeSource`] is `FakeControllerSource` (it sets
 //! resourceVersions itself); tests without threads of their own run in paused time with

@@ -12,7 +12,7 @@
 //! Go table tests run with `t.Run` become one module per Go test with one `#[tokio::test]` per
 //! subtest; unnamed table cases stay inside one test.
 //!
-//! Not ported (see `mapping/fifo.md`): `TestRealFIFO_PopBrokenItemsInBatch`, whose items get a
+//! Not ported (see `README.md`): `TestRealFIFO_PopBrokenItemsInBatch`, whose items get a
 //! key error only when popped. kcache computes a delta's key when it is written, so a write
 //! whose key fails is refused and such an item never reaches the queue.
 

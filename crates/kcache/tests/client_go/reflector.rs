@@ -1,4 +1,4 @@
-//! client-go v0.36.5's `reflector_test.go`, ported one for one (see `mapping/reflector.md`).
+//! client-go v0.36.5's `reflector_test.go`, ported one for one (see `README.md`).
 //!
 //! client-go's tests drive one `ListAndWatch` round, or its internals (`watch`, `handleWatch`,
 //! `list`), with a scripted `ListWatch` and `watch.NewFake()`. kcache exposes only

@@ -1,5 +1,5 @@
 //! client-go v0.36.5's `reflector_watchlist_test.go`, ported one for one (see
-//! `mapping/reflector.md`).
+//! `README.md`).
 //!
 //! client-go drives one `ListAndWatch` round against `fakeListWatcher`: one shared
 //! `watch.NewFake()` handed out by every watch request (until the test stops and recreates it),

@@ -1,6 +1,6 @@
 //! client-go v0.36.5's `shared_informer_test.go, processor_listener_test.go`, ported one for one (see `README.md` in this folder).
 //!
-//! How the Go scaffolding maps (`mapping/informer.md` has the table):
+//! How the Go scaffolding maps (`README.md` has the table):
 //!
 //! - `FakeControllerSource` is [`FakeSource`]; it sets resourceVersions itself, so an expected
 //!   object takes the resourceVersion its `upsert` returned.

@@ -4,7 +4,7 @@
 //! type) and [`Lister`].
 //!
 //! Each test is named after the Go test it ports (snake case; a subtest is `<test>__<subtest>`).
-//! `mapping/store.md` lists every Go test with its Rust counterpart and status, including the
+//! `README.md` lists every Go test with its Rust counterpart and status, including the
 //! Go tests that have no kcache counterpart.
 
 #![allow(non_snake_case)] // `<test>__<subtest>` names

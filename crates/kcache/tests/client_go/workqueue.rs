@@ -5,7 +5,7 @@
 //! nothing to port.
 //!
 //! Each test is named after the Go test it ports (snake case). Where client-go steps a fake
-//! clock, these tests pause tokio's clock and advance it. `mapping/workqueue.md` lists every Go
+//! clock, these tests pause tokio's clock and advance it. `README.md` lists every Go
 //! test with its Rust counterpart and status.
 
 use std::collections::HashMap;
