@@ -71,6 +71,14 @@ impl<K: Send + Sync + 'static> AnyFifo<K> {
         }
     }
 
+    /// Raises `signal` once, when the queue turns synced (see [`Fifo::has_synced`]).
+    pub(crate) fn set_synced_signal(&self, signal: Arc<tokio::sync::Notify>) {
+        match self {
+            Self::Real(q) => q.set_synced_signal(signal),
+            Self::Delta(q) => q.set_synced_signal(signal),
+        }
+    }
+
     /// Whether every batch [`pop_batch`](Fifo::pop_batch) hands out concerns one key (a
     /// [`DeltaFifo`]), so that its deltas must be applied one by one.
     pub fn pops_one_key(&self) -> bool {

@@ -137,6 +137,12 @@ fn dedup_deletions<K>(deltas: &mut Deltas<K>) {
 }
 
 impl<K: Send + Sync + 'static> DeltaFifo<K> {
+    /// Raises `signal` (`notify_waiters`) once, when the FIFO turns synced: the informer's
+    /// wake-up for a sync that needed no pop.
+    pub(crate) fn set_synced_signal(&self, signal: std::sync::Arc<tokio::sync::Notify>) {
+        self.inner.core.signals().set_synced_signal(signal);
+    }
+
     /// An empty queue.
     pub fn new(key_func: KeyFunc<K>, config: DeltaFifoConfig<K>) -> Self {
         Self {
@@ -184,7 +190,7 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
                 let deltas = state.items.remove(&key).unwrap_or_default();
                 core.signals().set_len(state.queue.len());
                 let out = process(deltas, initial);
-                state.sync.on_processed(counted, &core.signals().synced);
+                state.sync.on_processed(counted, core.signals());
                 Attempt::Done(out)
             })
             .await
@@ -212,7 +218,7 @@ impl<K: Send + Sync + 'static> DeltaFifo<K> {
     fn write(&self, kind: DeltaType, obj: Arc<K>) -> Result<(), StoreError> {
         let key = self.key(&obj)?;
         let mut state = self.lock_open()?;
-        state.sync.on_write(&self.inner.core.signals().synced);
+        state.sync.on_write(self.inner.core.signals());
         if kind == DeltaType::Deleted && !state.items.contains_key(&key) {
             let known = self
                 .inner
@@ -287,9 +293,7 @@ impl<K: Send + Sync + 'static> ReflectorStore<K> for DeltaFifo<K> {
             }
         }
         let queued = state.queue.len();
-        state
-            .sync
-            .on_replace(queued, &self.inner.core.signals().synced);
+        state.sync.on_replace(queued, self.inner.core.signals());
         self.published(&state);
         Ok(())
     }

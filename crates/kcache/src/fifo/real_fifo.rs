@@ -168,6 +168,12 @@ impl<K> fmt::Debug for RealFifo<K> {
 }
 
 impl<K: Send + Sync + 'static> RealFifo<K> {
+    /// Raises `signal` (`notify_waiters`) once, when the FIFO turns synced: the informer's
+    /// wake-up for a sync that needed no pop.
+    pub(crate) fn set_synced_signal(&self, signal: std::sync::Arc<tokio::sync::Notify>) {
+        self.inner.core.signals().set_synced_signal(signal);
+    }
+
     /// A queue with explicit options.
     pub fn new(key_func: KeyFunc<K>, config: RealFifoConfig<K>) -> Self {
         Self {
@@ -240,7 +246,7 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
                 } else {
                     process(batch, initial)
                 };
-                state.sync.on_processed(counted, &core.signals().synced);
+                state.sync.on_processed(counted, core.signals());
                 Attempt::Done(out)
             })
             .await
@@ -259,7 +265,7 @@ impl<K: Send + Sync + 'static> RealFifo<K> {
     fn append(&self, kind: DeltaType, obj: Arc<K>) -> Result<(), StoreError> {
         let key = self.key(&obj)?;
         let mut state = self.lock_open()?;
-        state.sync.on_write(&self.inner.core.signals().synced);
+        state.sync.on_write(self.inner.core.signals());
         state.items.push_back(Delta::keyed(kind, key, obj));
         self.inner.published(&state);
         Ok(())
@@ -350,9 +356,7 @@ impl<K: Send + Sync + 'static> ReflectorStore<K> for RealFifo<K> {
             }
         }
         let queued = state.items.len();
-        state
-            .sync
-            .on_replace(queued, &self.inner.core.signals().synced);
+        state.sync.on_replace(queued, self.inner.core.signals());
         self.inner.published(&state);
         Ok(())
     }

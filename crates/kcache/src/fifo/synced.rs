@@ -2,13 +2,17 @@
 
 use std::{
     pin::pin,
-    sync::atomic::{AtomicBool, AtomicUsize, Ordering},
+    sync::{
+        Arc, OnceLock,
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+    },
 };
 
 use tokio::sync::Notify;
 
 /// client-go's `populated` / `initialPopulationCount` pair. Lives inside a FIFO's mutex; the
-/// result is published to an [`AtomicBool`] so that `has_synced` never takes the lock.
+/// result is published to the [`Signals`] (an atomic, so that `has_synced` never takes the
+/// lock, and the consumer's synced signal, raised once when it turns true).
 #[derive(Debug, Default)]
 pub(crate) struct SyncTracker {
     /// A replace, add, update or delete has happened.
@@ -19,13 +23,13 @@ pub(crate) struct SyncTracker {
 
 impl SyncTracker {
     /// An add/update/delete: if nothing was populated yet, there is no initial list to wait for.
-    pub(crate) fn on_write(&mut self, synced: &AtomicBool) {
+    pub(crate) fn on_write(&mut self, synced: &Signals) {
         self.populated = true;
         self.publish(synced);
     }
 
     /// A replace that left `queued` entries in the queue: the first one defines the initial list.
-    pub(crate) fn on_replace(&mut self, queued: usize, synced: &AtomicBool) {
+    pub(crate) fn on_replace(&mut self, queued: usize, synced: &Signals) {
         if !self.populated {
             self.populated = true;
             self.initial_remaining = queued;
@@ -40,14 +44,18 @@ impl SyncTracker {
     }
 
     /// `counted` initial entries were processed.
-    pub(crate) fn on_processed(&mut self, counted: usize, synced: &AtomicBool) {
+    pub(crate) fn on_processed(&mut self, counted: usize, synced: &Signals) {
         self.initial_remaining = self.initial_remaining.saturating_sub(counted);
         self.publish(synced);
     }
 
-    fn publish(&self, synced: &AtomicBool) {
-        if self.populated && self.initial_remaining == 0 {
-            synced.store(true, Ordering::Release);
+    fn publish(&self, signals: &Signals) {
+        if self.populated
+            && self.initial_remaining == 0
+            && !signals.synced.swap(true, Ordering::AcqRel)
+            && let Some(signal) = signals.synced_signal.get()
+        {
+            signal.notify_waiters();
         }
     }
 }
@@ -56,6 +64,9 @@ impl SyncTracker {
 #[derive(Debug, Default)]
 pub(crate) struct Signals {
     pub(crate) synced: AtomicBool,
+    /// Raised (`notify_waiters`) when `synced` turns true: the consumer's wake-up, so that it
+    /// learns of a sync that needed no pop (an empty initial list) without polling the FIFO.
+    synced_signal: OnceLock<Arc<Notify>>,
     pub(crate) len: AtomicUsize,
     pub(crate) closed: AtomicBool,
     notify: Notify,
@@ -72,6 +83,11 @@ pub(crate) enum Attempt<T> {
 }
 
 impl Signals {
+    /// Sets the signal raised when the FIFO has synced; only the first call counts.
+    pub(crate) fn set_synced_signal(&self, signal: Arc<Notify>) {
+        let _ = self.synced_signal.set(signal);
+    }
+
     pub(crate) fn has_synced(&self) -> bool {
         self.synced.load(Ordering::Acquire)
     }

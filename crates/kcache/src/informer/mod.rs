@@ -22,7 +22,6 @@ mod processor;
 mod registration;
 mod run;
 mod shared_informer;
-mod sink;
 
 pub use config::{Config, HandlerConfig, MINIMUM_RESYNC_PERIOD};
 pub use error::Error;

@@ -1,14 +1,14 @@
 //! The run loop: start the reflector and the listeners, pop the FIFO until cancelled, then
 //! stop everything in order.
 
-use std::sync::{Arc, atomic::Ordering};
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use kube_core::Resource;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tracing::{Instrument as _, debug};
 
-use super::{SharedIndexInformer, shared_informer::Inner, sink::QueueSink};
+use super::{SharedIndexInformer, shared_informer::Inner};
 use crate::{
     fifo::{self, Fifo},
     reflector::{self, ReflectorHandle, ReflectorStore, TransformFunc, WatchErrorHandler},
@@ -75,8 +75,7 @@ where
         let rconfig = inner.config.reflector.clone().resync_period(check_period);
         let reflector_cancel = cancel.child_token();
         let queue: Arc<dyn ReflectorStore<K>> = Arc::new(inner.queue.clone());
-        let sink = Arc::new(QueueSink::new(queue, &inner));
-        let (handle, reflector_fut) = starter(sink, rconfig, hooks, reflector_cancel.clone());
+        let (handle, reflector_fut) = starter(queue, rconfig, hooks, reflector_cancel.clone());
         *inner.reflector.lock() = Some(handle);
         let reflector_task = tokio::spawn(reflector_fut);
         let process = Arc::clone(&inner)
@@ -116,15 +115,6 @@ where
                 Ok(()) => {}
                 Err(fifo::Error::Closed) => return,
             }
-            self.note_synced();
-        }
-    }
-
-    /// Publishes `has_synced` once the queue says the initial list has been processed.
-    pub(crate) fn note_synced(&self) {
-        if !self.synced_flag.load(Ordering::Acquire) && self.queue.has_synced() {
-            self.synced_flag.store(true, Ordering::Release);
-            self.sync_notify.notify_waiters();
         }
     }
 }

@@ -1,10 +1,7 @@
 //! [`SharedIndexInformer`]: reflector → FIFO → indexer + handlers.
 
 use std::{
-    sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
-    },
+    sync::{Arc, atomic::AtomicBool},
     time::Duration,
 };
 
@@ -56,7 +53,8 @@ pub(crate) struct Inner<K> {
     /// synthetic adds (client-go's `blockDeltas`).
     pub(super) block_deltas: Mutex<()>,
     pub(super) start: Mutex<StartState<K>>,
-    pub(super) synced_flag: AtomicBool,
+    /// Raised by the FIFO when it turns synced, and by listeners as they finish their initial
+    /// adds: what `wait_for_sync` and the registrations' `synced` wait on.
     pub(crate) sync_notify: Arc<Notify>,
     pub(super) reflector: Mutex<Option<ReflectorHandle>>,
     /// `informer{resource}`: the span of the process loop and of every handler task.
@@ -150,6 +148,8 @@ where
             (handle, Box::pin(r.run(cancel)))
         });
         let check_period = config.resync_period;
+        let sync_notify = Arc::new(Notify::new());
+        queue.set_synced_signal(Arc::clone(&sync_notify));
         let inner = Inner {
             reader: Reader::from(indexer.clone()),
             indexer,
@@ -166,8 +166,7 @@ where
                 error_handler: None,
                 tasks: None,
             }),
-            synced_flag: AtomicBool::new(false),
-            sync_notify: Arc::new(Notify::new()),
+            sync_notify,
             reflector: Mutex::new(None),
             span,
             over_budget: AtomicBool::new(false),
@@ -403,8 +402,9 @@ impl<K> Inner<K>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
+    /// Whether the FIFO has handed out (and the informer processed) its initial list.
     pub(crate) fn upstream_synced(&self) -> bool {
-        self.synced_flag.load(Ordering::Acquire)
+        self.queue.has_synced()
     }
 
     pub(crate) async fn wait_until(&self, mut cond: impl FnMut() -> bool) {
