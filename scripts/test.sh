@@ -25,6 +25,11 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo doc (-D warnings)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked
 
+step "public API snapshots (scripts/public-api.sh)"
+# Each library crate's public API against api/<crate>.txt (cargo-public-api on a pinned nightly,
+# both installed under ~/.cache/kcache on first use).
+scripts/public-api.sh
+
 step "cargo check --no-default-features"
 cargo check --workspace --no-default-features --locked
 
