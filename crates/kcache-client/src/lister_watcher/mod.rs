@@ -201,7 +201,7 @@ impl<K, D> HttpListerWatcher<K, D> {
         self
     }
 
-    /// The largest watch frame accepted (default [`DEFAULT_MAX_FRAME_SIZE`]).
+    /// The largest watch frame accepted (default 64 MiB).
     #[must_use]
     pub fn max_frame_size(mut self, bytes: usize) -> Self {
         self.max_frame_size = bytes;

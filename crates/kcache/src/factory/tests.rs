@@ -329,7 +329,7 @@ async fn builder_memory_accounting_is_set_on_the_informer_and_compared_on_later_
     let key = crate::store::ObjectKey::new(Some("ns"), "a");
     assert_eq!(
         usage.bytes,
-        1000 + crate::memory::entry_overhead::<ConfigMap>(&key)
+        1000 + crate::store::entry_overhead::<ConfigMap>(&key)
     );
     assert!(cms.over_memory_budget());
     let setting = |b: InformerBuilder<'_, ConfigMap>| match b.build(&source) {

@@ -4,8 +4,8 @@ use std::{fmt, sync::Arc};
 
 use super::{DeltaFifo, DeltaFifoConfig, Deltas, Error, Fifo, RealFifo};
 use crate::{
-    reflector::{ReflectorStore, StoreError},
     store::{KeyFunc, KeyListerGetter},
+    store::{ReflectorStore, StoreError},
 };
 
 /// Which queue sits between the reflector and the indexer.

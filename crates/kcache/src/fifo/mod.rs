@@ -84,7 +84,7 @@ pub use delta::{Delta, DeltaObject, DeltaType, Deltas};
 pub use delta_fifo::{DeltaFifo, DeltaFifoConfig};
 pub use real_fifo::{RealFifo, RealFifoConfig, RealFifoMode};
 
-use crate::reflector::ReflectorStore;
+use crate::store::ReflectorStore;
 
 /// The batch size client-go's RealFIFO uses (`defaultBatchSize`).
 pub const DEFAULT_BATCH_SIZE: usize = 1000;
@@ -124,7 +124,7 @@ pub trait Fifo<K>: ReflectorStore<K> {
     /// an add/update/delete came before any `replace`. Never blocks.
     fn has_synced(&self) -> bool;
 
-    /// Closes the queue: writes fail with [`StoreError::Closed`](crate::reflector::StoreError),
+    /// Closes the queue: writes fail with [`StoreError::Closed`](crate::store::StoreError),
     /// pops drain what is left and then fail with [`Error::Closed`]; waiting pops wake up.
     fn close(&self);
 

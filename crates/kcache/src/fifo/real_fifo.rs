@@ -14,8 +14,8 @@ use super::{
     synced::{Attempt, SyncTracker},
 };
 use crate::{
-    reflector::{ReflectorStore, StoreError},
     store::{KeyFunc, KeyListerGetter, ObjectKey},
+    store::{ReflectorStore, StoreError},
 };
 
 /// How a [`RealFifo`] turns relists and resyncs into deltas.

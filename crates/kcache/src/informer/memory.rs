@@ -51,7 +51,7 @@ where
     }
 
     /// Accounts the cache's memory with `sizer`, the bytes one object holds (inline and heap;
-    /// the store adds [`memory::entry_overhead`] per entry): for compact storage,
+    /// the store adds [`store::entry_overhead`](crate::store::entry_overhead) per entry): for compact storage,
     /// `kcache_client::compact::Compact::heap_size`.
     ///
     /// # Errors
@@ -142,7 +142,8 @@ mod tests {
     use super::*;
     use crate::{
         informer,
-        memory::{entry_overhead, estimate},
+        memory::estimate,
+        store::entry_overhead,
         store::{KeyListerGetter, ObjectKey},
         test_support::eventually,
         testing::{FakeSource, config_map},

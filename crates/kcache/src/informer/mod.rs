@@ -22,6 +22,7 @@ mod processor;
 mod registration;
 mod run;
 mod shared_informer;
+mod starter;
 
 pub use config::{Config, HandlerConfig, MINIMUM_RESYNC_PERIOD};
 pub use error::Error;

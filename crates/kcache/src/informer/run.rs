@@ -3,35 +3,15 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use kube_core::Resource;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tracing::{Instrument as _, debug};
 
-use super::{SharedIndexInformer, shared_informer::Inner};
+use super::{SharedIndexInformer, shared_informer::Inner, starter::Hooks};
 use crate::{
     fifo::{self, Fifo},
-    reflector::{self, ReflectorHandle, ReflectorStore, TransformFunc, WatchErrorHandler},
+    reflector::ReflectorStore,
 };
-
-/// Builds and starts the informer's reflector once `run` knows its store and settings (the
-/// `ListerWatcher` is captured by [`SharedIndexInformer::with_indexers`]).
-pub(super) type ReflectorStarter<K> = Box<
-    dyn FnOnce(
-            Arc<dyn ReflectorStore<K>>,
-            reflector::Config,
-            Hooks<K>,
-            CancellationToken,
-        ) -> (ReflectorHandle, BoxFuture<'static, ()>)
-        + Send,
->;
-
-/// What the informer hands its reflector besides the store.
-pub(super) struct Hooks<K> {
-    pub(super) transform: Option<TransformFunc<K>>,
-    pub(super) error_handler: Option<WatchErrorHandler>,
-    pub(super) should_resync: reflector::ShouldResyncFunc,
-}
 
 impl<K> SharedIndexInformer<K>
 where

@@ -17,7 +17,7 @@ use super::{
     listener::{Listener, Notification, determine_resync_period},
     processor::Processor,
     registration::HandlerRegistration,
-    run::ReflectorStarter,
+    starter::ReflectorStarter,
 };
 use crate::{
     fifo::{AnyFifo, Fifo},

@@ -55,7 +55,7 @@
 //!
 //! # What the store adds per entry
 //!
-//! [`entry_overhead`]: the object's `Arc` header (two counts), the key's shared allocation
+//! [`entry_overhead`](crate::store::entry_overhead): the object's `Arc` header (two counts), the key's shared allocation
 //! (two counts and the `ns/name` bytes, rounded up to 8) and the key→object slot of the
 //! store's hash table (the key and the `Arc` pointer, plus one control byte). The hash table's
 //! spare slots (up to half of it after it grows), the index entries (the namespace index and
@@ -75,11 +75,9 @@ mod seed;
 #[cfg(test)]
 mod tests;
 
-use std::{mem::size_of, sync::Arc};
+use std::sync::Arc;
 
 pub use estimate::{estimate, heap_size};
-
-use crate::store::ObjectKey;
 
 /// A function that tells how many bytes an object holds (inline and on the heap): given to a
 /// store or informer to turn memory accounting on. [`estimator`] is the one for any
@@ -97,16 +95,6 @@ pub struct MemoryUsage {
     /// Objects in the cache.
     pub objects: usize,
     /// Bytes they hold: each object's size by the store's [`Sizer`], plus
-    /// [`entry_overhead`] per entry.
+    /// [`entry_overhead`](crate::store::entry_overhead) per entry.
     pub bytes: usize,
-}
-
-/// The bytes a store entry holds beside its object's own size: the object's `Arc` counts, the
-/// key's allocation (`Arc<str>`: counts and bytes, rounded up to 8) and the hash table slot
-/// (key and `Arc` pointer, and one control byte).
-pub fn entry_overhead<K>(key: &ObjectKey) -> usize {
-    let arc_counts = 2 * size_of::<usize>();
-    let key_alloc = (arc_counts + key.as_str().len()).next_multiple_of(size_of::<usize>());
-    let slot = size_of::<(ObjectKey, Arc<K>)>() + 1;
-    arc_counts + key_alloc + slot
 }

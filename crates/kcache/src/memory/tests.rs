@@ -143,10 +143,3 @@ fn json_values_are_sized_by_what_they_serialize_as() {
     let leaf: usize = 8 + 2 + 2 + 11 * (24 + 24) + 4;
     assert_eq!(estimate(&v), size_of::<Value>() + leaf + 1 + 4 * 8 + 2);
 }
-
-#[test]
-fn the_entry_overhead_is_the_arc_counts_the_key_allocation_and_the_slot() {
-    let key = ObjectKey::new(Some("prod"), "web-0");
-    // Arc<K> counts 16; Arc<str> 16 + 10 bytes rounded to 32; slot 8 + 16 + 1.
-    assert_eq!(entry_overhead::<Pod>(&key), 16 + 32 + 25);
-}

@@ -73,7 +73,6 @@ mod handle;
 mod pager;
 mod recovery;
 mod resync;
-mod store;
 mod watch;
 
 use std::{panic::AssertUnwindSafe, sync::Arc, time::Duration};
@@ -84,13 +83,14 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, error, info, warn};
 
+/// The store contract the reflector writes to; it lives in [`crate::store`].
+pub use crate::store::{ReflectorStore, StoreError};
 pub use backoff::BackoffConfig;
 pub use config::{
     Config, MIN_WATCH_TIMEOUT_FLOOR, ShouldResyncFunc, TransformFunc, WatchErrorHandler,
 };
 pub use error::Error;
 pub use handle::{Health, Metrics, ReflectorHandle, RelistCauses, WatchEventCounts};
-pub use store::{ReflectorStore, StoreError};
 
 use crate::{
     lister_watcher::{self, ListerWatcher, WatchStream},

@@ -4,7 +4,17 @@
 use std::{borrow::Borrow, hash::Hash, sync::Arc};
 
 use super::{ObjectKey, Transaction, thread_safe_store::State};
-use crate::memory::{Sizer, entry_overhead};
+use crate::memory::Sizer;
+
+/// The bytes a store entry holds beside its object's own size: the object's `Arc` counts, the
+/// key's allocation (`Arc<str>`: counts and bytes, rounded up to 8) and the hash table slot
+/// (key and `Arc` pointer, and one control byte).
+pub fn entry_overhead<K>(key: &ObjectKey) -> usize {
+    let arc_counts = 2 * size_of::<usize>();
+    let key_alloc = (arc_counts + key.as_str().len()).next_multiple_of(size_of::<usize>());
+    let slot = size_of::<(ObjectKey, Arc<K>)>() + 1;
+    arc_counts + key_alloc + slot
+}
 
 /// The bytes one entry holds: the object by the sizer, plus the store's own per entry.
 pub(super) fn entry_size<K>(sizer: &Sizer<K>, key: &ObjectKey, obj: &K) -> usize {
@@ -70,7 +80,8 @@ mod tests {
     use k8s_openapi::api::core::v1::ConfigMap;
 
     use crate::{
-        memory::{self, MemoryUsage, entry_overhead, estimate},
+        memory::{self, MemoryUsage, estimate},
+        store::entry_overhead,
         store::{KeyListerGetter, ObjectKey, ThreadSafeStore, Transaction},
         testing::config_map,
     };
@@ -160,5 +171,15 @@ mod tests {
             "a second is refused"
         );
         assert_eq!(store.memory().unwrap(), from_scratch(&store));
+    }
+
+    #[test]
+    fn the_entry_overhead_is_the_arc_counts_the_key_allocation_and_the_slot() {
+        let key = ObjectKey::new(Some("prod"), "web-0");
+        // Arc<K> counts 16; Arc<str> 16 + 10 bytes rounded to 32; slot 8 + 16 + 1.
+        assert_eq!(
+            entry_overhead::<k8s_openapi::api::core::v1::Pod>(&key),
+            16 + 32 + 25
+        );
     }
 }

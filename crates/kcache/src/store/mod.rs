@@ -16,15 +16,18 @@ mod index;
 mod key;
 mod lister;
 mod reader;
+mod reflector_store;
 mod selector;
 mod thread_safe_store;
 
+pub use accounting::entry_overhead;
 pub use index::{
     IndexError, IndexFunc, Indexers, NAMESPACE_INDEX, namespace_index_func, namespace_indexers,
 };
 pub use key::{KeyError, KeyFunc, ObjectKey, meta_namespace_key, meta_namespace_key_func};
 pub use lister::{Lister, NamespaceLister};
 pub use reader::Reader;
+pub use reflector_store::{ReflectorStore, StoreError};
 pub use selector::{SelectorError, matches_labels, parse_label_selector};
 pub use thread_safe_store::{
     Indexer, KeyListerGetter, ResourceVersionFunc, ThreadSafeStore, Transaction,

@@ -11,7 +11,7 @@ use std::{
 use k8s_openapi::api::core::v1::ConfigMap;
 
 use super::*;
-use crate::reflector::{ReflectorStore, StoreError};
+use crate::store::{ReflectorStore, StoreError};
 
 const LABEL_INDEX: &str = "by-app";
 

@@ -16,7 +16,7 @@ use super::{
     index::{IndexError, Indexers, Indices},
 };
 use crate::memory::{MemoryUsage, Sizer};
-use crate::reflector::{ReflectorStore, StoreError};
+use crate::store::{ReflectorStore, StoreError};
 
 /// The read side the FIFOs need from the informer's cache: which objects the consumer "knows".
 ///
@@ -570,7 +570,7 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
     }
 
     /// Turns memory accounting on: from now on every insert adds `sizer(obj)` plus
-    /// [`entry_overhead`](crate::memory::entry_overhead) to the store's total and every
+    /// [`entry_overhead`](crate::store::entry_overhead) to the store's total and every
     /// removal or replacement subtracts the old object's, under the write lock (see
     /// [`crate::memory`]). The objects already stored are sized once, now. Returns `false`,
     /// changing nothing, when the store already has a sizer (a store has at most one).

@@ -2,7 +2,7 @@
 //!
 //! [`FakeSource`] is a [`ListerWatcher`](crate::ListerWatcher) with real resourceVersion
 //! semantics and fault controls, the analogue of client-go's `FakeControllerSource`;
-//! [`RecordingStore`] is a [`ReflectorStore`](crate::reflector::ReflectorStore) that records
+//! [`RecordingStore`] is a [`ReflectorStore`](crate::store::ReflectorStore) that records
 //! what a reflector did.
 //!
 //! Available with the crate feature `testing` (off by default): enable it in the

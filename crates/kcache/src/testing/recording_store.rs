@@ -7,8 +7,8 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 
 use crate::{
-    reflector::{ReflectorStore, StoreError},
     store::{ObjectKey, meta_namespace_key},
+    store::{ReflectorStore, StoreError},
 };
 
 /// One call made on a [`RecordingStore`].

@@ -1,8 +1,10 @@
-//! The write side the reflector feeds: client-go's `Store` as seen from `Reflector`.
+//! The write side a reflector feeds: client-go's `ReflectorStore`, the contract between the
+//! reflector and the stores and FIFOs it writes to. It lives beside the store, which the
+//! reflector depends on (never the other way round); `kcache::reflector` re-exports it.
 
 use std::sync::Arc;
 
-use crate::store::KeyError;
+use super::KeyError;
 
 /// What a [`ReflectorStore`] operation can fail with.
 #[derive(Debug, thiserror::Error)]
