@@ -50,7 +50,11 @@
 //! - writes: create/update/delete, merge, JSON and strategic merge patches, a simple
 //!   server-side apply, finalizers, generation, managedFields, dry runs;
 //! - discovery (plain and aggregated), Tables, a minimal OpenAPI v3, so `kubectl` works;
-//! - faults ([`FaultHandle`], and `/debug/kcache/` when enabled).
+//! - faults ([`FaultHandle`], and `/debug/kcache/` when enabled);
+//! - HTTPS on request ([`ApiServerBuilder::https`]; `kcache serve` defaults to it): a CA and
+//!   serving certificate generated at start and an admin bearer token, both in the written
+//!   kubeconfig ([`RunningServer::kubeconfig`], [`RunningServer::ca_pem`]). The builder's
+//!   default is plain HTTP on 127.0.0.1.
 //!
 //! Deliberate differences from kube-apiserver are listed in `DIFFERENCES.md`.
 #![doc(test(attr(deny(warnings))))]
@@ -65,12 +69,14 @@ pub(crate) mod selector;
 pub mod server;
 pub mod status;
 pub(crate) mod store;
+pub mod tls;
 
 pub use fault::{FaultHandle, InjectedFailure};
 pub use handle::ServerHandle;
 pub use resource::{ResourceId, ResourceInfo};
 pub use server::{
-    ApiServer, ApiServerBuilder, RunningServer, ServerConfig, ServerError, kubeconfig_yaml,
+    ApiServer, ApiServerBuilder, RunningServer, ServerConfig, ServerError, kubeconfig_document,
+    kubeconfig_yaml,
 };
 pub use status::ApiError;
 pub use store::HistoryConfig;

@@ -31,6 +31,9 @@ pub enum ServerError {
     /// A seed object was rejected.
     #[error("seed object rejected: {0}")]
     Seed(#[source] crate::status::ApiError),
+    /// The TLS certificates could not be made.
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
     /// Writing the kubeconfig failed.
     #[error("cannot write kubeconfig {path}: {source}")]
     Kubeconfig {
@@ -64,6 +67,11 @@ pub struct ServerConfig {
     pub default_watch_timeout: Duration,
     /// Create a namespace on first use instead of answering 404; default off.
     pub auto_create_namespaces: bool,
+    /// Serve HTTPS with a CA and serving certificate generated at start (valid for
+    /// 127.0.0.1, ::1, localhost and the listen address), and require a bearer token (one is
+    /// generated when [`token`](Self::token) is unset). Default off for the Rust builder, whose
+    /// in-process users mostly talk plain HTTP; `kcache serve` turns it on.
+    pub https: bool,
 }
 
 impl Default for ServerConfig {
@@ -78,6 +86,7 @@ impl Default for ServerConfig {
             too_large_rv_wait: Duration::from_secs(3),
             default_watch_timeout: Duration::from_secs(1800),
             auto_create_namespaces: false,
+            https: false,
         }
     }
 }
@@ -161,6 +170,12 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Serve HTTPS with a generated CA and an admin bearer token ([`ServerConfig::https`]).
+    pub fn https(mut self, on: bool) -> Self {
+        self.config.https = on;
+        self
+    }
+
     /// Serves one more resource type.
     pub fn resource(mut self, info: ResourceInfo) -> Self {
         self.resources.push(info);
@@ -183,7 +198,7 @@ impl ApiServerBuilder {
     ///
     /// # Panics
     /// Never; must be called inside a Tokio runtime.
-    pub async fn start(self) -> Result<RunningServer, ServerError> {
+    pub async fn start(mut self) -> Result<RunningServer, ServerError> {
         let addr = self.config.listen;
         let listener = TcpListener::bind(addr)
             .await
@@ -191,6 +206,15 @@ impl ApiServerBuilder {
         let local = listener
             .local_addr()
             .map_err(|source| ServerError::Bind { addr, source })?;
+        let tls = if self.config.https {
+            if self.config.token.is_none() {
+                let bytes: [u8; 32] = rand::random();
+                self.config.token = Some(bytes.iter().map(|b| format!("{b:02x}")).collect());
+            }
+            Some(crate::tls::generate(local)?)
+        } else {
+            None
+        };
         let store = Store::new(self.config.history);
         let registry = Registry::new(self.resources);
         let shutdown = CancellationToken::new();
@@ -229,10 +253,12 @@ impl ApiServerBuilder {
         for (path, obj) in self.seed {
             handle.create(&path, obj).map_err(ServerError::Seed)?;
         }
-        let task = tokio::spawn(http::serve(listener, state, shutdown.clone()));
+        let ca_pem = tls.as_ref().map(|m| m.ca_pem.clone());
+        let task = tokio::spawn(http::serve(listener, state, shutdown.clone(), tls));
         Ok(RunningServer {
             addr: local,
             token: self.config.token,
+            ca_pem,
             shutdown,
             task: Some(task),
             faults: FaultHandle {
@@ -249,6 +275,7 @@ impl ApiServerBuilder {
 pub struct RunningServer {
     addr: SocketAddr,
     token: Option<String>,
+    ca_pem: Option<String>,
     shutdown: CancellationToken,
     task: Option<JoinHandle<()>>,
     faults: FaultHandle,
@@ -262,10 +289,28 @@ impl RunningServer {
         self.addr
     }
 
-    /// The base URL, e.g. `http://127.0.0.1:40123`.
+    /// The base URL, e.g. `http://127.0.0.1:40123` (`https://` when serving HTTPS).
     #[must_use]
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        let scheme = if self.ca_pem.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.addr)
+    }
+
+    /// The generated CA certificate (PEM) that signed the serving certificate, when serving
+    /// HTTPS; clients trust it to verify the server.
+    #[must_use]
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca_pem.as_deref()
+    }
+
+    /// The bearer token the server requires (set, or generated for HTTPS), if any.
+    #[must_use]
+    pub fn admin_token(&self) -> Option<&str> {
+        self.token.as_deref()
     }
 
     /// Fault injection for this server.
@@ -283,7 +328,7 @@ impl RunningServer {
     /// A kubeconfig document (YAML) pointing at this server.
     #[must_use]
     pub fn kubeconfig(&self) -> String {
-        kubeconfig_yaml(&self.url(), self.token.as_deref())
+        kubeconfig_document(&self.url(), self.token.as_deref(), self.ca_pem.as_deref())
     }
 
     /// Writes [`kubeconfig`](Self::kubeconfig) to `path` (mode 0600 on Unix).
@@ -326,12 +371,26 @@ impl Drop for RunningServer {
 /// A kubeconfig (YAML) for `server` with an optional bearer token.
 #[must_use]
 pub fn kubeconfig_yaml(server: &str, token: Option<&str>) -> String {
+    kubeconfig_document(server, token, None)
+}
+
+/// A kubeconfig (YAML) for `server` with an optional bearer token and, for HTTPS, the CA
+/// certificate (PEM) clients verify the server with (`certificate-authority-data`).
+#[must_use]
+pub fn kubeconfig_document(server: &str, token: Option<&str>, ca_pem: Option<&str>) -> String {
+    use base64::Engine;
     let user = match token {
         Some(t) => format!("  user:\n    token: {t}\n"),
         None => "  user: {}\n".to_owned(),
     };
+    let ca = ca_pem.map_or_else(String::new, |pem| {
+        format!(
+            "    certificate-authority-data: {}\n",
+            base64::engine::general_purpose::STANDARD.encode(pem)
+        )
+    });
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: kcache\n  cluster:\n    server: {server}\n\
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: kcache\n  cluster:\n    server: {server}\n{ca}\
          contexts:\n- name: kcache\n  context:\n    cluster: kcache\n    user: kcache\n    \
          namespace: default\ncurrent-context: kcache\nusers:\n- name: kcache\n{user}"
     )

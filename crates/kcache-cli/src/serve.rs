@@ -17,10 +17,16 @@ pub(crate) struct ServeArgs {
     /// Write a kubeconfig for kubectl / client-go / kube-rs to this path.
     #[arg(long)]
     pub write_kubeconfig: Option<PathBuf>,
-    /// Require this bearer token (also written into the kubeconfig). Note: kubectl and
-    /// client-go never send a token over plain HTTP, so leave it unset for them.
+    /// Require this bearer token (also written into the kubeconfig). Over HTTPS (the default)
+    /// a random admin token is generated when unset. Note: kubectl and client-go never send a
+    /// token over plain HTTP, so with --insecure-http leave it unset for them.
     #[arg(long, env = "KCACHE_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
+    /// Serve plain HTTP without credentials instead of HTTPS (by default the server
+    /// generates a CA and a serving certificate for 127.0.0.1/localhost and an admin token,
+    /// all written into the kubeconfig).
+    #[arg(long)]
+    pub insecure_http: bool,
     /// Create this many pods in the `default` namespace at start.
     #[arg(long, default_value_t = 0)]
     pub seed_pods: usize,
@@ -59,7 +65,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .listen(args.listen)
         .history_events(args.history_events)
         .bookmark_interval(Duration::from_secs(args.bookmark_interval.max(1)))
-        .enable_faults_http(args.enable_faults);
+        .enable_faults_http(args.enable_faults)
+        .https(!args.insecure_http);
     if let Some(t) = &args.token {
         builder = builder.token(t.clone());
     }

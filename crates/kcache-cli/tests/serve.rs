@@ -33,8 +33,10 @@ fn serve_prints_url_and_kubeconfig_serves_kubectl_and_stops_on_ctrl_c() {
         .expect("kcache starts");
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first = lines.next().unwrap().unwrap();
+    // HTTPS by default: the kubeconfig carries the generated CA and the admin token, and
+    // kubectl verifies the server with it.
     assert!(
-        first.starts_with("kcache API server listening on http://127.0.0.1:"),
+        first.starts_with("kcache API server listening on https://127.0.0.1:"),
         "{first}"
     );
     let second = lines.next().unwrap().unwrap();
@@ -62,6 +64,12 @@ fn serve_prints_url_and_kubeconfig_serves_kubectl_and_stops_on_ctrl_c() {
         .collect();
     assert_eq!(pods.len(), 5, "{pods:?}");
     assert_eq!(pods[0], "pod/pod-000000");
+    let written = std::fs::read_to_string(&kubeconfig).unwrap();
+    assert!(
+        written.contains("certificate-authority-data: "),
+        "{written}"
+    );
+    assert!(written.contains("    token: "), "{written}");
 
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -73,6 +81,49 @@ fn serve_prints_url_and_kubeconfig_serves_kubectl_and_stops_on_ctrl_c() {
         exit.success(),
         "kcache serve exits cleanly on Ctrl-C: {exit:?}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn serve_insecure_http_serves_plain_http_without_credentials() {
+    let dir = std::env::temp_dir().join(format!("kcache-serve-http-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kcache"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--insecure-http"])
+        .arg("--write-kubeconfig")
+        .arg(&kubeconfig)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("kcache starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert!(
+        first.starts_with("kcache API server listening on http://127.0.0.1:"),
+        "{first}"
+    );
+    let _ = lines.next();
+    let written = std::fs::read_to_string(&kubeconfig).unwrap();
+    assert!(!written.contains("certificate-authority-data"), "{written}");
+    assert!(written.contains("user: {}"), "{written}");
+    let out = Command::new(kubectl())
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .args(["get", "namespaces", "-o", "name"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("namespace/default"));
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    assert!(child.wait().unwrap().success());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -59,6 +59,7 @@ pub(crate) async fn serve(
     listener: TcpListener,
     state: Arc<AppState>,
     shutdown: CancellationToken,
+    tls: Option<crate::tls::Material>,
 ) {
     let maint_state = state.clone();
     let maint_stop = shutdown.clone();
@@ -76,10 +77,19 @@ pub(crate) async fn serve(
     });
     let app = axum::Router::new().fallback(entry).with_state(state);
     let stop = shutdown.clone();
-    if let Err(e) = axum::serve(listener, app)
-        .with_graceful_shutdown(async move { stop.cancelled().await })
-        .await
-    {
+    let stopped = async move { stop.cancelled().await };
+    let result = match tls {
+        Some(material) => match crate::tls::TlsListener::new(listener, &material, shutdown) {
+            Ok(l) => axum::serve(l, app).with_graceful_shutdown(stopped).await,
+            Err(e) => Err(e),
+        },
+        None => {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stopped)
+                .await
+        }
+    };
+    if let Err(e) = result {
         tracing::warn!(error = %e, "kcache-apiserver stopped with an error");
     }
 }
