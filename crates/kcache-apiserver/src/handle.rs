@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use crate::http::managed::{FieldsChange, Manager, field_set};
-use crate::http::{self, AppState, Route, Target};
+use crate::registry::managed::{FieldsChange, Manager, field_set};
+use crate::registry::{self, AppState, Target};
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 
@@ -21,8 +21,8 @@ pub struct ServerHandle {
 
 impl ServerHandle {
     fn target(&self, path: &str, named: bool) -> Result<Target, ApiError> {
-        match http::route(&self.state.registry, path) {
-            Route::Resource(t) if t.name.is_some() == named => Ok(t),
+        match registry::resolve_path(&self.state.registry, path) {
+            Some(t) if t.name.is_some() == named && !t.watch_path => Ok(t),
             _ => Err(ApiError::unknown_resource()),
         }
     }
@@ -48,7 +48,7 @@ impl ServerHandle {
             return Err(ApiError::method_not_allowed());
         }
         let change = FieldsChange::Set(Manager::handle(), field_set(&object, false));
-        http::create_object(&self.state, &t, object, false, &change).map(|o| o.value().clone())
+        registry::create_object(&self.state, &t, object, false, &change).map(|o| o.value().clone())
     }
 
     /// Creates `object` where its `apiVersion` and `kind` say (in `metadata.namespace`, or
@@ -129,7 +129,7 @@ impl ServerHandle {
     /// 404 NotFound when it does not exist.
     pub fn get(&self, path: &str) -> Result<Value, ApiError> {
         let t = self.target(path, true)?;
-        http::get_object(&self.state, &t).map(|o| o.value().clone())
+        registry::get_object(&self.state, &t).map(|o| o.value().clone())
     }
 
     /// Replaces the object at `path` (a `metadata.resourceVersion` in `object` is checked).
@@ -139,7 +139,7 @@ impl ServerHandle {
     pub fn update(&self, path: &str, object: Value) -> Result<Value, ApiError> {
         let t = self.target(path, true)?;
         let change = FieldsChange::Update(Manager::handle());
-        http::update_object(&self.state, &t, object, false, &change).map(|o| o.value().clone())
+        registry::update_object(&self.state, &t, object, false, &change).map(|o| o.value().clone())
     }
 
     /// Deletes the object at `path` (finalizers are honoured).
@@ -148,6 +148,6 @@ impl ServerHandle {
     /// 404 when missing.
     pub fn delete(&self, path: &str) -> Result<(), ApiError> {
         let t = self.target(path, true)?;
-        http::delete_object(&self.state, &t, &json!({}), false).map(|_| ())
+        registry::delete_object(&self.state, &t, &json!({}), false).map(|_| ())
     }
 }

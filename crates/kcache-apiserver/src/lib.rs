@@ -59,11 +59,13 @@
 //! Deliberate differences from kube-apiserver are listed in `DIFFERENCES.md`.
 #![doc(test(attr(deny(warnings))))]
 
+mod config;
 pub mod fault;
 mod handle;
 mod http;
 pub mod manifests;
 pub(crate) mod object;
+pub(crate) mod registry;
 pub mod resource;
 pub(crate) mod selector;
 pub mod server;

@@ -10,11 +10,13 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use crate::config::ServerConfig;
 use crate::fault::{FaultHandle, FaultState};
 use crate::handle::ServerHandle;
-use crate::http::{self, AppState};
+use crate::http;
+use crate::registry::AppState;
 use crate::resource::{Registry, ResourceInfo, builtin_resources};
-use crate::store::{HistoryConfig, Store};
+use crate::store::Store;
 
 /// Errors starting the server.
 #[derive(Debug, thiserror::Error)]
@@ -43,52 +45,6 @@ pub enum ServerError {
         #[source]
         source: std::io::Error,
     },
-}
-
-/// Server settings; every field has a default matching kube-apiserver where one exists.
-#[derive(Debug, Clone)]
-pub struct ServerConfig {
-    /// Listen address; default `127.0.0.1:0` (loopback, any free port).
-    pub listen: SocketAddr,
-    /// Require `Authorization: Bearer <token>` (401 otherwise); default none.
-    pub token: Option<String>,
-    /// Maximum request body size in bytes (413 above); default 3 MiB as kube-apiserver.
-    pub body_limit: usize,
-    /// Interval between periodic watch bookmarks; default 60 s. A bookmark is also sent
-    /// 2 s before a watch's timeout.
-    pub bookmark_interval: Duration,
-    /// Event history kept per resource type.
-    pub history: HistoryConfig,
-    /// Serve the `/debug/kcache/` fault endpoints; default off.
-    pub enable_faults_http: bool,
-    /// How long a list at a future resourceVersion waits before the 504; default 3 s.
-    pub too_large_rv_wait: Duration,
-    /// Watch timeout when the client sends no `timeoutSeconds`; default 30 min.
-    pub default_watch_timeout: Duration,
-    /// Create a namespace on first use instead of answering 404; default off.
-    pub auto_create_namespaces: bool,
-    /// Serve HTTPS with a CA and serving certificate generated at start (valid for
-    /// 127.0.0.1, ::1, localhost and the listen address), and require a bearer token (one is
-    /// generated when [`token`](Self::token) is unset). Default off for the Rust builder, whose
-    /// in-process users mostly talk plain HTTP; `kcache serve` turns it on.
-    pub https: bool,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            token: None,
-            body_limit: 3 * 1024 * 1024,
-            bookmark_interval: Duration::from_secs(60),
-            history: HistoryConfig::default(),
-            enable_faults_http: false,
-            too_large_rv_wait: Duration::from_secs(3),
-            default_watch_timeout: Duration::from_secs(1800),
-            auto_create_namespaces: false,
-            https: false,
-        }
-    }
 }
 
 /// Entry point: `ApiServer::builder()...start().await`.

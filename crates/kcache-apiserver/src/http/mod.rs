@@ -1,20 +1,17 @@
 //! The HTTP front: authentication, body limits, fault gates, routing of Kubernetes REST
 //! paths, and rendering of responses.
 
-mod crd;
 mod crud;
 mod debug;
 mod delete;
 mod discovery;
 mod list;
-pub(crate) mod managed;
 pub(crate) mod negotiate;
 mod openapi;
 pub(crate) mod params;
 pub(crate) mod protobuf;
 mod smp;
 pub(crate) mod table;
-mod validate;
 mod watch;
 
 use std::collections::HashMap;
@@ -33,26 +30,10 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use crate::fault::FaultState;
-use crate::resource::{Registry, ResourceInfo};
-use crate::server::ServerConfig;
+use crate::resource::Registry;
 use crate::status::ApiError;
-use crate::store::Store;
 
-pub(crate) use crud::{create_object, get_object, update_object};
-pub(crate) use delete::delete_object;
-
-/// Everything a request handler needs.
-#[derive(Debug)]
-pub(crate) struct AppState {
-    pub(crate) store: Store,
-    pub(crate) registry: Registry,
-    pub(crate) config: ServerConfig,
-    pub(crate) faults: Arc<FaultState>,
-    pub(crate) shutdown: CancellationToken,
-    /// The service account tokens issued by `serviceaccounts/token`, accepted as bearer tokens.
-    pub(crate) tokens: parking_lot::Mutex<HashMap<String, crud::IssuedToken>>,
-}
+pub(crate) use crate::registry::{AppState, Target, delete_object, get_object};
 
 /// Serves until `shutdown` is cancelled.
 pub(crate) async fn serve(
@@ -70,7 +51,7 @@ pub(crate) async fn serve(
                 () = maint_stop.cancelled() => break,
                 _ = tick.tick() => {
                     maint_state.store.maintain();
-                    delete::finalize_namespaces(&maint_state);
+                    crate::registry::finalize_namespaces(&maint_state);
                 }
             }
         }
@@ -152,26 +133,6 @@ fn text_not_found() -> Response {
     )
 }
 
-/// Where a resource request points.
-#[derive(Debug, Clone)]
-pub(crate) struct Target {
-    pub(crate) info: Arc<ResourceInfo>,
-    pub(crate) namespace: Option<String>,
-    pub(crate) name: Option<String>,
-    pub(crate) sub: Option<String>,
-    pub(crate) watch_path: bool,
-}
-
-impl Target {
-    /// Storage key of the named object.
-    pub(crate) fn key(&self) -> String {
-        crate::object::object_key(
-            self.namespace.as_deref().filter(|_| self.info.namespaced),
-            self.name.as_deref().unwrap_or(""),
-        )
-    }
-}
-
 #[derive(Debug)]
 pub(crate) enum Route {
     Version,
@@ -233,46 +194,9 @@ pub(crate) fn route(registry: &Registry, path: &str) -> Route {
 }
 
 fn resource_route(registry: &Registry, group: &str, version: &str, rest: &[&str]) -> Route {
-    let (watch_path, rest) = match rest {
-        ["watch", tail @ ..] => (true, tail),
-        _ => (false, rest),
-    };
-    let lookup = |plural: &str| registry.get(group, version, plural);
-    let target =
-        |info: Arc<ResourceInfo>, ns: Option<&str>, name: Option<&str>, sub: Option<&str>| {
-            if sub.is_some_and(|s| !info.subresources.iter().any(|known| known == s)) {
-                return Route::UnknownResource;
-            }
-            Route::Resource(Target {
-                info,
-                namespace: ns.map(str::to_owned),
-                name: name.map(str::to_owned),
-                sub: sub.map(str::to_owned),
-                watch_path,
-            })
-        };
-    let ns_info = lookup("namespaces").filter(|_| group.is_empty());
-    match rest {
-        ["namespaces", ns, "status" | "finalize"] if ns_info.is_some() => {
-            let sub = rest[2];
-            ns_info.map_or(Route::UnknownResource, |i| {
-                target(i, None, Some(ns), Some(sub))
-            })
-        }
-        ["namespaces", ns, plural, tail @ ..] if tail.len() <= 2 => match lookup(plural) {
-            Some(info) if info.namespaced => {
-                target(info, Some(ns), tail.first().copied(), tail.get(1).copied())
-            }
-            _ => Route::UnknownResource,
-        },
-        [plural, tail @ ..] if tail.len() <= 2 => match lookup(plural) {
-            Some(info) if info.namespaced && tail.is_empty() => target(info, None, None, None),
-            Some(info) if !info.namespaced => {
-                target(info, None, tail.first().copied(), tail.get(1).copied())
-            }
-            _ => Route::UnknownResource,
-        },
-        _ => Route::UnknownResource,
+    match crate::registry::resolve(registry, group, version, rest) {
+        Some(t) => Route::Resource(t),
+        None => Route::UnknownResource,
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use axum::response::Response;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue};
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use super::list::wait_for_rv;
 use super::negotiate::{Output, output};
@@ -24,40 +24,19 @@ use crate::object::StoredObject;
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 
-mod apps;
-mod object;
 mod patch;
-mod rules;
 mod scale;
 mod subresources;
 mod write;
 
-pub(crate) use object::{create_object, update_object};
+pub(crate) use crate::registry::{create_object, get_object, update_object};
+pub(crate) use crate::registry::{meta_mut, now_rfc3339};
 pub(crate) use patch::patch;
 pub(crate) use scale::{get_scale, patch_scale, update_scale};
 pub(crate) use subresources::{
-    IssuedToken, bind, evict, is_core_binding, is_review, review, token, token_identity,
+    bind, evict, is_core_binding, is_review, review, token, token_identity,
 };
 pub(crate) use write::{create, update};
-
-pub(super) fn now_rfc3339() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
-
-fn meta_mut(obj: &mut Map<String, Value>) -> &mut Map<String, Value> {
-    let m = obj.entry("metadata").or_insert_with(|| json!({}));
-    if !m.is_object() {
-        *m = json!({});
-    }
-    m.as_object_mut()
-        .unwrap_or_else(|| unreachable!("metadata was just made an object"))
-}
-
-pub(super) fn has_finalizers(v: &Value) -> bool {
-    v.pointer("/metadata/finalizers")
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty())
-}
 
 pub(super) fn is_dry_run(query: &HashMap<String, String>) -> bool {
     query.get("dryRun").is_some_and(|v| v == "All")
@@ -120,13 +99,4 @@ pub(crate) async fn get(
     let obj = get_object(state, target)?;
     let include_object = query.get("includeObject").map(String::as_str);
     Ok(render_object(&target.info, &obj, 200, out, include_object))
-}
-
-/// The current object a target names, or 404.
-pub(crate) fn get_object(state: &AppState, target: &Target) -> Result<Arc<StoredObject>, ApiError> {
-    let name = target.name.as_deref().unwrap_or("");
-    state
-        .store
-        .get(&target.info.id(), &target.key())
-        .ok_or_else(|| ApiError::not_found(&target.info, name))
 }

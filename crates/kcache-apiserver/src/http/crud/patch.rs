@@ -12,10 +12,10 @@ use super::write::Write;
 use super::{create_object, get_object, meta_mut, update_object};
 use crate::http::AppState;
 use crate::http::Target;
-use crate::http::managed::{FieldsChange, field_set};
 use crate::http::negotiate::{BodyType, body_type};
-use crate::http::validate::go_json_error;
 use crate::object::StoredObject;
+use crate::registry::managed::{FieldsChange, field_set};
+use crate::registry::validate::go_json_error;
 use crate::resource::ResourceInfo;
 use crate::status::{ApiError, Cause};
 
@@ -115,9 +115,9 @@ pub(crate) fn patch(
         // A custom resource's unknown fields are pruned, with a warning each (as for a PUT).
         let warnings: Vec<String> = match &info.schema {
             Some(schema) if write.query.field_validation != "Ignore" => {
-                crate::http::crd::prune(&mut next, schema)
+                crate::registry::crd::prune(&mut next, schema)
                     .iter()
-                    .map(|f| crate::http::validate::unknown_field_warning(f))
+                    .map(|f| crate::registry::validate::unknown_field_warning(f))
                     .collect()
             }
             _ => Vec::new(),

@@ -13,10 +13,10 @@ use serde_json::{Map, Value, json};
 
 use super::write::Write;
 use super::{get_object, update_object};
-use crate::http::managed::FieldsChange;
 use crate::http::negotiate::{BodyType, body_type, output};
 use crate::http::{AppState, Target, json_response};
 use crate::object::StoredObject;
+use crate::registry::managed::FieldsChange;
 use crate::status::ApiError;
 
 /// The selector string of a `matchLabels` selector: `a=b,c=d`.

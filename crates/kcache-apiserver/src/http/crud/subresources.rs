@@ -20,31 +20,14 @@ use super::now_rfc3339;
 use crate::http::negotiate::{BodyType, Output, body_type, output};
 use crate::http::{AppState, Target, bytes_response, delete_object, json_response, protobuf};
 use crate::object::meta_str;
+use crate::registry::{ADMIN_GROUPS, ADMIN_UID, ADMIN_USER, IssuedToken};
 use crate::resource::ResourceInfo;
 use crate::status::{ApiError, Cause};
 use crate::store::Mutation;
 
-/// The identity every request of this server acts as (it has no authorization): the
-/// `admin` of kube-apiserver's test harness, in `system:masters`.
-pub(crate) const ADMIN_USER: &str = "admin";
-/// The admin identity's uid.
-pub(crate) const ADMIN_UID: &str = "admin-uid";
-/// The admin identity's groups.
-pub(crate) const ADMIN_GROUPS: [&str; 2] = ["system:masters", "system:authenticated"];
-
 /// The issuer and default audience of service account tokens (kube-apiserver's
 /// `--service-account-issuer` in the usual setup).
 const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
-
-/// A service account token this server issued.
-#[derive(Debug, Clone)]
-pub(crate) struct IssuedToken {
-    namespace: String,
-    name: String,
-    uid: String,
-    audiences: Vec<String>,
-    expires: i64,
-}
 
 /// Whether `kind` is one of the create-only review kinds.
 pub(crate) fn is_review(info: &ResourceInfo) -> bool {

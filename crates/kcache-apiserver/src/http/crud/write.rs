@@ -13,11 +13,11 @@ use serde::de::value::{Error as ValueError, MapDeserializer};
 use serde_json::{Map, Value};
 
 use super::{create_object, render_object, update_object, with_warnings};
-use crate::http::managed::{FieldsChange, Manager, field_set};
 use crate::http::negotiate::{BodyType, Output, body_type, output};
-use crate::http::validate::{check_type, decode_object, unknown_field_warning, unknown_fields};
 use crate::http::{AppState, Target};
 use crate::object::{StoredObject, meta_str};
+use crate::registry::managed::{FieldsChange, Manager, field_set};
+use crate::registry::validate::{check_type, decode_object, unknown_field_warning, unknown_fields};
 use crate::resource::ResourceInfo;
 use crate::status::{ApiError, Cause};
 
@@ -151,7 +151,7 @@ impl Write {
         let mut warnings = unknown_fields(&target.info, &mut obj, &self.query.field_validation)?;
         if let Some(schema) = &target.info.schema {
             let mut v = Value::Object(obj);
-            let pruned = crate::http::crd::prune(&mut v, schema);
+            let pruned = crate::registry::crd::prune(&mut v, schema);
             obj = match v {
                 Value::Object(m) => m,
                 _ => Map::new(),

@@ -206,7 +206,7 @@ pub(crate) fn install(state: &AppState, crd: &Value) {
         return;
     };
     let name = str_at(crd, "/metadata/name").to_owned();
-    let now = super::crud::now_rfc3339();
+    let now = super::now_rfc3339();
     let _ = state.store.mutate::<ApiError>(&crd_info.id(), &name, |cur, _| {
         let Some(cur) = cur else {
             return Ok(Mutation::Keep);

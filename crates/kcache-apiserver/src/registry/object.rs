@@ -7,12 +7,12 @@ use std::sync::Arc;
 use rand::Rng;
 use serde_json::{Value, json};
 
+use super::crd;
+use super::managed::{FieldsChange, Manager, Transition, updated as updated_fields};
 use super::rules;
+use super::validate::{check_kind, check_name, check_type, name_causes};
+use super::{AppState, Target};
 use super::{has_finalizers, meta_mut, now_rfc3339};
-use crate::http::crd;
-use crate::http::managed::{FieldsChange, Manager, Transition, updated as updated_fields};
-use crate::http::validate::{check_kind, check_name, check_type, name_causes};
-use crate::http::{AppState, Target};
 use crate::object::{StoredObject, object_key};
 use crate::resource::ResourceInfo;
 use crate::status::{ApiError, Cause};

@@ -12,7 +12,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 
 use super::apps;
-use crate::http::crd;
+use super::crd;
 use crate::resource::ResourceInfo;
 use crate::status::{ApiError, Cause};
 
@@ -403,9 +403,9 @@ fn csr_on_create(
     if !spec.is_object() {
         *spec = json!({});
     }
-    spec["username"] = json!(super::subresources::ADMIN_USER);
-    spec["uid"] = json!(super::subresources::ADMIN_UID);
-    spec["groups"] = json!(super::subresources::ADMIN_GROUPS);
+    spec["username"] = json!(super::ADMIN_USER);
+    spec["uid"] = json!(super::ADMIN_UID);
+    spec["groups"] = json!(super::ADMIN_GROUPS);
     let mut causes = Vec::new();
     let request = spec.get("request").and_then(Value::as_str).unwrap_or("");
     let pem = STANDARD.decode(request).unwrap_or_default();
