@@ -36,8 +36,8 @@ use anyhow::bail;
 use clap::{Parser, ValueEnum};
 use k8s_openapi::api::core::v1::Pod;
 use kcache::{
-    HandlerFns, ListerWatcher, SharedIndexInformer, SharedInformerFactory, factory, informer,
-    reflector,
+    HandlerFns, InformerFrom, ListerWatcher, SharedIndexInformer, SharedInformerFactory, factory,
+    informer, reflector,
 };
 use kcache_bench::{
     PeerLine, metrics,
@@ -255,7 +255,14 @@ where
         .strip_managed_fields(!matches!(storage, Storage::Typed | Storage::Default))
         .informer_config(informer::Config::default().reflector(reflector));
     let factory = SharedInformerFactory::new(options);
-    let informer = factory.informer_for::<K, _, _>(|_opts| lw);
+    // The factory asks its source once, when it creates the informer.
+    let lw = std::sync::Mutex::new(Some(lw));
+    let informer = factory.informer::<K>(&|_: Option<&str>| {
+        lw.lock()
+            .expect("not poisoned")
+            .take()
+            .expect("the factory asks its source once")
+    });
 
     let synced = Arc::new(AtomicBool::new(false));
     let window = Arc::new(Mutex::new(UpdateWindow::new(args.updates)));

@@ -25,7 +25,7 @@ use axum::{
 };
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kcache::{SharedInformerFactory, factory, informer, reflector};
+use kcache::{InformerFrom, SharedInformerFactory, factory, informer, reflector};
 use kcache_client::{Client, Compact};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -147,7 +147,7 @@ async fn sync_once(url: &str, protobuf: bool) -> (usize, usize) {
         <Client as factory::Source<Pod>>::lister_watcher(&client, Some("ns")).protobuf(protobuf);
     let baseline = ALLOC.current_usage();
     ALLOC.reset_peak_usage();
-    let informer = factory.informer_for::<Compact<Pod>, _, _>(|_| lw);
+    let informer = factory.informer::<Compact<Pod>>(&|_: Option<&str>| lw.clone());
     let cancel = CancellationToken::new();
     let run = tokio::spawn({
         let (informer, cancel) = (informer.clone(), cancel.clone());

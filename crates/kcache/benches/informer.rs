@@ -219,7 +219,10 @@ async fn one_run(n: usize, updates: usize) -> Run {
     indexers.insert("node".to_owned(), node);
     let config =
         informer::Config::default().reflector(reflector::Config::default().use_watch_list(false));
-    let informer = SharedIndexInformer::with_indexers(src.clone(), config, indexers);
+    let informer = SharedIndexInformer::builder(src.clone())
+        .config(config)
+        .indexers(indexers)
+        .build();
     let counters: Vec<Arc<AtomicU64>> = (0..3).map(|_| Arc::new(AtomicU64::new(0))).collect();
     for c in &counters {
         let (a, u, d) = (Arc::clone(c), Arc::clone(c), Arc::clone(c));

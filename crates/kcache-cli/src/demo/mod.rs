@@ -27,13 +27,12 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use k8s_openapi::api::core::v1::Pod;
 use kcache::{
-    SharedInformerFactory,
+    InformerFrom, SharedInformerFactory,
     controller::{self, Action, Controller},
     factory,
     factory::Stored,
     informer::{self, BufferMode},
     reflector::BackoffConfig,
-    store::namespace_indexers,
 };
 use kcache_apiserver::ApiServer;
 use kcache_client::{Client, Compact, HttpListerWatcher};
@@ -124,7 +123,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
     // The default lean informer (`factory.informer::<Pod>(&client)`'s lister-watcher and
     // storage: wire bytes plus parsed metadata), with a node index that decodes each pod once
     // when it is stored; the handlers and the controller read metadata only.
-    let mut indexers = namespace_indexers::<Compact<Pod>>();
+    let mut indexers = kcache::store::Indexers::<Compact<Pod>>::new();
     let by_node = <Compact<Pod> as Stored<Pod>>::index_fn(Arc::new(|pod: &Pod| {
         pod.spec
             .as_ref()
@@ -133,13 +132,13 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
             .collect()
     }));
     indexers.insert(NODE_INDEX.to_owned(), by_node);
-    let informer = factory.informer_with_indexers::<Compact<Pod>, _, _>(
-        |_| {
-            let lw = <Client as factory::Source<Pod>>::lister_watcher(&client, None);
-            Counting::new(lw, Arc::clone(&received))
-        },
-        indexers,
-    );
+    let informer = factory.informer::<Compact<Pod>>(&|_: Option<&str>| {
+        let lw = <Client as factory::Source<Pod>>::lister_watcher(&client, None);
+        Counting::new(lw, Arc::clone(&received))
+    });
+    informer
+        .add_indexers(indexers)
+        .context("adding the node index")?;
 
     // The lean cache is sized by its bytes and parsed metadata.
     informer

@@ -89,28 +89,26 @@ pub(crate) async fn run(args: WatchArgs) -> Result<(), WatchError> {
         lw = lw.field_selector(f);
     }
     let received = Arc::new(Received::default());
-    let informer = SharedIndexInformer::new(
-        Counting::new(lw, Arc::clone(&received)),
-        informer::Config::default(),
-    );
-
     // Errors the reflector recovers from become warnings; 401/403/404 end the watch. The
     // channel is bounded: when it is full, further reports are dropped (the reflector keeps
     // retrying and reporting, so nothing important is lost).
     let (err_tx, mut err_rx) = mpsc::channel::<Result<String, WatchError>>(16);
-    {
+    let informer = {
         let (server, resource) = (server.clone(), args.resource.clone());
-        let _ = informer.set_watch_error_handler(move |e| {
-            let report = match e
-                .lister_watcher_error()
-                .and_then(|lw| WatchError::fatal_from_lister_watcher(lw, &server, &resource))
-            {
-                Some(fatal) => Err(fatal),
-                None => Ok(e.to_string()),
-            };
-            let _ = err_tx.try_send(report);
-        });
-    }
+        SharedIndexInformer::builder(Counting::new(lw, Arc::clone(&received)))
+            .config(informer::Config::default())
+            .watch_error_handler(move |e| {
+                let report = match e
+                    .lister_watcher_error()
+                    .and_then(|lw| WatchError::fatal_from_lister_watcher(lw, &server, &resource))
+                {
+                    Some(fatal) => Err(fatal),
+                    None => Ok(e.to_string()),
+                };
+                let _ = err_tx.try_send(report);
+            })
+            .build()
+    };
     let output = args.output.unwrap_or_default();
     let stdout_closed = CancellationToken::new();
     informer

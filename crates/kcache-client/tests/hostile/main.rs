@@ -88,20 +88,19 @@ async fn run_case(case: Case) -> Outcome {
     if let Some(max) = case.backoff_max {
         config.backoff.max = max;
     }
-    let informer =
-        SharedIndexInformer::<ConfigMap>::new(lw, informer::Config::default().reflector(config));
     let errors: Arc<Mutex<Vec<(Instant, String, String)>>> = Arc::default();
-    {
+    let informer = {
         let errors = Arc::clone(&errors);
-        informer
-            .set_watch_error_handler(move |e| {
+        SharedIndexInformer::<ConfigMap>::builder(lw)
+            .config(informer::Config::default().reflector(config))
+            .watch_error_handler(move |e| {
                 errors
                     .lock()
                     .unwrap()
                     .push((Instant::now(), e.to_string(), format!("{e:?}")));
             })
-            .unwrap();
-    }
+            .build()
+    };
     let seen: Arc<Mutex<State>> = Arc::default();
     let (s1, s2, s3) = (Arc::clone(&seen), Arc::clone(&seen), Arc::clone(&seen));
     informer

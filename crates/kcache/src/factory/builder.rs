@@ -394,14 +394,12 @@ where
         let sizer = self.sizer.map(|(_, sizer)| S::Object::sizer(sizer));
         self.factory
             .get_or_create(settings, || {
-                let informer = SharedIndexInformer::with_indexers(
-                    source.lister_watcher(namespace.as_deref()),
-                    config,
-                    indexers,
-                );
+                let mut builder =
+                    SharedIndexInformer::builder(source.lister_watcher(namespace.as_deref()))
+                        .config(config)
+                        .indexers(indexers);
                 if strip || transform.is_some() {
-                    // Cannot fail: the informer was just created and is not started.
-                    let _ = informer.set_transform(move |mut obj: S::Object| {
+                    builder = builder.transform(move |mut obj: S::Object| {
                         if strip {
                             obj = S::Object::strip_managed_fields(obj);
                         }
@@ -411,6 +409,7 @@ where
                         }
                     });
                 }
+                let informer = builder.build();
                 if let Some(sizer) = sizer {
                     // Cannot fail either: no sizer was set on the new informer.
                     let _ = informer.set_memory_sizer(move |obj: &S::Object| sizer(obj));

@@ -28,7 +28,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use crate::{
     informer::{self, SharedIndexInformer},
     lister_watcher::ListerWatcher,
-    store::{Indexers, namespace_indexers},
+    store::Indexers,
 };
 
 /// Settings shared by every informer of a [`SharedInformerFactory`]: client-go's factory
@@ -177,15 +177,15 @@ struct State {
 ///
 /// ```
 /// use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-/// use kcache::{SharedInformerFactory, factory, testing::FakeSource};
+/// use kcache::{InformerFrom, SharedInformerFactory, factory, testing::FakeSource};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// let factory = SharedInformerFactory::new(factory::Config::default().namespace("default"));
-/// let pods = factory.informer_for::<Pod, _, _>(|_opts| FakeSource::<Pod>::new());
-/// // A second request returns the same informer; this closure is not called.
-/// let _same = factory.informer_for::<Pod, _, _>(|_opts| -> FakeSource<Pod> { unreachable!() });
-/// factory.informer_for::<ConfigMap, _, _>(|_opts| FakeSource::<ConfigMap>::new());
+/// let pods = factory.informer::<Pod>(&|_ns: Option<&str>| FakeSource::<Pod>::new());
+/// // A second request returns the same informer; this source is not asked.
+/// let _same = factory.informer::<Pod>(&|_ns: Option<&str>| -> FakeSource<Pod> { unreachable!() });
+/// factory.informer::<ConfigMap>(&|_ns: Option<&str>| FakeSource::<ConfigMap>::new());
 /// factory.start();
 /// let synced = factory.wait_for_cache_sync().await;
 /// assert!(synced.values().all(|ok| *ok));
@@ -220,40 +220,9 @@ impl SharedInformerFactory {
         &self.options
     }
 
-    /// The shared informer for `K`, created on first request with the namespace index and the
-    /// [`ListerWatcher`] that `make` builds from the factory's options (`make` must apply
-    /// [`Config::namespace`] itself; [`InformerFrom::informer`] does it for a [`Source`]).
-    /// Later requests return the same informer (and do not call `make`).
-    pub fn informer_for<K, F, L>(&self, make: F) -> SharedIndexInformer<K>
-    where
-        K: Resource + Clone + Send + Sync + 'static,
-        F: FnOnce(&Config) -> L,
-        L: ListerWatcher<K>,
-    {
-        self.informer_with_indexers(make, namespace_indexers::<K>())
-    }
-
-    /// [`informer_for`](Self::informer_for) with the indexes to create the informer with (when
-    /// it already exists, add more with
-    /// [`SharedIndexInformer::add_indexers`]).
-    pub fn informer_with_indexers<K, F, L>(
-        &self,
-        make: F,
-        indexers: Indexers<K>,
-    ) -> SharedIndexInformer<K>
-    where
-        K: Resource + Clone + Send + Sync + 'static,
-        F: FnOnce(&Config) -> L,
-        L: ListerWatcher<K>,
-    {
-        self.informer_stripping_with(make, indexers, |mut obj: K| {
-            obj.meta_mut().managed_fields = None;
-            obj
-        })
-    }
-
-    /// [`informer_with_indexers`](Self::informer_with_indexers) with the function that drops
-    /// managed fields when [`Config::strip_managed_fields`] is on.
+    /// The shared informer for `K` from the [`ListerWatcher`] `make` builds, with `indexers`
+    /// and `strip` (the function that drops managed fields) when
+    /// [`Config::strip_managed_fields`] is on: what [`InformerFrom::informer`] does.
     fn informer_stripping_with<K, F, L>(
         &self,
         make: F,
@@ -274,16 +243,14 @@ impl SharedInformerFactory {
             memory: builder::Accounting::Off,
         };
         let made = self.get_or_create(settings, || {
-            let informer = SharedIndexInformer::with_indexers(
-                make(&self.options),
-                self.options.informer.clone(),
-                indexers,
-            );
+            let builder = SharedIndexInformer::builder(make(&self.options))
+                .config(self.options.informer.clone())
+                .indexers(indexers);
             if self.options.strip_managed_fields {
-                // Cannot fail: the informer was just created and is not started.
-                let _ = informer.set_transform(strip);
+                builder.transform(strip).build()
+            } else {
+                builder.build()
             }
-            informer
         });
         match made {
             Ok(informer) | Err((_, informer)) => informer,

@@ -23,16 +23,14 @@ async fn factory_returns_one_informer_per_type_and_starts_each_once() {
     let factory = SharedInformerFactory::new(Config::default());
     let src = FakeSource::new();
     src.upsert(cm("a"));
-    let mut made = 0;
-    let a = factory.informer_for::<ConfigMap, _, _>(|_| {
-        made += 1;
+    let made = std::cell::Cell::new(0);
+    let source = |_: Option<&str>| {
+        made.set(made.get() + 1);
         src.clone()
-    });
-    let b = factory.informer_for::<ConfigMap, _, _>(|_| {
-        made += 1;
-        src.clone()
-    });
-    assert_eq!(made, 1, "the second request reuses the informer");
+    };
+    let a = factory.informer::<ConfigMap>(&source);
+    let b = factory.informer::<ConfigMap>(&source);
+    assert_eq!(made.get(), 1, "the second request reuses the informer");
     assert_eq!(factory.start(), 1);
     assert_eq!(factory.start(), 0, "start is idempotent");
     let synced = factory.wait_for_cache_sync().await;
@@ -47,9 +45,9 @@ async fn factory_returns_one_informer_per_type_and_starts_each_once() {
 #[tokio::test(start_paused = true)]
 async fn informer_requested_after_start_starts_on_the_next_start() {
     let factory = SharedInformerFactory::new(Config::default());
-    factory.informer_for::<ConfigMap, _, _>(|_| FakeSource::<ConfigMap>::new());
+    factory.informer::<ConfigMap>(&|_: Option<&str>| FakeSource::<ConfigMap>::new());
     assert_eq!(factory.start(), 1);
-    let secrets = factory.informer_for::<Secret, _, _>(|_| FakeSource::<Secret>::new());
+    let secrets = factory.informer::<Secret>(&|_: Option<&str>| FakeSource::<Secret>::new());
     assert!(!secrets.has_started());
     assert_eq!(factory.start(), 1);
     let synced = factory.wait_for_cache_sync().await;
@@ -66,7 +64,7 @@ async fn wait_for_cache_sync_reports_unsynced_types_after_shutdown() {
     let src = FakeSource::<ConfigMap>::new();
     src.stall_lists(true);
     src.set_supports_watch_list(false);
-    factory.informer_for::<ConfigMap, _, _>(|_| src.clone());
+    factory.informer::<ConfigMap>(&|_: Option<&str>| src.clone());
     factory.start();
     let f = Arc::clone(&factory);
     let waiter = tokio::spawn(async move { f.wait_for_cache_sync().await });
@@ -108,7 +106,7 @@ async fn strip_managed_fields_applies_to_every_informer() {
     let factory = SharedInformerFactory::new(Config::default().strip_managed_fields(true));
     let src = FakeSource::new();
     src.upsert(cm("a"));
-    let informer = factory.informer_for::<ConfigMap, _, _>(|_| src.clone());
+    let informer = factory.informer::<ConfigMap>(&|_: Option<&str>| src.clone());
     factory.start();
     factory.wait_for_cache_sync().await;
     assert!(

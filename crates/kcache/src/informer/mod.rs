@@ -12,6 +12,7 @@
 //! update whose resourceVersion did not change is a *resync* notification: only handlers whose
 //! resync is due receive it.
 
+mod builder;
 mod config;
 mod deltas;
 mod error;
@@ -24,6 +25,7 @@ mod run;
 mod shared_informer;
 mod starter;
 
+pub use builder::Builder;
 pub use config::{Config, HandlerConfig, MINIMUM_RESYNC_PERIOD};
 pub use error::Error;
 pub use handler::{DeletedObject, EventHandler, HandlerFns};

@@ -12,7 +12,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{Instrument as _, warn};
 
 use super::{
-    Config, Error, HandlerConfig, MINIMUM_RESYNC_PERIOD,
+    Builder, Config, Error, HandlerConfig, MINIMUM_RESYNC_PERIOD,
     handler::EventHandler,
     listener::{Listener, Notification, determine_resync_period},
     processor::Processor,
@@ -106,16 +106,24 @@ impl<K> SharedIndexInformer<K>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
-    /// An informer for `K` fed by `lw`, keyed by `namespace/name`, with the namespace index.
+    /// An informer for `K` fed by `lw` with `config`, keyed by `namespace/name`, with the
+    /// namespace index: `SharedIndexInformer::builder(lw).config(config).build()`.
     pub fn new<L: ListerWatcher<K>>(lw: L, config: Config) -> Self {
-        Self::with_indexers(lw, config, crate::store::namespace_indexers::<K>())
+        Self::builder(lw).config(config).build()
     }
 
-    /// An informer with the given indexes (keyed by `namespace/name`).
-    pub fn with_indexers<L: ListerWatcher<K>>(
+    /// A [`Builder`] for an informer fed by `lw`: indexes, a transform and a watch error
+    /// handler are set there, before the informer exists.
+    pub fn builder<L: ListerWatcher<K>>(lw: L) -> Builder<K, L> {
+        Builder::new(lw)
+    }
+
+    pub(super) fn from_parts<L: ListerWatcher<K>>(
         lw: L,
         config: Config,
         indexers: Indexers<K>,
+        transform: Option<TransformFunc<K>>,
+        error_handler: Option<WatchErrorHandler>,
     ) -> Self {
         let key_func = meta_namespace_key_func::<K>();
         // The reflector's name (its span carries it too): the handler tasks and the process
@@ -162,8 +170,8 @@ where
                 stopped: false,
                 check_period,
                 starter: Some(starter),
-                transform: None,
-                error_handler: None,
+                transform,
+                error_handler,
                 tasks: None,
             }),
             sync_notify,
@@ -258,39 +266,6 @@ where
             Arc::clone(inner) as Arc<dyn super::registration::InformerOps>,
             listener,
         ))
-    }
-
-    /// Sets a transform applied to every object before it is stored (e.g. to drop
-    /// `managedFields`). It runs exactly once per received object.
-    ///
-    /// # Errors
-    /// [`Error::AlreadyStarted`] once the informer runs.
-    pub fn set_transform(
-        &self,
-        transform: impl Fn(K) -> K + Send + Sync + 'static,
-    ) -> Result<(), Error> {
-        let mut start = self.inner.start.lock();
-        if start.started {
-            return Err(Error::AlreadyStarted);
-        }
-        start.transform = Some(Arc::new(transform));
-        Ok(())
-    }
-
-    /// Sets the handler of every error the reflector recovers from.
-    ///
-    /// # Errors
-    /// [`Error::AlreadyStarted`] once the informer runs.
-    pub fn set_watch_error_handler(
-        &self,
-        handler: impl Fn(&reflector::Error) + Send + Sync + 'static,
-    ) -> Result<(), Error> {
-        let mut start = self.inner.start.lock();
-        if start.started {
-            return Err(Error::AlreadyStarted);
-        }
-        start.error_handler = Some(Arc::new(handler));
-        Ok(())
     }
 
     /// Adds indexes; existing objects are indexed at once.

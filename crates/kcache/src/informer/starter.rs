@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 use crate::reflector::{self, ReflectorHandle, ReflectorStore, TransformFunc, WatchErrorHandler};
 
 /// Builds and starts the informer's reflector once `run` knows its store and settings (the
-/// `ListerWatcher` is captured by [`SharedIndexInformer::with_indexers`]).
+/// `ListerWatcher` is captured when the informer is built, by [`super::Builder::build`]).
 pub(super) type ReflectorStarter<K> = Box<
     dyn FnOnce(
             Arc<dyn ReflectorStore<K>>,

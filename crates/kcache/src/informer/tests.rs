@@ -429,13 +429,13 @@ async fn transform_runs_before_the_object_is_stored() {
     let mut obj = cm("a");
     obj.metadata.managed_fields = Some(vec![Default::default()]);
     src.upsert(obj);
-    let informer = SharedIndexInformer::new(src.clone(), config());
-    informer
-        .set_transform(|mut o: ConfigMap| {
+    let informer = SharedIndexInformer::builder(src.clone())
+        .config(config())
+        .transform(|mut o: ConfigMap| {
             o.metadata.managed_fields = None;
             o
         })
-        .unwrap();
+        .build();
     let run = Running::start(&informer);
     informer.wait_for_sync().await;
     assert!(
@@ -445,22 +445,18 @@ async fn transform_runs_before_the_object_is_stored() {
             .iter()
             .all(|o| o.metadata.managed_fields.is_none())
     );
-    assert!(matches!(
-        informer.set_transform(|o| o),
-        Err(Error::AlreadyStarted)
-    ));
     run.stop().await;
 }
 
 #[tokio::test(start_paused = true)]
 async fn watch_errors_reach_the_watch_error_handler() {
     let src = FakeSource::new();
-    let informer = SharedIndexInformer::new(src.clone(), config());
     let errors = Arc::new(Mutex::new(Vec::new()));
     let e = Arc::clone(&errors);
-    informer
-        .set_watch_error_handler(move |err: &reflector::Error| e.lock().push(err.to_string()))
-        .unwrap();
+    let informer = SharedIndexInformer::builder(src.clone())
+        .config(config())
+        .watch_error_handler(move |err: &reflector::Error| e.lock().push(err.to_string()))
+        .build();
     let run = Running::start(&informer);
     informer.wait_for_sync().await;
     src.inject_watch_error(crate::testing::status(

@@ -542,16 +542,16 @@ async fn test_transforming_informer() {
     let pod1_rv = source.upsert(make_pod("pod1", "2"));
 
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
-    let informer = SharedIndexInformer::new(source.clone(), informer::Config::default());
-    informer
-        .set_transform(|mut pod: Pod| {
+    let informer = SharedIndexInformer::builder(source.clone())
+        .config(informer::Config::default())
+        .transform(|mut pod: Pod| {
             let spec = pod.spec.get_or_insert_with(Default::default);
             spec.hostname = Some("new-hostname".into());
             spec.subdomain = None;
             spec.node_name = Some("nodename".into());
             pod
         })
-        .unwrap();
+        .build();
     informer
         .add_event_handler_with_options(
             forwarding_handler(tx),
@@ -644,13 +644,10 @@ async fn test_transforming_informer_race() {
         source.upsert(make_pod(&format!("pod-{i}")));
     }
     let bad_transform = Arc::new(AtomicBool::new(false));
-    let informer = SharedIndexInformer::new(
-        source.clone(),
-        informer::Config::default().resync_period(Duration::from_millis(5)),
-    );
     let bad = Arc::clone(&bad_transform);
-    informer
-        .set_transform(move |mut pod: Pod| {
+    let informer = SharedIndexInformer::builder(source.clone())
+        .config(informer::Config::default().resync_period(Duration::from_millis(5)))
+        .transform(move |mut pod: Pod| {
             if label(&pod) != "true" {
                 bad.store(true, Ordering::SeqCst);
                 return pod;
@@ -661,7 +658,7 @@ async fn test_transforming_informer_race() {
                 .insert(LABEL.to_owned(), "false".to_owned());
             pod
         })
-        .unwrap();
+        .build();
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     informer.add_event_handler(forwarding_handler(tx)).unwrap();
     let run = Running::start(&informer);
@@ -1150,16 +1147,13 @@ async fn test_store_resource_version() {
 async fn test_store_resource_version_with_non_meta_transform() {
     let source = FakeSource::<Pod>::new();
     source.upsert(default_pod("pod-1", &[]));
-    let informer = SharedIndexInformer::new(
-        source.clone(),
-        informer::Config::default().queue(QueueKind::RealFifo),
-    );
-    informer
-        .set_transform(|mut pod: Pod| {
+    let informer = SharedIndexInformer::builder(source.clone())
+        .config(informer::Config::default().queue(QueueKind::RealFifo))
+        .transform(|mut pod: Pod| {
             pod.metadata.resource_version = None;
             pod
         })
-        .unwrap();
+        .build();
     let recorder = EventRecorder::new(informer.indexer().clone());
     informer
         .add_event_handler_with_options(

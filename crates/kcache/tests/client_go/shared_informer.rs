@@ -452,14 +452,14 @@ async fn test_shared_informer_error_handling() {
     src.upsert(pod("pod1"));
     src.set_supports_watch_list(false);
     src.fail_lists(1000, status(403, "Forbidden", "Access Denied"));
-    let informer = informer_with_resync(&src, Duration::from_secs(1));
     let (tx, mut errors) = tokio::sync::mpsc::unbounded_channel();
-    informer
-        .set_watch_error_handler(move |err| {
+    let informer = SharedIndexInformer::builder(src.clone())
+        .config(informer::Config::default().resync_period(Duration::from_secs(1)))
+        .watch_error_handler(move |err| {
             let fallback = matches!(err, reflector::Error::WatchList { .. });
             let _ = tx.send((fallback, err.to_string()));
         })
-        .unwrap();
+        .build();
     let run = Running::start(&informer);
     let first = tokio::time::timeout(Duration::from_secs(1), async {
         loop {
@@ -481,42 +481,20 @@ async fn test_shared_informer_error_handling() {
     run.stop().await;
 }
 
-/// No race between `run` and setting the transform or the watch error handler.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn test_shared_informer_start_race() {
-    let src = FakeSource::<Pod>::new();
-    let informer = informer_with_resync(&src, Duration::from_secs(1));
-    let stop = Arc::new(AtomicBool::new(false));
-    let setter = std::thread::spawn({
-        let (informer, stop) = (informer.clone(), Arc::clone(&stop));
-        move || {
-            while !stop.load(Ordering::SeqCst) {
-                // Dummy functions; once the informer runs both calls are refused.
-                let _ = informer.set_transform(|p: Pod| p);
-                let _ = informer.set_watch_error_handler(|_| {});
-            }
-        }
-    });
-    let run = Running::start(&informer);
-    stop.store(true, Ordering::SeqCst);
-    run.stop().await;
-    setter.join().expect("the setting thread panicked");
-}
-
 #[tokio::test(start_paused = true)]
 async fn test_shared_informer_transformer() {
     let src = FakeSource::<Pod>::new();
     src.upsert(pod("pod1"));
     src.upsert(pod("pod2"));
-    let informer = informer_with_resync(&src, Duration::from_secs(1));
-    informer
-        .set_transform(|mut pod: Pod| {
+    let informer = SharedIndexInformer::builder(src.clone())
+        .config(informer::Config::default().resync_period(Duration::from_secs(1)))
+        .transform(|mut pod: Pod| {
             if let Some(name) = pod.metadata.name.as_mut() {
                 *name = name.to_uppercase();
             }
             pod
         })
-        .unwrap();
+        .build();
     let listener = TestListener::new("listenerTransformer", Duration::ZERO, &["POD1", "POD2"]);
     // AddEventHandler: the informer's resync period.
     informer
