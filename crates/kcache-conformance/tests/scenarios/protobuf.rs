@@ -1,6 +1,7 @@
 //! Protobuf request bodies as client-go's protobuf serializer writes them for built-in kinds:
-//! DeleteOptions on DELETE and on a collection's DELETE, a Scale on PUT, an Eviction; and a
-//! server-side apply of a Scale.
+//! DeleteOptions on DELETE and on a collection's DELETE, a Scale on PUT, an Eviction, objects
+//! of kinds outside kcache-proto (a Role, a PodDisruptionBudget); and a server-side apply of a
+//! Scale.
 
 use bytes::Bytes;
 use kcache_proto::Envelope;
@@ -188,5 +189,64 @@ pub(crate) async fn protobuf_bodies(s: &mut Script<'_>) -> anyhow::Result<()> {
     )
     .await?;
     s.req("get pod", "GET", &format!("{pods}/p"), None).await?;
+
+    // A kind kcache-proto has no type for: a Role (rbac.authorization.k8s.io/v1) and a
+    // PodDisruptionBudget (policy/v1, an IntOrString and a selector).
+    let meta = ObjectMeta {
+        name: Some("r".into()),
+        labels: [("app".to_owned(), "web".to_owned())].into(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let mut rule = Vec::new();
+    field(1, b"get", &mut rule);
+    field(1, b"watch", &mut rule);
+    field(2, b"apps", &mut rule);
+    field(3, b"deployments", &mut rule);
+    let mut raw = Vec::new();
+    field(1, &meta, &mut raw);
+    field(2, &rule, &mut raw);
+    let roles = format!(
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/{}/roles",
+        s.ns
+    );
+    let r = s
+        .pb(
+            "create role",
+            "POST",
+            &roles,
+            envelope("rbac.authorization.k8s.io/v1", "Role", raw),
+        )
+        .await?;
+    s.field("role rules", &r.body, "/rules");
+    s.field("role labels", &r.body, "/metadata/labels");
+    let mut ios = vec![0x08, 0x01];
+    field(3, b"50%", &mut ios);
+    let mut entry = Vec::new();
+    field(1, b"app", &mut entry);
+    field(2, b"web", &mut entry);
+    let mut selector = Vec::new();
+    field(1, &entry, &mut selector);
+    let mut spec = Vec::new();
+    field(1, &ios, &mut spec);
+    field(2, &selector, &mut spec);
+    let meta = ObjectMeta {
+        name: Some("budget".into()),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let mut raw = Vec::new();
+    field(1, &meta, &mut raw);
+    field(2, &spec, &mut raw);
+    let pdbs = format!("/apis/policy/v1/namespaces/{}/poddisruptionbudgets", s.ns);
+    let r = s
+        .pb(
+            "create pdb",
+            "POST",
+            &pdbs,
+            envelope("policy/v1", "PodDisruptionBudget", raw),
+        )
+        .await?;
+    s.field("pdb spec", &r.body, "/spec");
     Ok(())
 }

@@ -220,8 +220,10 @@ fn decode_body(
     }
 }
 
-/// A protobuf body of any built-in kind kcache-proto has a type for (kubectl's typed
-/// generators send Deployments so, for one), through its k8s-openapi type into JSON.
+/// A protobuf body of any built-in kind: through its k8s-openapi type into JSON for the kinds
+/// kcache-proto has a type for (kubectl's typed generators send Deployments so, for one), by
+/// the upstream schema table for the others (client-go's protobuf clients send RBAC objects,
+/// Jobs, ... so).
 fn decode_any_protobuf(
     body: &[u8],
 ) -> Result<Map<String, Value>, crate::http::protobuf::decode::ProtoError> {
@@ -229,7 +231,21 @@ fn decode_any_protobuf(
     let env = kcache_proto::envelope::Envelope::decode(bytes::Bytes::copy_from_slice(body))
         .map_err(|_| ProtoError::Malformed("not a k8s\\0 runtime.Unknown envelope"))?;
     if !kcache_proto::kind_is_supported(&env.api_version, &env.kind) {
-        return Err(ProtoError::Unsupported(env.kind));
+        // Any other built-in kind: decoded by the upstream schema table.
+        let Some(message) = crate::http::protobuf::schema::message_for(&env.api_version, &env.kind)
+        else {
+            return Err(ProtoError::Unsupported(env.kind));
+        };
+        return match crate::http::protobuf::schema::message(&message, &env.raw)? {
+            Value::Object(mut m) => {
+                m.insert("apiVersion".into(), Value::String(env.api_version));
+                m.insert("kind".into(), Value::String(env.kind));
+                Ok(m)
+            }
+            _ => Err(ProtoError::Malformed(
+                "the message does not decode as an object",
+            )),
+        };
     }
     let (api_version, kind) = (env.api_version.clone(), env.kind.clone());
     match kcache_proto::decode_object::<Value>(env) {

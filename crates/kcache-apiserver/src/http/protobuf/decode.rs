@@ -404,6 +404,10 @@ pub(crate) fn subresource_body(body: &[u8], expected: &str) -> Result<Value, Pro
             v["kind"] = json!(kind);
             v
         }
+        other if super::schema::message_for(&env.api_version, other).is_some() => {
+            let message = super::schema::message_for(&env.api_version, other).unwrap_or_default();
+            super::schema::message(&message, &env.raw)?
+        }
         other => {
             return Err(ProtoError::Unsupported(if other.is_empty() {
                 expected.to_owned()

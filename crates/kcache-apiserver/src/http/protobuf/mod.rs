@@ -10,6 +10,7 @@
 
 pub(crate) mod decode;
 pub(crate) mod encode;
+pub(crate) mod schema;
 
 use crate::resource::ResourceInfo;
 
