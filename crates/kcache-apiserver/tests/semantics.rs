@@ -202,3 +202,35 @@ async fn namespace_deletion_waits_for_the_finalizers_of_its_objects() {
     }
     assert!(gone, "the namespace is removed once it is empty");
 }
+
+#[tokio::test]
+async fn invalid_objects_of_common_kinds_are_refused_in_kube_apiserver_words() {
+    let s = server().await;
+    let cases = [
+        (
+            "/api/v1/namespaces/default/pods",
+            json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}}),
+            "Pod \"p\" is invalid: spec.containers[0].image: Required value",
+        ),
+        (
+            "/api/v1/namespaces/default/configmaps",
+            json!({"metadata": {"name": "c", "labels": {"a": "not valid!"}}}),
+            "ConfigMap \"c\" is invalid: metadata.labels: Invalid value: \"not valid!\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
+        ),
+        (
+            "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+            json!({"metadata": {"name": "rb"}}),
+            "RoleBinding.rbac.authorization.k8s.io \"rb\" is invalid: [roleRef.kind: Unsupported value: \"\": supported values: \"Role\", \"ClusterRole\", roleRef.name: Required value]",
+        ),
+        (
+            "/apis/batch/v1/namespaces/default/jobs",
+            json!({"metadata": {"name": "j"}, "spec": {"template": {"spec": {"containers": []}}}}),
+            "Job.batch \"j\" is invalid: spec.template.spec.containers: Required value",
+        ),
+    ];
+    for (path, body, message) in cases {
+        let r = post(s.addr(), path, &body).await;
+        assert_eq!(r.status, 422, "{path}: {}", r.json());
+        assert_eq!(r.json()["message"], message);
+    }
+}

@@ -19,6 +19,7 @@ pub(crate) mod managed;
 mod object;
 pub(crate) mod rules;
 pub(crate) mod validate;
+pub(crate) mod validation;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -11,8 +11,8 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 
-use super::apps;
 use super::crd;
+use super::{apps, validation};
 use crate::resource::ResourceInfo;
 use crate::status::{ApiError, Cause};
 
@@ -64,18 +64,38 @@ pub(crate) fn on_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Re
     if is_csr(info) {
         csr_on_create(info, &name, obj)?;
     }
+    validation::rbac_defaults(info, obj);
+    let mut causes = Vec::new();
     if apps::is_workload(info) {
         apps::set_defaults(info, obj);
         // The status subresource's owner (the controller) writes status; a create starts
         // it empty.
         obj.insert("status".into(), json!({}));
-        let causes = apps::causes(obj);
-        if !causes.is_empty() {
-            return Err(ApiError::invalid(info, &name, causes));
-        }
+        causes = apps::causes(obj);
+    }
+    let causes = with_validation(info, obj, causes);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(info, &name, causes));
     }
     prune_empty(info, obj);
     Ok(())
+}
+
+/// kube-apiserver's validation ([`validation::causes`]: metadata, then the kind's fields)
+/// merged with the causes a workload's own checks found (`kind_causes`, placed before the
+/// pod template's container errors, as the apps validation orders them).
+fn with_validation(
+    info: &ResourceInfo,
+    obj: &Map<String, Value>,
+    kind_causes: Vec<Cause>,
+) -> Vec<Cause> {
+    let mut all = validation::causes(info, obj);
+    let at = all
+        .iter()
+        .position(|c| c.field.starts_with("spec.template.spec."))
+        .unwrap_or(all.len());
+    all.splice(at..at, kind_causes);
+    all
 }
 
 /// The rules of an update from `old` to `new` (a whole object, server metadata restored).
@@ -152,10 +172,14 @@ pub(crate) fn on_update(info: &ResourceInfo, old: &Value, new: &mut Value) -> Re
     if core(info, "namespaces") {
         namespace_label(obj, &name);
     }
+    validation::rbac_defaults(info, obj);
+    causes.extend(validation::rbac_update_causes(info, old, obj));
+    let mut kind_causes = Vec::new();
     if apps::is_workload(info) {
         apps::set_defaults(info, obj);
-        causes.extend(apps::causes(obj));
+        kind_causes = apps::causes(obj);
     }
+    causes.extend(with_validation(info, obj, kind_causes));
     if !causes.is_empty() {
         return Err(ApiError::invalid(info, &name, causes));
     }

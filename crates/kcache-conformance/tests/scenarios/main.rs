@@ -64,6 +64,7 @@ const SCENARIOS: &[&str] = &[
     "reviews_and_verbs",
     "protobuf_bodies",
     "status_metadata_and_json_patch_test_null",
+    "common_kinds_validation",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -113,6 +114,7 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "status_metadata_and_json_patch_test_null" => {
             patches::status_metadata_and_json_patch_test_null(s).await
         }
+        "common_kinds_validation" => validation::common_kinds_validation(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

@@ -300,3 +300,86 @@ pub(crate) async fn watch_rv0_bookmarks(s: &mut Script<'_>) -> anyhow::Result<()
     s.note(format!("events {}", lines.join(" | ")));
     Ok(())
 }
+
+/// Invalid objects of the kinds controllers write most, refused with kube-apiserver's field
+/// paths and wording.
+pub(crate) async fn common_kinds_validation(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let pods = s.core("pods");
+    let cases: Vec<(&str, String, serde_json::Value)> = vec![
+        (
+            "pod without containers",
+            pods.clone(),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1"}, "spec": {"containers": []}}),
+        ),
+        (
+            "pod container without image",
+            pods.clone(),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p2"}, "spec": {"containers": [{"name": "c"}]}}),
+        ),
+        (
+            "pod container bad name",
+            pods.clone(),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p3"}, "spec": {"containers": [{"name": "C_1", "image": "i"}]}}),
+        ),
+        (
+            "pod duplicate container names",
+            pods.clone(),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p4"}, "spec": {"containers": [{"name": "c", "image": "i"}, {"name": "c", "image": "i"}]}}),
+        ),
+        (
+            "bad label value",
+            s.core("configmaps"),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c1", "labels": {"a": "not valid!"}}}),
+        ),
+        (
+            "bad label key",
+            s.core("configmaps"),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c2", "labels": {"-a": "v"}}}),
+        ),
+        (
+            "bad annotation key",
+            s.core("configmaps"),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c3", "annotations": {"a b": "v"}}}),
+        ),
+        (
+            "service bad port",
+            s.core("services"),
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s1"}, "spec": {"ports": [{"port": 70000}]}}),
+        ),
+        (
+            "deployment negative replicas",
+            format!("/apis/apps/v1/namespaces/{}/deployments", s.ns),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d1"},
+                "spec": {"replicas": -1, "selector": {"matchLabels": {"a": "b"}},
+                         "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}}}),
+        ),
+        (
+            "serviceaccount bad name",
+            s.core("serviceaccounts"),
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "Bad_Name"}}),
+        ),
+        (
+            "rolebinding without roleRef",
+            format!(
+                "/apis/rbac.authorization.k8s.io/v1/namespaces/{}/rolebindings",
+                s.ns
+            ),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "rb"}}),
+        ),
+        (
+            "job without template containers",
+            format!("/apis/batch/v1/namespaces/{}/jobs", s.ns),
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+                "spec": {"template": {"spec": {"containers": [], "restartPolicy": "Never"}}}}),
+        ),
+        (
+            "node bad name",
+            "/api/v1/nodes".to_owned(),
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "Bad_Node"}}),
+        ),
+    ];
+    for (label, path, body) in cases {
+        s.req(label, "POST", &path, Some(body)).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,361 @@
+//! kube-apiserver's validation of the kinds controllers write most, with its field paths and
+//! wording (`k8s.io/apimachinery/pkg/util/validation`, `pkg/apis/core/validation`,
+//! `pkg/apis/apps/validation`, `pkg/apis/rbac/validation`): label and annotation keys and
+//! values of every built-in kind, pod specs (in pods and in the templates of workloads, Jobs,
+//! CronJobs, ReplicationControllers and PodTemplates), Service ports, workload replicas, and
+//! RBAC role references and subjects (with their defaults).
+
+use serde_json::{Map, Value, json};
+
+use crate::resource::ResourceInfo;
+use crate::status::Cause;
+
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' \
+     or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or \
+     'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of \
+     alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric \
+     character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is \
+     '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+const DNS_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case \
+     alphanumeric characters or '-', and must start and end with an alphanumeric character \
+     (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case \
+     alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character \
+     (e.g. 'example.com', regex used for validation is \
+     '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+fn invalid(field: &str, value: &str, msg: &str) -> Cause {
+    Cause::new(
+        "FieldValueInvalid",
+        format!("Invalid value: \"{value}\": {msg}"),
+        field,
+    )
+}
+
+fn required(field: &str) -> Cause {
+    Cause::new("FieldValueRequired", "Required value", field)
+}
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
+fn is_name_part(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+}
+
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+fn is_dns_subdomain(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
+}
+
+/// `IsQualifiedName`: an optional DNS-subdomain prefix and `/`, then a name part.
+fn qualified_name_errors(key: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let (prefix, name) = match key.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    if let Some(p) = prefix {
+        if p.is_empty() {
+            errs.push("prefix part must be non-empty".to_owned());
+        } else if !is_dns_subdomain(p) {
+            errs.push(format!("prefix part {DNS_SUBDOMAIN_MSG}"));
+        }
+    }
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_owned());
+    } else if name.len() > 63 {
+        errs.push("name part must be no more than 63 characters".to_owned());
+    } else if !is_name_part(name) {
+        errs.push(QUALIFIED_NAME_MSG.to_owned());
+    }
+    errs
+}
+
+fn sorted_entries(m: Option<&Value>) -> Vec<(String, Value)> {
+    let mut v: Vec<(String, Value)> = m
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default();
+    v.sort_by(|a, b| a.0.cmp(&b.0));
+    v
+}
+
+/// Label keys and values and annotation keys (`ValidateObjectMeta`'s share of it).
+pub(crate) fn metadata_causes(obj: &Map<String, Value>) -> Vec<Cause> {
+    let meta = obj.get("metadata");
+    let mut causes = Vec::new();
+    for (k, v) in sorted_entries(meta.and_then(|m| m.get("labels"))) {
+        for e in qualified_name_errors(&k) {
+            causes.push(invalid("metadata.labels", &k, &e));
+        }
+        let v = v.as_str().unwrap_or("");
+        if v.len() > 63 {
+            causes.push(invalid(
+                "metadata.labels",
+                v,
+                "must be no more than 63 characters",
+            ));
+        } else if !v.is_empty() && !is_name_part(v) {
+            causes.push(invalid("metadata.labels", v, LABEL_VALUE_MSG));
+        }
+    }
+    for (k, _) in sorted_entries(meta.and_then(|m| m.get("annotations"))) {
+        for e in qualified_name_errors(&k.to_ascii_lowercase()) {
+            causes.push(invalid("metadata.annotations", &k, &e));
+        }
+    }
+    causes
+}
+
+/// Containers and their names and images of the pod spec at `path`.
+fn pod_spec_causes(spec: Option<&Value>, path: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let containers = spec
+        .and_then(|s| s.get("containers"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if containers.is_empty() {
+        causes.push(required(&format!("{path}.containers")));
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for (i, c) in containers.iter().enumerate() {
+        let at = format!("{path}.containers[{i}]");
+        let name = c.get("name").and_then(Value::as_str).unwrap_or("");
+        if name.is_empty() {
+            causes.push(required(&format!("{at}.name")));
+        } else if !is_dns_label(name) {
+            causes.push(invalid(&format!("{at}.name"), name, DNS_LABEL_MSG));
+        } else if seen.iter().any(|n| n == name) {
+            causes.push(Cause::new(
+                "FieldValueDuplicate",
+                format!("Duplicate value: \"{name}\""),
+                &format!("{at}.name"),
+            ));
+        }
+        seen.push(name.to_owned());
+        if c.get("image")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            causes.push(required(&format!("{at}.image")));
+        }
+    }
+    causes
+}
+
+/// Service ports: `port` and an integer `targetPort` in 1..=65535.
+fn service_causes(obj: &Map<String, Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let ports = obj
+        .get("spec")
+        .and_then(|s| s.get("ports"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (i, p) in ports.iter().enumerate() {
+        for field in ["port", "targetPort"] {
+            if let Some(n) = p.get(field).and_then(Value::as_i64)
+                && !(1..=65535).contains(&n)
+                && !(field == "targetPort" && n == 0)
+            {
+                causes.push(Cause::new(
+                    "FieldValueInvalid",
+                    format!("Invalid value: {n}: must be between 1 and 65535, inclusive"),
+                    &format!("spec.ports[{i}].{field}"),
+                ));
+            }
+        }
+    }
+    causes
+}
+
+/// `spec.replicas` of a workload, not negative.
+fn replicas_causes(obj: &Map<String, Value>) -> Vec<Cause> {
+    match obj
+        .get("spec")
+        .and_then(|s| s.get("replicas"))
+        .and_then(Value::as_i64)
+    {
+        Some(n) if n < 0 => vec![Cause::new(
+            "FieldValueInvalid",
+            format!("Invalid value: {n}: must be greater than or equal to 0"),
+            "spec.replicas",
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// RBAC defaults: a binding's `roleRef.apiGroup` and its User/Group subjects' `apiGroup`.
+pub(crate) fn rbac_defaults(info: &ResourceInfo, obj: &mut Map<String, Value>) {
+    if info.group != RBAC_GROUP || !info.plural.ends_with("bindings") {
+        return;
+    }
+    let role_ref = obj.entry("roleRef").or_insert_with(|| json!({}));
+    if let Some(r) = role_ref.as_object_mut()
+        && r.get("apiGroup")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+    {
+        r.insert("apiGroup".into(), json!(RBAC_GROUP));
+    }
+    if let Some(subjects) = obj.get_mut("subjects").and_then(Value::as_array_mut) {
+        for s in subjects.iter_mut().filter_map(Value::as_object_mut) {
+            let kind = s.get("kind").and_then(Value::as_str).unwrap_or("");
+            if matches!(kind, "User" | "Group")
+                && s.get("apiGroup")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+            {
+                s.insert("apiGroup".into(), json!(RBAC_GROUP));
+            }
+        }
+    }
+}
+
+fn rbac_causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let r = obj.get("roleRef");
+    let s = |k: &str| {
+        r.and_then(|r| r.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
+    if s("apiGroup") != RBAC_GROUP {
+        causes.push(Cause::new(
+            "FieldValueNotSupported",
+            format!(
+                "Unsupported value: \"{}\": supported values: \"{RBAC_GROUP}\"",
+                s("apiGroup")
+            ),
+            "roleRef.apiGroup",
+        ));
+    }
+    let kinds: &[&str] = if info.plural == "clusterrolebindings" {
+        &["ClusterRole"]
+    } else {
+        &["Role", "ClusterRole"]
+    };
+    if !kinds.contains(&s("kind")) {
+        let quoted: Vec<String> = kinds.iter().map(|k| format!("\"{k}\"")).collect();
+        causes.push(Cause::new(
+            "FieldValueNotSupported",
+            format!(
+                "Unsupported value: \"{}\": supported values: {}",
+                s("kind"),
+                quoted.join(", ")
+            ),
+            "roleRef.kind",
+        ));
+    }
+    if s("name").is_empty() {
+        causes.push(required("roleRef.name"));
+    }
+    causes
+}
+
+/// Where a kind keeps its pod spec, if it has one.
+fn pod_spec_path(info: &ResourceInfo) -> Option<(&'static str, &'static str)> {
+    Some(match (info.group.as_str(), info.plural.as_str()) {
+        ("", "pods") => ("/spec", "spec"),
+        ("", "podtemplates") => ("/template/spec", "template.spec"),
+        ("", "replicationcontrollers")
+        | ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets")
+        | ("batch", "jobs") => ("/spec/template/spec", "spec.template.spec"),
+        ("batch", "cronjobs") => (
+            "/spec/jobTemplate/spec/template/spec",
+            "spec.jobTemplate.spec.template.spec",
+        ),
+        _ => return None,
+    })
+}
+
+/// Every cause of `obj` as a `info` (create or update), in kube-apiserver's order: metadata,
+/// then the kind's own.
+pub(crate) fn causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
+    let mut causes = metadata_causes(obj);
+    if matches!(
+        (info.group.as_str(), info.plural.as_str()),
+        ("apps", "deployments" | "replicasets" | "statefulsets") | ("", "replicationcontrollers")
+    ) {
+        causes.extend(replicas_causes(obj));
+    }
+    if info.group.is_empty() && info.plural == "services" {
+        causes.extend(service_causes(obj));
+    }
+    if info.group == RBAC_GROUP && info.plural.ends_with("bindings") {
+        causes.extend(rbac_causes(info, obj));
+    }
+    // apps/v1 workloads report a missing container list themselves (apps.rs).
+    if let Some((ptr, path)) = pod_spec_path(info) {
+        let spec = Value::Object(obj.clone());
+        let mut pod = pod_spec_causes(spec.pointer(ptr), path);
+        if info.group == "apps" {
+            pod.retain(|c| c.field != format!("{path}.containers"));
+        }
+        causes.extend(pod);
+    }
+    causes
+}
+
+/// `cannot change roleRef`, as the RBAC update validation words it.
+pub(crate) fn rbac_update_causes(
+    info: &ResourceInfo,
+    old: &Value,
+    new: &Map<String, Value>,
+) -> Vec<Cause> {
+    if info.group != RBAC_GROUP || !info.plural.ends_with("bindings") {
+        return Vec::new();
+    }
+    let (a, b) = (old.get("roleRef"), new.get("roleRef"));
+    if a == b {
+        return Vec::new();
+    }
+    let s = |k: &str| {
+        b.and_then(|r| r.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+    };
+    vec![Cause::new(
+        "FieldValueInvalid",
+        format!(
+            "Invalid value: rbac.RoleRef{{APIGroup:\"{}\", Kind:\"{}\", Name:\"{}\"}}: cannot change roleRef",
+            s("apiGroup"),
+            s("kind"),
+            s("name")
+        ),
+        "roleRef",
+    )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qualified_names() {
+        assert!(qualified_name_errors("app.kubernetes.io/name").is_empty());
+        assert!(qualified_name_errors("a").is_empty());
+        assert_eq!(qualified_name_errors("-a"), [QUALIFIED_NAME_MSG]);
+        assert_eq!(qualified_name_errors("a b"), [QUALIFIED_NAME_MSG]);
+        assert_eq!(
+            qualified_name_errors("/a"),
+            ["prefix part must be non-empty"]
+        );
+    }
+}
