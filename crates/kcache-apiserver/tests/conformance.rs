@@ -41,18 +41,8 @@ const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
     ),
     (
         "patch.json",
-        "server-side apply (YAML)",
-        "YAML bodies are not parsed (no YAML decoder)",
-    ),
-    (
-        "patch.json",
         "server-side apply by another manager",
         "server-side apply has no field ownership, so no conflicts",
-    ),
-    (
-        "patch.json",
-        "same apply with force=true",
-        "server-side apply has no field ownership",
     ),
     (
         "watch-cache-disabled.json",

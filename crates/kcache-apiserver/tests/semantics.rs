@@ -234,3 +234,49 @@ async fn invalid_objects_of_common_kinds_are_refused_in_kube_apiserver_words() {
         assert_eq!(r.json()["message"], message);
     }
 }
+
+#[tokio::test]
+async fn server_side_apply_releases_what_a_manager_stops_applying_and_keeps_others_fields() {
+    let s = server().await;
+    let cm = "/api/v1/namespaces/default/configmaps/cfg";
+    let apply = |labels: serde_json::Value, data: serde_json::Value| {
+        serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cfg", "labels": labels}, "data": data}))
+        .unwrap()
+    };
+    let ct = [("content-type", "application/apply-patch+yaml")];
+    let r = request(
+        s.addr(),
+        Method::PATCH,
+        &format!("{cm}?fieldManager=one"),
+        &ct,
+        Some(apply(
+            json!({"a": "1", "b": "2"}),
+            json!({"x": "1", "y": "2"}),
+        )),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 201);
+    let r = patch(
+        s.addr(),
+        &format!("{cm}?fieldManager=two"),
+        MERGE,
+        &json!({"metadata": {"labels": {"c": "3"}}, "data": {"z": "3"}}),
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    let r = request(
+        s.addr(),
+        Method::PATCH,
+        &format!("{cm}?fieldManager=one"),
+        &ct,
+        Some(apply(json!({"a": "1"}), json!({"x": "1"}))),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200);
+    let cm = r.json();
+    assert_eq!(cm["metadata"]["labels"], json!({"a": "1", "c": "3"}));
+    assert_eq!(cm["data"], json!({"x": "1", "z": "3"}));
+}

@@ -402,6 +402,111 @@ pub(crate) fn updated(
     (!entries.is_empty()).then_some(Value::Array(entries))
 }
 
+/// Server-side apply's release of fields: what `manager` applied before (`managedFields`
+/// of `obj`, its `Apply` entry for this subresource) and no longer applies (`now`, the new
+/// applied configuration's field set) is removed from `obj`, unless another manager owns it.
+pub(crate) fn release_unapplied(obj: &mut Value, manager: &str, status_only: bool, now: &Value) {
+    let entries = obj
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let is_status = |e: &Value| e.get("subresource").and_then(Value::as_str) == Some("status");
+    let mut prev = Map::new();
+    let mut others = json!({});
+    for e in &entries {
+        let fields = e
+            .get("fieldsV1")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        let mine = e.get("manager").and_then(Value::as_str) == Some(manager)
+            && e.get("operation").and_then(Value::as_str) == Some("Apply")
+            && is_status(e) == status_only;
+        if mine {
+            prev = fields;
+        } else {
+            union(&mut others, &Value::Object(fields));
+        }
+    }
+    let now = now.as_object().cloned().unwrap_or_default();
+    let others = others.as_object().cloned().unwrap_or_default();
+    release(obj, &prev, &now, &others);
+}
+
+fn release(
+    obj: &mut Value,
+    prev: &Map<String, Value>,
+    now: &Map<String, Value>,
+    others: &Map<String, Value>,
+) {
+    let empty = Map::new();
+    let sub = |m: &Map<String, Value>, k: &str| -> Option<Map<String, Value>> {
+        m.get(k).map(|v| v.as_object().cloned().unwrap_or_default())
+    };
+    for (key, prev_sub) in prev {
+        if key == "." {
+            continue;
+        }
+        let prev_sub = prev_sub.as_object().unwrap_or(&empty);
+        match (sub(now, key), sub(others, key)) {
+            (Some(n), o) => {
+                if let Some(child) = locate(obj, key) {
+                    release(child, prev_sub, &n, &o.unwrap_or_default());
+                }
+            }
+            (None, Some(o)) => {
+                if let Some(child) = locate(obj, key) {
+                    release(child, prev_sub, &empty, &o);
+                }
+            }
+            (None, None) => remove(obj, key),
+        }
+    }
+}
+
+/// Whether list item `item` is the one a `k:{...}` key names.
+fn keyed(item: &Value, key: &Map<String, Value>) -> bool {
+    key.iter().all(|(k, v)| item.get(k) == Some(v))
+}
+
+fn locate<'a>(obj: &'a mut Value, key: &str) -> Option<&'a mut Value> {
+    if let Some(name) = key.strip_prefix("f:") {
+        return obj.get_mut(name);
+    }
+    let items = obj.as_array_mut()?;
+    if let Some(k) = key.strip_prefix("k:") {
+        let k: Map<String, Value> = serde_json::from_str(k).ok()?;
+        return items.iter_mut().find(|i| keyed(i, &k));
+    }
+    if let Some(v) = key.strip_prefix("v:") {
+        let v: Value = serde_json::from_str(v).ok()?;
+        return items.iter_mut().find(|i| **i == v);
+    }
+    None
+}
+
+fn remove(obj: &mut Value, key: &str) {
+    if let Some(name) = key.strip_prefix("f:") {
+        if let Some(m) = obj.as_object_mut() {
+            m.remove(name);
+        }
+        return;
+    }
+    let Some(items) = obj.as_array_mut() else {
+        return;
+    };
+    if let Some(k) = key.strip_prefix("k:")
+        && let Ok(k) = serde_json::from_str::<Map<String, Value>>(k)
+    {
+        items.retain(|i| !keyed(i, &k));
+    } else if let Some(v) = key.strip_prefix("v:")
+        && let Ok(v) = serde_json::from_str::<Value>(v)
+    {
+        items.retain(|i| *i != v);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

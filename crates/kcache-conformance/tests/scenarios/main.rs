@@ -65,6 +65,7 @@ const SCENARIOS: &[&str] = &[
     "protobuf_bodies",
     "status_metadata_and_json_patch_test_null",
     "common_kinds_validation",
+    "server_side_apply_ownership",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -115,6 +116,7 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
             patches::status_metadata_and_json_patch_test_null(s).await
         }
         "common_kinds_validation" => validation::common_kinds_validation(s).await,
+        "server_side_apply_ownership" => patches::server_side_apply_ownership(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

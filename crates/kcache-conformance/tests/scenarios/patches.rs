@@ -347,3 +347,122 @@ pub(crate) async fn status_metadata_and_json_patch_test_null(
     .await?;
     Ok(())
 }
+
+/// Server-side apply with managed fields: a field the manager stops applying is removed
+/// (unless another manager owns it), fields of other managers are kept, lists merged by key
+/// keep other managers' items.
+pub(crate) async fn server_side_apply_ownership(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let cm = format!("{}/cfg", s.core("configmaps"));
+    let apply = |labels: serde_json::Value, data: serde_json::Value| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "cfg", "labels": labels}, "data": data})
+        .to_string()
+    };
+    let ct = "application/apply-patch+yaml";
+    let r = s
+        .raw(
+            "apply 1",
+            "PATCH",
+            &format!("{cm}?fieldManager=one"),
+            ct,
+            &apply(json!({"a": "1", "b": "2"}), json!({"x": "1", "y": "2"})),
+        )
+        .await?;
+    s.field("labels", &r.body, "/metadata/labels");
+    let r = s
+        .req(
+            "other manager adds",
+            "PATCH",
+            &format!("{cm}?fieldManager=two"),
+            Some(json!({"metadata": {"labels": {"c": "3"}}, "data": {"z": "3"}})),
+        )
+        .await?;
+    s.field("labels", &r.body, "/metadata/labels");
+    let r = s
+        .raw(
+            "apply 2 drops b and y",
+            "PATCH",
+            &format!("{cm}?fieldManager=one"),
+            ct,
+            &apply(json!({"a": "1"}), json!({"x": "1"})),
+        )
+        .await?;
+    s.field("labels", &r.body, "/metadata/labels");
+    s.field("data", &r.body, "/data");
+    let mut managers: Vec<String> = r
+        .body
+        .pointer("/metadata/managedFields")
+        .and_then(|m| m.as_array())
+        .map(|a| {
+            a.iter()
+                .map(|e| {
+                    format!(
+                        "{}/{}",
+                        e["manager"].as_str().unwrap_or(""),
+                        e["operation"].as_str().unwrap_or("")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    managers.sort();
+    s.note(format!("managers {managers:?}"));
+
+    let deploys = format!("/apis/apps/v1/namespaces/{}/deployments", s.ns);
+    let d = |image: &str| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+               "spec": {"selector": {"matchLabels": {"app": "w"}},
+                        "template": {"metadata": {"labels": {"app": "w"}},
+                                     "spec": {"containers": [{"name": "a", "image": image}]}}}})
+        .to_string()
+    };
+    s.raw(
+        "apply deployment",
+        "PATCH",
+        &format!("{deploys}/d?fieldManager=one"),
+        ct,
+        &d("i:1"),
+    )
+    .await?;
+    let sidecar = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                         "spec": {"template": {"spec": {"containers": [{"name": "b", "image": "s:1"}]}}}});
+    let r = s
+        .raw(
+            "apply sidecar",
+            "PATCH",
+            &format!("{deploys}/d?fieldManager=two"),
+            ct,
+            &sidecar.to_string(),
+        )
+        .await?;
+    s.note(format!("containers {:?}", container_images(&r.body)));
+    let r = s
+        .raw(
+            "reapply image",
+            "PATCH",
+            &format!("{deploys}/d?fieldManager=one"),
+            ct,
+            &d("i:2"),
+        )
+        .await?;
+    s.note(format!("containers {:?}", container_images(&r.body)));
+    Ok(())
+}
+
+/// `name=image` of a workload's containers, in order.
+fn container_images(body: &serde_json::Value) -> Vec<String> {
+    body.pointer("/spec/template/spec/containers")
+        .and_then(|c| c.as_array())
+        .map(|a| {
+            a.iter()
+                .map(|c| {
+                    format!(
+                        "{}={}",
+                        c["name"].as_str().unwrap_or(""),
+                        c["image"].as_str().unwrap_or("")
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}

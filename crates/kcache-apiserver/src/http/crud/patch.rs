@@ -14,7 +14,7 @@ use crate::http::AppState;
 use crate::http::Target;
 use crate::http::negotiate::{BodyType, body_type};
 use crate::object::StoredObject;
-use crate::registry::managed::{FieldsChange, field_set};
+use crate::registry::managed::{FieldsChange, field_set, release_unapplied};
 use crate::registry::validate::go_json_error;
 use crate::resource::ResourceInfo;
 use crate::status::{ApiError, Cause};
@@ -176,7 +176,9 @@ fn patched(
     Ok((next, patched_rv))
 }
 
-/// Server-side apply, simplified: create when missing, else merge the applied fields.
+/// Server-side apply: create when missing, else merge the applied configuration (lists of
+/// built-in kinds by key) and release the fields this manager applied before and no longer
+/// applies, unless another manager owns them. Conflicts are not detected.
 fn apply(
     state: &Arc<AppState>,
     target: &Target,
@@ -194,7 +196,10 @@ fn apply(
             )],
         ));
     }
-    let Ok(Value::Object(mut applied)) = serde_json::from_slice::<Value>(body) else {
+    let parsed = serde_json::from_slice::<Value>(body)
+        .ok()
+        .or_else(|| serde_saphyr::from_slice::<Value>(body).ok());
+    let Some(Value::Object(mut applied)) = parsed else {
         return Err(ApiError::unsupported_patch());
     };
     let name = target.name.clone().unwrap_or_default();
@@ -215,7 +220,16 @@ fn apply(
             },
             Some(cur) => {
                 let mut next = cur.value().clone();
-                merge(&mut next, &applied);
+                // Built-in kinds merge lists by key (other managers' items stay); custom
+                // resources' lists are atomic.
+                if is_builtin(&target.info) {
+                    crate::http::smp::apply(&mut next, &applied);
+                } else {
+                    merge(&mut next, &applied);
+                }
+                if let FieldsChange::Set(manager, now) = &change {
+                    release_unapplied(&mut next, &manager.name, status_only, now);
+                }
                 next["metadata"]["resourceVersion"] = json!(cur.rv().to_string());
                 match update_object(state, target, next, write.dry_run(), &change) {
                     Err(e) if e.code == 409 => continue,
