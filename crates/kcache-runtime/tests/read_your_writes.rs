@@ -262,3 +262,50 @@ async fn a_cache_that_stays_behind_retries_the_reconcile_instead_of_running_it_s
     server.shutdown().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutting_down_ends_a_wait_for_the_caches() -> Result<()> {
+    let server = common::server().await?;
+    server
+        .handle()
+        .create(
+            &format!("/api/v1/namespaces/{NS}/configmaps"),
+            json!({"metadata": {"name": "app"}}),
+        )
+        .map_err(|e| anyhow!("{e}"))?;
+    // The wait would outlast the drain deadline: shutting down must end it.
+    let config = manager::Config::new("ryow")
+        .namespace(NS)
+        .metrics_addr("127.0.0.1:0".parse()?)
+        .cache_wait_timeout(Duration::from_secs(3600))
+        .graceful_shutdown_timeout(Duration::from_secs(5));
+    let manager = Manager::new(Client::from_url(&server.url())?, config)?;
+    let addr = manager.metrics_addr().expect("bound");
+    let faults = server.faults().clone();
+    manager.controller::<ConfigMap>().owns::<Secret>().run(
+        move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
+            let faults = faults.clone();
+            async move {
+                let name = cm.metadata.name.clone().unwrap_or_default();
+                if ctx.get::<Secret>(&name).is_none() {
+                    faults.stall_watches(true);
+                    ctx.apply_owned(secret(&name)).await?;
+                }
+                Ok::<_, api::Error>(Action::Requeue)
+            }
+        },
+    )?;
+    let cancel = CancellationToken::new();
+    let run = tokio::spawn(manager.run_until(cancel.clone()));
+    metric_reaches(
+        addr,
+        "kcache_controller_cache_waits_total{controller=configmaps}",
+        1.0,
+    )
+    .await?;
+    cancel.cancel();
+    tokio::time::timeout(HANG_GUARD, run).await???;
+    server.faults().stall_watches(false);
+    server.shutdown().await;
+    Ok(())
+}

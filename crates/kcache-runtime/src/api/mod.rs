@@ -191,8 +191,18 @@ where
             return;
         };
         let key = ObjectKey::new(meta.namespace.as_deref(), name);
-        let rv = meta.resource_version.clone().unwrap_or_default();
-        let what = format!("{verb} {} at resourceVersion {rv}", self.what(name));
+        // A write that leaves a terminating object without finalizers deleted it (the
+        // finalizer helper's last patch): the cache must lose it, at whatever version.
+        let finalized =
+            meta.deletion_timestamp.is_some() && meta.finalizers.as_ref().is_none_or(Vec::is_empty);
+        let (written, rv, what) = if finalized {
+            let what = format!("{verb} {} (deleted)", self.what(name));
+            (Written::Deleted, String::new(), what)
+        } else {
+            let rv = meta.resource_version.clone().unwrap_or_default();
+            let what = format!("{verb} {} at resourceVersion {rv}", self.what(name));
+            (written, rv, what)
+        };
         t.expectations
             .expect(&t.reconciled, t.cache.clone(), key, rv, written, what);
     }

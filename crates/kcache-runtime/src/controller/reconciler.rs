@@ -19,6 +19,8 @@ pub(crate) enum Failure<E> {
     Reconcile(E),
     /// It was not run: the caches had not caught up with an earlier write.
     CacheBehind(CacheBehind),
+    /// It was not run: the manager shut down while it waited for the caches.
+    ShuttingDown,
 }
 
 impl<E: fmt::Display> fmt::Display for Failure<E> {
@@ -26,6 +28,9 @@ impl<E: fmt::Display> fmt::Display for Failure<E> {
         match self {
             Self::Reconcile(e) => e.fmt(f),
             Self::CacheBehind(e) => e.fmt(f),
+            Self::ShuttingDown => {
+                f.write_str("not run: shutting down while waiting for the caches")
+            }
         }
     }
 }
@@ -34,7 +39,7 @@ impl<E: ReconcileError> ReconcileError for Failure<E> {
     fn is_terminal(&self) -> bool {
         match self {
             Self::Reconcile(e) => e.is_terminal(),
-            Self::CacheBehind(_) => false,
+            Self::CacheBehind(_) | Self::ShuttingDown => false,
         }
     }
 }
@@ -46,7 +51,7 @@ impl<E, P: ErrorPolicy<E>> ErrorPolicy<Failure<E>> for Policy<P> {
     fn on_error(&self, key: &ObjectKey, error: &Failure<E>, retries: u32) -> ErrorAction {
         match error {
             Failure::Reconcile(e) => self.0.on_error(key, e, retries),
-            Failure::CacheBehind(_) => ErrorAction::Backoff,
+            Failure::CacheBehind(_) | Failure::ShuttingDown => ErrorAction::Backoff,
         }
     }
 }
@@ -65,11 +70,11 @@ where
     Fut: Future<Output = Result<Action, E>> + Send + 'static,
 {
     let timeout = shared.manager.config.cache_wait_timeout;
-    shared
-        .expectations
-        .wait(&key, timeout)
-        .await
-        .map_err(Failure::CacheBehind)?;
+    tokio::select! {
+        waited = shared.expectations.wait(&key, timeout) => waited.map_err(Failure::CacheBehind)?,
+        // Draining: a reconcile in flight finishes, one still waiting is not started.
+        () = shared.manager.stopping.cancelled() => return Err(Failure::ShuttingDown),
+    }
     // Read after the wait: the cache is now at least as new as this controller's writes.
     let Some(object) = shared.primary.indexer().get_by_key(key.as_str()) else {
         debug!(controller = %shared.name, %key, "gone from the cache; nothing to reconcile");

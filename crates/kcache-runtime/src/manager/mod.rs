@@ -53,6 +53,8 @@ pub(crate) struct Shared {
     informers: Mutex<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
     /// Notified after every change any informer applied to its cache.
     pub(crate) wake: Arc<Notify>,
+    /// Cancelled when the controllers start draining.
+    pub(crate) stopping: CancellationToken,
     pub(crate) informer_metrics: InformerMetrics,
     pub(crate) controller_metrics: ControllerMetrics,
     pub(crate) workqueue_metrics: Arc<WorkqueueMetrics>,
@@ -225,6 +227,7 @@ impl Manager {
             factory: SharedInformerFactory::new(factory_config),
             informers: Mutex::new(HashMap::new()),
             wake: Arc::new(Notify::new()),
+            stopping: CancellationToken::new(),
             informer_metrics,
             controller_metrics,
             workqueue_metrics,

@@ -87,7 +87,7 @@ impl Manager {
             })
         });
 
-        let stop = CancellationToken::new();
+        let stop = shared.stopping.clone();
         let mut tasks = JoinSet::new();
         let mut names = HashMap::new();
         for (name, run) in controllers.into_inner() {
