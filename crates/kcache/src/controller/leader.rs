@@ -209,10 +209,13 @@ where
             let round = TaskTracker::new();
             workers.spawn(&round, &stop);
             tokio::select! {
-                () = cancel.cancelled() => {}
-                _ = leading.wait_for(|s| !s.is_leading()) => {}
+                () = cancel.cancelled() => {
+                    info!(controller = %name, "shutting down: draining the reconcile workers");
+                }
+                _ = leading.wait_for(|s| !s.is_leading()) => {
+                    info!(controller = %name, "not leading any more: stopping the reconcile workers");
+                }
             }
-            info!(controller = %name, "not leading any more: stopping the reconcile workers");
             stop.cancel();
             round.close();
             round.wait().await;
