@@ -1,0 +1,187 @@
+//! The operator example on the embedded server: a Website gets its ConfigMap and Deployment
+//! (owned), a finalizer, its status and one `Created` Event however many reconciles run;
+//! the Deployment's readiness reaches the status through `owns`; every family is on
+//! `/metrics`; deleting the Website runs the cleanup, and it is gone.
+
+#[allow(dead_code, reason = "the example's main and CLI are not used here")]
+#[path = "../operator.rs"]
+mod operator;
+
+use std::{net::SocketAddr, time::Duration};
+
+use anyhow::{Context as _, Result, anyhow};
+use kcache_apiserver::{ApiServer, ServerHandle};
+use kcache_client::Client;
+use operator::{FINALIZER, Website, WebsiteSpec};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+const NS: &str = "mon";
+
+/// A guard against a hung wait; not a performance assertion.
+const HANG_GUARD: Duration = Duration::from_secs(60);
+
+async fn eventually(what: &str, mut cond: impl FnMut() -> bool) -> Result<()> {
+    tokio::time::timeout(HANG_GUARD, async {
+        while !cond() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .with_context(|| format!("waiting for {what}"))
+}
+
+async fn get(addr: SocketAddr, path: &str) -> Result<(u16, String)> {
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+    s.write_all(request.as_bytes()).await?;
+    let mut raw = String::new();
+    s.read_to_string(&mut raw).await?;
+    let (head, body) = raw.split_once("\r\n\r\n").context("an HTTP response")?;
+    let code = head.split(' ').nth(1).and_then(|c| c.parse().ok());
+    Ok((code.context("a status code")?, body.to_owned()))
+}
+
+/// The object at `path`, if it exists.
+fn object(h: &ServerHandle, path: &str) -> Option<Value> {
+    h.get(path).ok()
+}
+
+/// The Events of the namespace with this reason.
+fn events(h: &ServerHandle, reason: &str) -> Vec<Value> {
+    let (events, _) = h
+        .list(&format!("/apis/events.k8s.io/v1/namespaces/{NS}/events"))
+        .unwrap_or_default();
+    events
+        .into_iter()
+        .filter(|e| e["reason"] == reason)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operator_creates_reports_and_cleans_up_a_website() -> Result<()> {
+    let server = ApiServer::builder().start().await?;
+    let h = server.handle().clone();
+    h.create("/api/v1/namespaces", json!({"metadata": {"name": NS}}))
+        .and_then(|_| {
+            h.create(
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                operator::crd(),
+            )
+        })
+        .map_err(|e| anyhow!("seeding: {e}"))?;
+    let client = Client::from_url(&server.url())?;
+    let manager = operator::operator(client, NS, "127.0.0.1:0".parse()?)?;
+    let addr = manager.metrics_addr().context("bound")?;
+    let cancel = CancellationToken::new();
+    let run = tokio::spawn(manager.run_until(cancel.clone()));
+
+    let spec = WebsiteSpec {
+        image: "nginx:1.27".into(),
+        replicas: 2,
+        content: "<h1>hi</h1>".into(),
+    };
+    let site = serde_json::to_value(Website::new("web", spec))?;
+    let websites = format!("/apis/demo.kcache.dev/v1/namespaces/{NS}/websites");
+    h.create(&websites, site).map_err(|e| anyhow!("{e}"))?;
+    let site_path = format!("{websites}/web");
+    let deployment_path = format!("/apis/apps/v1/namespaces/{NS}/deployments/web");
+    let page_path = format!("/api/v1/namespaces/{NS}/configmaps/web");
+
+    // Owned objects, the finalizer and the status.
+    eventually("the website's status", || {
+        object(&h, &site_path).is_some_and(|s| s["status"]["observedGeneration"] == 1)
+    })
+    .await?;
+    let site = object(&h, &site_path).context("the website")?;
+    assert_eq!(site["metadata"]["finalizers"], json!([FINALIZER]), "{site}");
+    assert_eq!(site["status"]["readyReplicas"], 0, "{site}");
+    let deployment = object(&h, &deployment_path).context("the deployment")?;
+    let owner = &deployment["metadata"]["ownerReferences"][0];
+    assert_eq!(
+        (&owner["kind"], &owner["name"], &owner["controller"]),
+        (&json!("Website"), &json!("web"), &json!(true)),
+        "{deployment}"
+    );
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let page = object(&h, &page_path).context("the page")?;
+    assert_eq!(page["data"]["index.html"], "<h1>hi</h1>");
+
+    // No kubelet here: the test makes the Deployment ready; `owns` brings it to the status.
+    let mut ready = deployment.clone();
+    ready["status"] = json!({"replicas": 2, "readyReplicas": 2});
+    h.update(&format!("{deployment_path}/status"), ready)
+        .map_err(|e| anyhow!("{e}"))?;
+    eventually("readyReplicas 2 in the website's status", || {
+        object(&h, &site_path).is_some_and(|s| s["status"]["readyReplicas"] == 2)
+    })
+    .await?;
+
+    // Several reconciles ran (the website, its two owned objects, the readiness): one
+    // Created Event, from the operator's controller.
+    let created = events(&h, "Created");
+    assert_eq!(created.len(), 1, "{created:?}");
+    assert_eq!(
+        created[0]["reportingController"],
+        "website-operator/websites"
+    );
+    assert_eq!(created[0]["regarding"]["kind"], "Website");
+
+    let (code, body) = get(addr, "/readyz").await?;
+    assert_eq!(code, 200, "{body}");
+    let (code, text) = get(addr, "/metrics").await?;
+    assert_eq!(code, 200);
+    let value = |prefix: &str| -> Result<f64> {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .with_context(|| format!("no {prefix} in:\n{text}"))?;
+        Ok(line.rsplit(' ').next().unwrap_or_default().parse()?)
+    };
+    assert!(
+        value(r#"controller_runtime_reconcile_total{controller="websites",result="success"}"#)?
+            >= 2.0
+    );
+    assert!(value(r#"workqueue_adds_total{name="websites",controller="websites"}"#)? >= 2.0);
+    value(r#"workqueue_work_duration_seconds_count{name="websites",controller="websites"}"#)?;
+    let objects =
+        r#"kcache_informer_objects{resource="websites",group="demo.kcache.dev",namespace="mon"}"#;
+    assert_eq!(value(objects)?, 1.0);
+    assert_eq!(
+        value(r#"kcache_informer_objects{resource="deployments",group="apps",namespace="mon"}"#)?,
+        1.0
+    );
+    assert_eq!(
+        value(r#"leader_election_master_status{name="website-operator"}"#)?,
+        1.0
+    );
+    let applies = r#"kcache_controller_writes_total{controller="websites",verb="apply",resource="deployments"}"#;
+    assert!(value(applies)? >= 2.0);
+    value(r#"kcache_controller_cache_waits_total{controller="websites"}"#)?;
+
+    // Deletion: the cleanup deletes the Deployment and the ConfigMap, the finalizer goes,
+    // and so does the Website.
+    h.delete(&site_path).map_err(|e| anyhow!("{e}"))?;
+    eventually("the website gone", || object(&h, &site_path).is_none()).await?;
+    assert!(object(&h, &deployment_path).is_none());
+    assert!(object(&h, &page_path).is_none());
+    assert_eq!(events(&h, "Deleted").len(), 1);
+    // The last write deleted the Website: the controller waits for no write any more.
+    let pending = r#"kcache_controller_pending_writes{controller="websites"} 0"#;
+    tokio::time::timeout(HANG_GUARD, async {
+        while !get(addr, "/metrics")
+            .await
+            .is_ok_and(|(_, t)| t.lines().any(|l| l == pending))
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .context("no pending write left")?;
+
+    cancel.cancel();
+    run.await??;
+    server.shutdown().await;
+    Ok(())
+}
