@@ -175,3 +175,25 @@ impl<T> ApiObject for T where
         + 'static
 {
 }
+
+#[cfg(test)]
+mod send_sync {
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+    fn assert_send<T: Send>() {}
+
+    #[test]
+    fn public_types_are_send_and_sync() {
+        assert_send_sync::<Manager>();
+        assert_send_sync::<Context<ConfigMap>>();
+        assert_send_sync::<TrackedApi<ConfigMap>>();
+        // A builder moves between threads; it is not shared.
+        assert_send::<ControllerBuilder<'_, ConfigMap>>();
+        assert_send_sync::<api::Error>();
+        assert_send_sync::<manager::Error>();
+        assert_send_sync::<manager::Config>();
+    }
+}
