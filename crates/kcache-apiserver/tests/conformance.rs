@@ -40,11 +40,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str, &str)] = &[
         "the fixture stores the parsed body, so the duplicated key cannot be replayed",
     ),
     (
-        "patch.json",
-        "server-side apply by another manager",
-        "server-side apply has no field ownership, so no conflicts",
-    ),
-    (
         "watch-cache-disabled.json",
         "list resourceVersion=0&limit=3 without watch cache",
         "we always behave like the watch cache: RV=0 ignores limit",

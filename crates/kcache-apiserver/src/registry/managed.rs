@@ -465,6 +465,143 @@ fn release(
     }
 }
 
+/// One server-side apply conflict: the other manager, as kube-apiserver prints it, and the
+/// field path (`.data.x`, `.spec.containers[name="a"].image`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Conflict {
+    /// `"name"`, `"name" with subresource "status"`, `"name" using v1` (an Update).
+    pub(crate) manager: String,
+    /// The field's path.
+    pub(crate) path: String,
+}
+
+/// The fields `now` (the applied configuration's field set) sets to a value other than the
+/// current one in `cur` while another manager owns them: server-side apply's conflicts.
+pub(crate) fn apply_conflicts(
+    cur: &Value,
+    applied: &Value,
+    manager: &str,
+    status_only: bool,
+    now: &Value,
+) -> Vec<Conflict> {
+    let entries = cur
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let api_version = applied
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let empty = Map::new();
+    let now = now.as_object().unwrap_or(&empty);
+    let mut out = Vec::new();
+    for e in &entries {
+        let name = e.get("manager").and_then(Value::as_str).unwrap_or("");
+        let operation = e.get("operation").and_then(Value::as_str).unwrap_or("");
+        let sub = e.get("subresource").and_then(Value::as_str).unwrap_or("");
+        if name == manager && operation == "Apply" && (sub == "status") == status_only {
+            continue;
+        }
+        let mut printed = format!("{name:?}");
+        if !sub.is_empty() {
+            printed.push_str(&format!(" with subresource {sub:?}"));
+        }
+        if operation == "Update" {
+            let v = e
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or(api_version);
+            printed.push_str(&format!(" using {v}"));
+        }
+        let owned = e
+            .get("fieldsV1")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let mut paths = Vec::new();
+        conflicts_in(now, owned, Some(cur), Some(applied), "", &mut paths);
+        out.extend(paths.into_iter().map(|path| Conflict {
+            manager: printed.clone(),
+            path,
+        }));
+    }
+    out.sort();
+    out
+}
+
+fn is_leaf(m: &Map<String, Value>) -> bool {
+    m.keys().all(|k| k == ".")
+}
+
+/// A FieldsV1 key as a path element: `f:x` → `.x`, `k:{"name":"a"}` → `[name="a"]`,
+/// `v:"x"` → `[="x"]`.
+fn path_element(key: &str) -> String {
+    if let Some(f) = key.strip_prefix("f:") {
+        return format!(".{f}");
+    }
+    if let Some(k) = key.strip_prefix("k:") {
+        let m: Map<String, Value> = serde_json::from_str(k).unwrap_or_default();
+        let mut parts: Vec<String> = m.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        parts.sort();
+        return format!("[{}]", parts.join(","));
+    }
+    if let Some(v) = key.strip_prefix("v:") {
+        return format!("[={v}]");
+    }
+    key.to_owned()
+}
+
+fn conflicts_in(
+    now: &Map<String, Value>,
+    owned: &Map<String, Value>,
+    cur: Option<&Value>,
+    applied: Option<&Value>,
+    path: &str,
+    out: &mut Vec<String>,
+) {
+    let empty = Map::new();
+    for (key, n) in now {
+        if key == "." {
+            continue;
+        }
+        let Some(o) = owned.get(key) else {
+            continue;
+        };
+        let (n, o) = (
+            n.as_object().unwrap_or(&empty),
+            o.as_object().unwrap_or(&empty),
+        );
+        let (c, a) = (
+            cur.and_then(|c| locate_ref(c, key)),
+            applied.and_then(|a| locate_ref(a, key)),
+        );
+        let at = format!("{path}{}", path_element(key));
+        if is_leaf(n) || is_leaf(o) {
+            if !key.starts_with("v:") && c != a {
+                out.push(at);
+            }
+        } else {
+            conflicts_in(n, o, c, a, &at, out);
+        }
+    }
+}
+
+fn locate_ref<'a>(obj: &'a Value, key: &str) -> Option<&'a Value> {
+    if let Some(name) = key.strip_prefix("f:") {
+        return obj.get(name);
+    }
+    let items = obj.as_array()?;
+    if let Some(k) = key.strip_prefix("k:") {
+        let k: Map<String, Value> = serde_json::from_str(k).ok()?;
+        return items.iter().find(|i| keyed(i, &k));
+    }
+    if let Some(v) = key.strip_prefix("v:") {
+        let v: Value = serde_json::from_str(v).ok()?;
+        return items.iter().find(|i| **i == v);
+    }
+    None
+}
+
 /// Whether list item `item` is the one a `k:{...}` key names.
 fn keyed(item: &Value, key: &Map<String, Value>) -> bool {
     key.iter().all(|(k, v)| item.get(k) == Some(v))

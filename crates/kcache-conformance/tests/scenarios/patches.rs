@@ -407,6 +407,50 @@ pub(crate) async fn server_side_apply_ownership(s: &mut Script<'_>) -> anyhow::R
         .unwrap_or_default();
     managers.sort();
     s.note(format!("managers {managers:?}"));
+    // Another manager applying a field "one" owns, to another value: a conflict, unless forced.
+    let other = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"},
+                       "data": {"x": "other", "w": "4"}})
+    .to_string();
+    s.raw(
+        "conflicting apply",
+        "PATCH",
+        &format!("{cm}?fieldManager=three"),
+        ct,
+        &other,
+    )
+    .await?;
+    let same = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"},
+                      "data": {"x": "1"}})
+    .to_string();
+    s.raw(
+        "same value is no conflict",
+        "PATCH",
+        &format!("{cm}?fieldManager=four"),
+        ct,
+        &same,
+    )
+    .await?;
+    let updated = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg",
+                         "labels": {"c": "changed"}}})
+    .to_string();
+    s.raw(
+        "conflict with an updater",
+        "PATCH",
+        &format!("{cm}?fieldManager=five"),
+        ct,
+        &updated,
+    )
+    .await?;
+    let r = s
+        .raw(
+            "forced apply",
+            "PATCH",
+            &format!("{cm}?fieldManager=three&force=true"),
+            ct,
+            &other,
+        )
+        .await?;
+    s.field("data after force", &r.body, "/data");
 
     let deploys = format!("/apis/apps/v1/namespaces/{}/deployments", s.ns);
     let d = |image: &str| {

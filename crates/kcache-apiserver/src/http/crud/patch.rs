@@ -14,7 +14,9 @@ use crate::http::AppState;
 use crate::http::Target;
 use crate::http::negotiate::{BodyType, body_type};
 use crate::object::StoredObject;
-use crate::registry::managed::{FieldsChange, field_set, release_unapplied};
+use crate::registry::managed::{
+    Conflict, FieldsChange, apply_conflicts, field_set, release_unapplied,
+};
 use crate::registry::validate::go_json_error;
 use crate::resource::ResourceInfo;
 use crate::status::{ApiError, Cause};
@@ -56,7 +58,8 @@ pub(crate) fn patch(
     let name = target.name.clone().unwrap_or_default();
     let kind = body_type(headers);
     if kind == BodyType::ApplyPatch {
-        return apply(state, target, &write, headers, body);
+        let force = query.get("force").is_some_and(|f| f == "true");
+        return apply(state, target, &write, headers, body, force);
     }
     let patch_value: Value = match kind {
         BodyType::MergePatch | BodyType::StrategicMergePatch | BodyType::JsonPatch => {
@@ -176,15 +179,51 @@ fn patched(
     Ok((next, patched_rv))
 }
 
+/// kube-apiserver's 409 for apply conflicts (`NewConflictError`): one cause per conflict,
+/// the message grouped by manager when there are several.
+fn conflict_error(conflicts: &[Conflict]) -> ApiError {
+    let causes: Vec<Value> = conflicts
+        .iter()
+        .map(|c| {
+            json!({"reason": "FieldManagerConflict", "message": format!("conflict with {}", c.manager),
+                   "field": c.path})
+        })
+        .collect();
+    let message = if let [c] = conflicts {
+        format!(
+            "Apply failed with 1 conflict: conflict with {}: {}",
+            c.manager, c.path
+        )
+    } else {
+        let mut lines = Vec::new();
+        let mut last: Option<&str> = None;
+        for c in conflicts {
+            if last != Some(c.manager.as_str()) {
+                lines.push(format!("conflicts with {}:", c.manager));
+                last = Some(&c.manager);
+            }
+            lines.push(format!("- {}", c.path));
+        }
+        format!(
+            "Apply failed with {} conflicts: {}",
+            conflicts.len(),
+            lines.join("\n")
+        )
+    };
+    ApiError::new(409, "Conflict", message).with_details(json!({ "causes": causes }))
+}
+
 /// Server-side apply: create when missing, else merge the applied configuration (lists of
 /// built-in kinds by key) and release the fields this manager applied before and no longer
-/// applies, unless another manager owns them. Conflicts are not detected.
+/// applies, unless another manager owns them. A field another manager owns, applied with another value,
+/// is a conflict (409) unless `force=true`.
 fn apply(
     state: &Arc<AppState>,
     target: &Target,
     write: &Write,
     headers: &HeaderMap,
     body: &[u8],
+    force: bool,
 ) -> Result<Response, ApiError> {
     if write.query.field_manager().is_none() {
         return Err(ApiError::invalid_options(
@@ -220,6 +259,13 @@ fn apply(
             },
             Some(cur) => {
                 let mut next = cur.value().clone();
+                if !force && let FieldsChange::Set(manager, now) = &change {
+                    let conflicts =
+                        apply_conflicts(&next, &applied, &manager.name, status_only, now);
+                    if !conflicts.is_empty() {
+                        return Err(conflict_error(&conflicts));
+                    }
+                }
                 // Built-in kinds merge lists by key (other managers' items stay); custom
                 // resources' lists are atomic.
                 if is_builtin(&target.info) {
