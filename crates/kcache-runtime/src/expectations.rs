@@ -33,6 +33,10 @@ use crate::metrics::ControllerCacheMetrics;
 /// cache's resourceVersion without a notification).
 const POLL: Duration = Duration::from_millis(50);
 
+/// How often a new write also drops the met and expired expectations of every key: a key
+/// that is never reconciled again would otherwise keep its entries.
+const SWEEP_ALL_EVERY: Duration = Duration::from_secs(30);
+
 /// Whether resourceVersion `seen` is at least as new as `written`.
 pub(crate) fn at_least(seen: &str, written: &str) -> bool {
     match (seen.parse::<u64>(), written.parse::<u64>()) {
@@ -98,6 +102,8 @@ pub(crate) struct CacheBehind {
 pub(crate) struct Expectations {
     controller: String,
     pending: Mutex<HashMap<ObjectKey, Vec<Pending>>>,
+    /// When every key was last swept.
+    swept: Mutex<Instant>,
     /// Notified after every change applied to any of the manager's caches.
     wake: Arc<Notify>,
     ttl: Duration,
@@ -123,6 +129,7 @@ impl Expectations {
         Self {
             controller,
             pending: Mutex::new(HashMap::new()),
+            swept: Mutex::new(Instant::now()),
             wake,
             ttl,
             metrics,
@@ -141,6 +148,7 @@ impl Expectations {
     ) where
         C: Resource + Send + Sync + 'static,
     {
+        self.maybe_sweep_all(Instant::now());
         if caught_up(&cache, &key, &rv, written) {
             return;
         }
@@ -155,6 +163,21 @@ impl Expectations {
             .or_default()
             .push(pending);
         self.metrics.pending.inc();
+    }
+
+    /// Every [`SWEEP_ALL_EVERY`], drops the met and expired expectations of every key.
+    fn maybe_sweep_all(&self, now: Instant) {
+        {
+            let mut swept = self.swept.lock();
+            if now.saturating_duration_since(*swept) < SWEEP_ALL_EVERY {
+                return;
+            }
+            *swept = now;
+        }
+        let keys: Vec<ObjectKey> = self.pending.lock().keys().cloned().collect();
+        for key in keys {
+            self.sweep(&key, now);
+        }
     }
 
     /// Drops the met and expired expectations of `key`; the oldest one left, if any.
@@ -344,6 +367,34 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(301)).await;
         assert_eq!(e.wait(&owner, Duration::from_secs(1)).await, Ok(()));
         assert_eq!(e.len(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_expectations_of_a_key_never_reconciled_again_are_dropped_by_later_writes() {
+        let (store, _wake, e) = setup();
+        let gone = ObjectKey::new(Some("ns"), "gone");
+        let child = ObjectKey::new(Some("ns"), "child");
+        let expect = |owner: &ObjectKey| {
+            e.expect(
+                owner,
+                Reader::from(store.clone()),
+                child.clone(),
+                "9".into(),
+                Written::Upserted,
+                "applied configmaps ns/child".into(),
+            );
+        };
+        expect(&gone);
+        assert_eq!(e.len(), 1);
+        // Seen by the cache, but "gone" is never reconciled again.
+        store.add(cm("child", "9")).unwrap();
+        tokio::time::sleep(SWEEP_ALL_EVERY).await;
+        expect(&ObjectKey::new(Some("ns"), "other"));
+        assert_eq!(
+            e.len(),
+            0,
+            "met: dropped by the sweep; the new one is met at once"
+        );
     }
 
     #[test]
