@@ -34,7 +34,8 @@
 //!   resourceVersion, a bounded per-type history ([`ApiServerBuilder::history_events`],
 //!   [`ApiServerBuilder::history_age`]);
 //! - subresources: `status`, `scale`, `finalize`, `pods/eviction` (PodDisruptionBudgets
-//!   honoured), `pods/binding`, `serviceaccounts/token` (a token the server accepts),
+//!   honoured), `pods/binding`, `pods/ephemeralcontainers`, `pods/resize`,
+//!   `serviceaccounts/token` (a token the server accepts),
 //!   CertificateSigningRequests' `approval`; the review kinds answered as for an admin;
 //! - the objects of a fresh cluster: the system namespaces, the `default/kubernetes`
 //!   Service and a `default` ServiceAccount in every namespace;

@@ -59,11 +59,20 @@ const ALL_VERBS: [&str; 8] = [
 ];
 
 /// The subresources this server implements: `status`, `scale` (an `autoscaling/v1` Scale
-/// view), `finalize` (namespaces), `eviction` and `binding` (pods), `token` (service
-/// accounts) and `approval` (CertificateSigningRequests). Other subresources kube-apiserver
-/// lists (`pods/log`, `exec`, `proxy`, ...) need a kubelet and are not served.
-pub const SERVED_SUBRESOURCES: [&str; 7] = [
-    "status", "scale", "finalize", "eviction", "binding", "token", "approval",
+/// view), `finalize` (namespaces), `eviction`, `binding`, `ephemeralcontainers` and `resize`
+/// (pods), `token` (service accounts) and `approval` (CertificateSigningRequests). Other
+/// subresources kube-apiserver lists (`pods/log`, `exec`, `proxy`, ...) need a kubelet and
+/// are not served.
+pub const SERVED_SUBRESOURCES: [&str; 9] = [
+    "status",
+    "scale",
+    "finalize",
+    "eviction",
+    "binding",
+    "ephemeralcontainers",
+    "resize",
+    "token",
+    "approval",
 ];
 
 impl ResourceInfo {
@@ -471,7 +480,13 @@ mod tests {
         let pods = reg.get("", "v1", "pods").unwrap();
         assert!(pods.tracks_generation);
         assert_eq!(pods.categories, ["all"]);
-        for sub in ["binding", "eviction", "status"] {
+        for sub in [
+            "binding",
+            "eviction",
+            "ephemeralcontainers",
+            "resize",
+            "status",
+        ] {
             assert!(pods.has_subresource(sub), "pods/{sub}");
         }
         assert!(!pods.has_subresource("log"));

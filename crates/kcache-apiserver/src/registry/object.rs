@@ -141,6 +141,55 @@ fn status_metadata(info: &ResourceInfo, sent: Option<&Value>, next: &mut Value) 
     }
 }
 
+/// What a pod's `ephemeralcontainers` or `resize` subresource writes: the stored pod with only
+/// `spec.ephemeralContainers`, or only the containers' `resources` and `resizePolicy`, taken
+/// from the written one (metadata and status changes are dropped, as kube-apiserver's
+/// `dropNonEphemeralContainerUpdates` / `dropNonResizeUpdates` do). A resize that adds or
+/// removes containers keeps the written containers, for the update rules to refuse.
+fn pod_spec_update(cur: &Value, sent: &serde_json::Map<String, Value>, view: &str) -> Value {
+    let mut v = cur.clone();
+    let sent_spec = sent.get("spec").cloned().unwrap_or_else(|| json!({}));
+    if !v["spec"].is_object() {
+        v["spec"] = json!({});
+    }
+    if view == "ephemeralcontainers" {
+        match sent_spec.get("ephemeralContainers") {
+            Some(e) if !e.is_null() => v["spec"]["ephemeralContainers"] = e.clone(),
+            _ => {
+                if let Some(m) = v["spec"].as_object_mut() {
+                    m.remove("ephemeralContainers");
+                }
+            }
+        }
+        return v;
+    }
+    for list in ["containers", "initContainers"] {
+        let new = sent_spec.get(list).and_then(Value::as_array);
+        let Some(old) = v["spec"].get_mut(list).and_then(Value::as_array_mut) else {
+            continue;
+        };
+        match new {
+            Some(new) if new.len() == old.len() => {
+                for (o, n) in old.iter_mut().zip(new) {
+                    for field in ["resources", "resizePolicy"] {
+                        match n.get(field) {
+                            Some(x) => o[field] = x.clone(),
+                            None => {
+                                if let Some(m) = o.as_object_mut() {
+                                    m.remove(field);
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            Some(new) => *old = new.clone(),
+            None => {}
+        }
+    }
+    v
+}
+
 /// The `default` ServiceAccount of a new namespace (kube-controller-manager's service account
 /// controller creates it in a cluster).
 fn default_service_account(state: &AppState, ns: &str) {
@@ -331,6 +380,10 @@ pub(crate) fn update_object(
         ));
     }
     let approval = target.sub.as_deref() == Some("approval");
+    let pod_spec_view = target
+        .sub
+        .as_deref()
+        .filter(|s| matches!(*s, "ephemeralcontainers" | "resize"));
     let status_only = target.sub.as_deref() == Some("status") || approval;
     let sent_fields = obj
         .get("metadata")
@@ -364,7 +417,9 @@ pub(crate) fn update_object(
                 )],
             ));
         }
-        let mut next = if approval {
+        let mut next = if let Some(view) = pod_spec_view {
+            pod_spec_update(&cur_value, &obj, view)
+        } else if approval {
             // The approval subresource writes the conditions and the metadata, nothing else.
             let mut v = cur_value.clone();
             for k in ["labels", "annotations", "finalizers", "ownerReferences"] {

@@ -66,6 +66,7 @@ const SCENARIOS: &[&str] = &[
     "status_metadata_and_json_patch_test_null",
     "common_kinds_validation",
     "server_side_apply_ownership",
+    "pod_spec_subresources",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -117,6 +118,7 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         }
         "common_kinds_validation" => validation::common_kinds_validation(s).await,
         "server_side_apply_ownership" => patches::server_side_apply_ownership(s).await,
+        "pod_spec_subresources" => resources::pod_spec_subresources(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

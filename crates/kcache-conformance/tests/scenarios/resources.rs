@@ -355,3 +355,56 @@ pub(crate) async fn reviews_and_verbs(s: &mut Script<'_>) -> anyhow::Result<()> 
     s.field("labels", &r.body, "/metadata/labels");
     Ok(())
 }
+
+/// The pod subresources that write one part of the spec: `ephemeralcontainers` and `resize`.
+pub(crate) async fn pod_spec_subresources(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let pods = s.core("pods");
+    let p = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"a": "1"}},
+                   "spec": {"containers": [{"name": "c", "image": "i",
+                            "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}}]}});
+    s.req("create", "POST", &pods, Some(p)).await?;
+    let r = s
+        .req(
+            "get ephemeralcontainers",
+            "GET",
+            &format!("{pods}/p/ephemeralcontainers"),
+            None,
+        )
+        .await?;
+    let mut pod = r.body.clone();
+    pod["spec"]["ephemeralContainers"] =
+        json!([{"name": "debug", "image": "busybox", "targetContainerName": "c"}]);
+    pod["metadata"]["labels"]["b"] = json!("2");
+    pod["spec"]["activeDeadlineSeconds"] = json!(30);
+    let r = s
+        .req(
+            "add ephemeral container",
+            "PUT",
+            &format!("{pods}/p/ephemeralcontainers"),
+            Some(pod),
+        )
+        .await?;
+    s.field("ephemeral", &r.body, "/spec/ephemeralContainers/0/name");
+    s.field("labels", &r.body, "/metadata/labels");
+    s.field(
+        "activeDeadlineSeconds",
+        &r.body,
+        "/spec/activeDeadlineSeconds",
+    );
+    s.field("generation", &r.body, "/metadata/generation");
+    let patch = json!({"spec": {"containers": [{"name": "c",
+                        "resources": {"requests": {"cpu": "150m"}, "limits": {"cpu": "200m"}}}]}});
+    let r = s
+        .raw(
+            "resize",
+            "PATCH",
+            &format!("{pods}/p/resize"),
+            "application/strategic-merge-patch+json",
+            &patch.to_string(),
+        )
+        .await?;
+    s.field("requests", &r.body, "/spec/containers/0/resources/requests");
+    s.field("image", &r.body, "/spec/containers/0/image");
+    s.field("generation", &r.body, "/metadata/generation");
+    Ok(())
+}
