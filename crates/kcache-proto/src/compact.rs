@@ -22,7 +22,7 @@ use prost::Message;
 use serde::de::DeserializeOwned;
 
 use crate::apimachinery::pkg::apis::meta::v1::Time;
-use crate::decode::{DecodeError, DecodeConfig, decode_item};
+use crate::decode::{DecodeConfig, DecodeError, decode_item};
 use crate::envelope::Envelope;
 use crate::list::{RawList, item_kind};
 

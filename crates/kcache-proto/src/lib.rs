@@ -79,7 +79,7 @@ pub use generated::k8s::io::api;
 pub use generated::k8s::io::apimachinery;
 
 pub use decode::{
-    DecodeError, DecodeConfig, decode_list, decode_list_with, decode_object, decode_object_with,
+    DecodeConfig, DecodeError, decode_list, decode_list_with, decode_object, decode_object_with,
     decode_status, kind_is_supported, native_kind,
 };
 pub use encode::{EncodeError, ToProto, encode_json, encode_status_json};
