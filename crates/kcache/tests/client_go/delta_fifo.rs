@@ -19,67 +19,13 @@ use std::{sync::Arc, time::Duration};
 use kcache::{
     fifo::{Delta, DeltaFifo, DeltaFifoConfig, DeltaObject, DeltaType, Error, Fifo},
     reflector::ReflectorStore,
-    store::{KeyFunc, KeyListerGetter, ObjectKey},
+    store::{KeyListerGetter, ObjectKey},
 };
 use tokio::{sync::mpsc, task::JoinHandle, time::timeout};
 
-// ---------------------------------------------------------------------------------------------
-// Test object, key function and known-objects lister (Go: testFifoObject, mkFifoObj,
-// testFifoObjectKeyFunc, literalListerGetter).
-
-/// What a Go `testFifoObject.val` holds in these tests.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Val {
-    Int(i64),
-    Uint(u64),
-    /// Go's `*rvAndXfrm`: a resource version and how often the object was transformed.
-    Xfrm {
-        rv: i64,
-        xfrm: u32,
-    },
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct TestObj {
-    name: String,
-    val: Val,
-}
-
-fn mk(name: &str, val: i64) -> Arc<TestObj> {
-    Arc::new(TestObj {
-        name: name.to_owned(),
-        val: Val::Int(val),
-    })
-}
-
-fn mk_uint(name: &str, val: u64) -> Arc<TestObj> {
-    Arc::new(TestObj {
-        name: name.to_owned(),
-        val: Val::Uint(val),
-    })
-}
-
-/// The key is the name.
-fn key_func() -> KeyFunc<TestObj> {
-    Arc::new(|o: &TestObj| Ok(ObjectKey::new(None, &o.name)))
-}
-
-/// A consumer's store that always lists the same objects, in the given order.
-struct Literal(Vec<Arc<TestObj>>);
-
-impl KeyListerGetter<TestObj> for Literal {
-    fn list_keys(&self) -> Vec<ObjectKey> {
-        self.0
-            .iter()
-            .map(|o| ObjectKey::new(None, &o.name))
-            .collect()
-    }
-
-    fn get_by_key(&self, key: &str) -> Option<Arc<TestObj>> {
-        self.0.iter().find(|o| o.name == key).cloned()
-    }
-}
-
+#[path = "support/fifo_objects.rs"]
+mod fifo_objects;
+use fifo_objects::{Literal, TestObj, Val, key_func, mk, mk_uint};
 /// Go's `NewDeltaFIFOWithOptions(DeltaFIFOOptions{KeyFunction, KnownObjects,
 /// EmitDeltaTypeReplaced})`; `None` is no `KnownObjects`.
 fn new_delta_fifo(known: Option<&[Arc<TestObj>]>, emit_replaced: bool) -> DeltaFifo<TestObj> {
