@@ -132,22 +132,24 @@ impl ListerWatcher<ConfigMap> for Scripted {
     }
 }
 
-struct Run {
-    store: Arc<RecordingStore<ConfigMap>>,
-    handle: ReflectorHandle,
-    errors: Arc<Mutex<Vec<String>>>,
+/// A running reflector over a recording store, with the errors it reported (shared with
+/// `recovery_tests`).
+pub(super) struct Run {
+    pub(super) store: Arc<RecordingStore<ConfigMap>>,
+    pub(super) handle: ReflectorHandle,
+    pub(super) errors: Arc<Mutex<Vec<String>>>,
     cancel: CancellationToken,
     task: tokio::task::JoinHandle<()>,
 }
 
-fn start(src: &Scripted, config: Config) -> Run {
+pub(super) fn start<L: ListerWatcher<ConfigMap> + Clone>(src: &L, config: Config) -> Run {
     start_with(src, config, |r| r)
 }
 
-fn start_with(
-    src: &Scripted,
+fn start_with<L: ListerWatcher<ConfigMap> + Clone>(
+    src: &L,
     config: Config,
-    customize: impl FnOnce(Reflector<ConfigMap, Scripted>) -> Reflector<ConfigMap, Scripted>,
+    customize: impl FnOnce(Reflector<ConfigMap, L>) -> Reflector<ConfigMap, L>,
 ) -> Run {
     let store = Arc::new(RecordingStore::new());
     let errors = Arc::new(Mutex::new(Vec::new()));
@@ -169,17 +171,17 @@ fn start_with(
 }
 
 impl Run {
-    async fn stop(self) {
+    pub(super) async fn stop(self) {
         self.cancel.cancel();
         self.task.await.expect("the reflector task ends cleanly");
     }
 
-    fn has_error(&self, needle: &str) -> bool {
+    pub(super) fn has_error(&self, needle: &str) -> bool {
         self.errors.lock().iter().any(|e| e.contains(needle))
     }
 
     /// The names the store holds after the last replace and the events since.
-    fn names(&self) -> Vec<String> {
+    pub(super) fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = self
             .store
             .snapshot()

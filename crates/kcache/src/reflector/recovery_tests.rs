@@ -15,6 +15,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use parking_lot::Mutex;
 
+use super::hardening_tests::{Run, start};
 use super::*;
 use crate::{
     lister_watcher::{self, ListParams, ObjectList, WatchEvent, WatchParams},
@@ -157,56 +158,13 @@ impl ReflectorStore<ConfigMap> for FailingResync {
     }
 }
 
-struct Run {
-    store: Arc<RecordingStore<ConfigMap>>,
-    handle: ReflectorHandle,
-    errors: Arc<Mutex<Vec<String>>>,
-    cancel: CancellationToken,
-    task: tokio::task::JoinHandle<()>,
-}
-
-fn start(src: &Faulty, config: Config) -> Run {
-    let store = Arc::new(RecordingStore::new());
-    let errors = Arc::new(Mutex::new(Vec::new()));
-    let errs = Arc::clone(&errors);
-    let reflector = Reflector::new(src.clone(), store.clone(), config)
-        .with_error_handler(Arc::new(move |e: &Error| errs.lock().push(e.to_string())));
-    let handle = reflector.handle();
-    let cancel = CancellationToken::new();
-    let task = tokio::spawn(reflector.run(cancel.clone()));
-    Run {
-        store,
-        handle,
-        errors,
-        cancel,
-        task,
-    }
-}
-
-impl Run {
-    async fn stop(self) {
-        self.cancel.cancel();
-        self.task.await.expect("the reflector task ends cleanly");
-    }
-
-    fn names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .store
-            .snapshot()
-            .into_keys()
-            .map(|k| k.name().to_owned())
-            .collect();
-        names.sort();
-        names
-    }
-
-    fn replaces(&self) -> usize {
-        self.store
-            .ops()
-            .iter()
-            .filter(|o| matches!(o, StoreOp::Replace(..)))
-            .count()
-    }
+/// How many times the store was replaced.
+fn replaces(run: &Run) -> usize {
+    run.store
+        .ops()
+        .iter()
+        .filter(|o| matches!(o, StoreOp::Replace(..)))
+        .count()
 }
 
 /// Lets virtual time run for `d`.
@@ -361,7 +319,7 @@ async fn a_watch_error_event_500_relists_and_drops_what_the_server_no_longer_has
         ["a"],
         "the relist's replace dropped the deleted object"
     );
-    assert_eq!(run.replaces(), 2);
+    assert_eq!(replaces(&run), 2);
     run.stop().await;
 }
 
