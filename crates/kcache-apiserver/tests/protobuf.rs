@@ -7,7 +7,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{get, pb, post, request};
+use common::{delete, get, pb, post, request};
 use http::Method;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Pod, Secret, Service};
@@ -595,6 +595,14 @@ fn pb_meta(name: &str) -> Vec<u8> {
     .encode_to_vec()
 }
 
+/// A protobuf body, a JSON answer.
+fn pb_in_json_out() -> [(&'static str, &'static str); 2] {
+    [
+        ("content-type", "application/vnd.kubernetes.protobuf"),
+        ("accept", "application/json"),
+    ]
+}
+
 #[tokio::test]
 async fn kinds_outside_kcache_proto_take_protobuf_bodies_by_schema() {
     let s = server().await;
@@ -612,7 +620,7 @@ async fn kinds_outside_kcache_proto_take_protobuf_bodies_by_schema() {
         s.addr(),
         Method::POST,
         "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-        &pb_headers(),
+        &pb_in_json_out(),
         Some(pb_body("rbac.authorization.k8s.io/v1", "ClusterRole", raw)),
     )
     .await
@@ -643,7 +651,7 @@ async fn kinds_outside_kcache_proto_take_protobuf_bodies_by_schema() {
         s.addr(),
         Method::POST,
         "/apis/policy/v1/namespaces/default/poddisruptionbudgets",
-        &pb_headers(),
+        &pb_in_json_out(),
         Some(pb_body("policy/v1", "PodDisruptionBudget", raw)),
     )
     .await
@@ -660,10 +668,57 @@ async fn kinds_outside_kcache_proto_take_protobuf_bodies_by_schema() {
         s.addr(),
         Method::POST,
         "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-        &pb_headers(),
+        &pb_in_json_out(),
         Some(pb_body("example.com/v1", "Widget", Vec::new())),
     )
     .await
     .unwrap();
     assert_eq!(r.status, 415);
+}
+
+#[tokio::test]
+async fn kinds_outside_kcache_proto_answer_protobuf_by_schema() {
+    let s = server().await;
+    let roles = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                      "metadata": {"name": "reader", "labels": {"a": "b"}},
+                      "rules": [{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["pods"]}]});
+    assert_eq!(post(s.addr(), roles, &role).await.status, 201);
+    let r = get_as(
+        &s,
+        &format!("{roles}/reader"),
+        "application/vnd.kubernetes.protobuf",
+    )
+    .await;
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.header("content-type").as_deref(),
+        Some("application/vnd.kubernetes.protobuf")
+    );
+    let env = envelope(&r.body);
+    assert_eq!(
+        (env.api_version.as_str(), env.kind.as_str()),
+        ("rbac.authorization.k8s.io/v1", "ClusterRole")
+    );
+    let list = get_as(&s, roles, "application/vnd.kubernetes.protobuf").await;
+    assert_eq!(envelope(&list.body).kind, "ClusterRoleList");
+    // What the server wrote in protobuf, sent back, is the same object.
+    let sent_back = r.body.to_vec();
+    assert_eq!(
+        delete(s.addr(), &format!("{roles}/reader")).await.status,
+        200
+    );
+    let r = request(
+        s.addr(),
+        Method::POST,
+        roles,
+        &pb_in_json_out(),
+        Some(sent_back),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let back = r.json();
+    assert_eq!(back["rules"], role["rules"]);
+    assert_eq!(back["metadata"]["labels"], role["metadata"]["labels"]);
 }

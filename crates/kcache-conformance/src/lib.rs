@@ -143,6 +143,30 @@ impl Target {
     }
 }
 
+impl Target {
+    /// Sends a request without a body, accepting `accept`; returns the status and the raw
+    /// body (for protobuf answers).
+    ///
+    /// # Errors
+    /// On a transport failure.
+    pub async fn send_raw_accept(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        accept: &str,
+    ) -> anyhow::Result<(u16, Vec<u8>)> {
+        let req = http::Request::builder()
+            .method(method)
+            .uri(path_and_query)
+            .header("Accept", accept)
+            .body(Vec::new().into())?;
+        let resp = self.client.send(req).await?;
+        let status = resp.status().as_u16();
+        let raw = resp.into_body().collect().await?.to_bytes();
+        Ok((status, raw.to_vec()))
+    }
+}
+
 /// The text of a `Warning` header value: `299 - "text"` gives `text` (escaped quotes
 /// unescaped); anything else is returned whole.
 pub fn warning_text(value: &str) -> String {

@@ -11,8 +11,10 @@
 //!   itself), as the recorded kube-apiserver streams show.
 //!
 //! An object's message comes from its JSON through k8s-openapi and the generated conversions
-//! of `kcache-proto` ([`kcache_proto::encode_json`]); fields the JSON does not have are
-//! absent on the wire, where Go writes zero values, which decode the same.
+//! of `kcache-proto` ([`kcache_proto::encode_json`]) for core/v1, apps/v1 and
+//! coordination/v1, and by the upstream schema table (`schema.rs`) for the other built-in
+//! kinds; fields the JSON does not have are absent on the wire, where Go writes zero values,
+//! which decode the same.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use kcache_proto::Envelope;
@@ -31,6 +33,12 @@ use crate::status::ApiError;
 /// A message for the log when the kind has no protobuf type or the JSON does not fit it.
 pub(crate) fn object_message(value: &Value) -> Result<Bytes, String> {
     let field = |f: &str| value.get(f).and_then(Value::as_str).unwrap_or("");
+    if !kcache_proto::kind_is_supported(field("apiVersion"), field("kind"))
+        && let Some(message) = super::schema::message_for(field("apiVersion"), field("kind"))
+    {
+        // The other built-in kinds: by the upstream schema table.
+        return super::schema::encode(&message, value).map(Bytes::from);
+    }
     kcache_proto::encode_json(field("apiVersion"), field("kind"), value)
         .map(Bytes::from)
         .map_err(|e| {
