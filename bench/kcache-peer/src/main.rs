@@ -246,10 +246,7 @@ where
         protobuf,
         counts,
     } = run;
-    let reflector = reflector::Config {
-        use_watch_list: args.mode == Mode::Streaming,
-        ..reflector::Config::default()
-    };
+    let reflector = reflector::Config::default().use_watch_list(args.mode == Mode::Streaming);
     let options = factory::Config::default()
         .namespace(args.namespace.clone())
         .strip_managed_fields(!matches!(storage, Storage::Typed | Storage::Default))

@@ -36,11 +36,10 @@ async fn workqueue_and_informer_metrics_and_readiness_over_http() {
     config.reflector = config
         .reflector
         .use_watch_list(false)
-        .backoff(BackoffConfig {
-            initial: Duration::from_millis(50),
-            max: Duration::from_millis(200),
-            ..BackoffConfig::default()
-        });
+        .backoff(BackoffConfig::new(
+            Duration::from_millis(50),
+            Duration::from_millis(200),
+        ));
     let informer = SharedIndexInformer::new(src.clone(), config);
     informers.register(&informer);
 

@@ -205,10 +205,9 @@ fn run(ops: &[Op], emit_replaced: bool) -> Result<(), TestCaseError> {
     let store = ThreadSafeStore::new(key_func());
     let fifo = DeltaFifo::new(
         key_func(),
-        DeltaFifoConfig {
-            known_objects: Some(Arc::new(store.clone())),
-            emit_replaced,
-        },
+        DeltaFifoConfig::default()
+            .known_objects(Arc::new(store.clone()))
+            .emit_replaced(emit_replaced),
     );
     let mut model = Model {
         emit_replaced,

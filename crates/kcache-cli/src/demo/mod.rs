@@ -367,11 +367,9 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
 /// away for up to a minute.
 fn demo_factory_options() -> factory::Config {
     let mut options = factory::Config::default().strip_managed_fields(true);
-    options.informer.reflector.backoff = BackoffConfig {
-        max: Duration::from_secs(2),
-        reset_after: Duration::from_secs(10),
-        ..BackoffConfig::default()
-    };
+    options.informer.reflector.backoff =
+        BackoffConfig::new(BackoffConfig::default().initial, Duration::from_secs(2))
+            .reset_after(Duration::from_secs(10));
     options
 }
 

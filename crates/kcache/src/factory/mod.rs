@@ -34,6 +34,7 @@ use crate::{
 /// Settings shared by every informer of a [`SharedInformerFactory`]: client-go's factory
 /// options (`WithNamespace`, `WithTweakListOptions`, `WithTransform`, the default resync).
 #[derive(Debug, Clone, Default)]
+#[non_exhaustive]
 pub struct Config {
     /// Watch only this namespace (`None`: all namespaces). The factory passes it to the
     /// function that builds each [`ListerWatcher`].

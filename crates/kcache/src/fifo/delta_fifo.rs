@@ -18,7 +18,8 @@ use crate::{
     store::{ReflectorStore, StoreError},
 };
 
-/// Options of a [`DeltaFifo`].
+/// Settings of a [`DeltaFifo`].
+#[non_exhaustive]
 pub struct DeltaFifoConfig<K> {
     /// The consumer's store. Without it, deletions of keys that are not queued are ignored,
     /// `replace` cannot detect keys that vanished from the store, and `resync` does nothing.
@@ -42,6 +43,22 @@ impl<K> Default for DeltaFifoConfig<K> {
             known_objects: None,
             emit_replaced: true,
         }
+    }
+}
+
+impl<K> DeltaFifoConfig<K> {
+    /// Sets the consumer's store.
+    #[must_use]
+    pub fn known_objects(mut self, known_objects: Arc<dyn KeyListerGetter<K>>) -> Self {
+        self.known_objects = Some(known_objects);
+        self
+    }
+
+    /// Queues `Replaced` (true, the default) or, in the legacy mode, `Sync` (false) on `replace`.
+    #[must_use]
+    pub fn emit_replaced(mut self, emit_replaced: bool) -> Self {
+        self.emit_replaced = emit_replaced;
+        self
     }
 }
 

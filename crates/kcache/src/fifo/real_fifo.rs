@@ -56,8 +56,9 @@ impl<K> fmt::Debug for RealFifoMode<K> {
     }
 }
 
-/// Options of a [`RealFifo`]. `Default` is client-go 1.36's informer queue: atomic, unlocked
+/// Settings of a [`RealFifo`]. `Default` is client-go 1.36's informer queue: atomic, unlocked
 /// while processing, bookmarks emitted, batches of [`DEFAULT_BATCH_SIZE`].
+#[non_exhaustive]
 pub struct RealFifoConfig<K> {
     /// How relists and resyncs are queued.
     pub mode: RealFifoMode<K>,
@@ -93,6 +94,13 @@ impl<K> RealFifoConfig<K> {
             mode: RealFifoMode::NonAtomic { known_objects },
             batch_size: DEFAULT_BATCH_SIZE,
         }
+    }
+
+    /// Sets how relists and resyncs are queued.
+    #[must_use]
+    pub fn mode(mut self, mode: RealFifoMode<K>) -> Self {
+        self.mode = mode;
+        self
     }
 
     /// Sets the batch size (values below 1 count as 1).

@@ -10,6 +10,7 @@ pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
 
 /// Informer settings. `Default` is client-go's.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Config {
     /// The default resync period for handlers, and the informer's resync check period
     /// (client-go's `defaultEventHandlerResyncPeriod`); zero disables resyncs.
@@ -68,8 +69,9 @@ impl Config {
     }
 }
 
-/// Options of one handler registration.
+/// Settings of one handler registration.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HandlerConfig {
     /// The handler's name in metrics (`kcache_informer_handler_buffer_depth{handler}`) and
     /// logs; `None` names it `handler-N`, N counting the informer's registrations from 1.

@@ -9,6 +9,7 @@ use tokio::time::Instant;
 /// Defaults are client-go's reflector backoff: 800 ms, doubling, capped at 30 s, jitter 1.0
 /// (each delay is `d + rand[0, d)`), reset to 800 ms when no delay was asked for in 2 minutes.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct BackoffConfig {
     /// The first delay (client-go: 800 ms).
     pub initial: Duration,
@@ -23,6 +24,44 @@ pub struct BackoffConfig {
 }
 
 impl BackoffConfig {
+    /// A backoff from `initial` doubling up to `max`, with client-go's jitter (1.0) and reset
+    /// (2 min); change the other settings through the builder methods.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use kcache::reflector::BackoffConfig;
+    ///
+    /// let fixed = BackoffConfig::new(Duration::from_millis(10), Duration::from_millis(10))
+    ///     .factor(1.0)
+    ///     .jitter(0.0);
+    /// assert_eq!(fixed.max, Duration::from_millis(10));
+    /// ```
+    pub fn new(initial: Duration, max: Duration) -> Self {
+        Self {
+            initial,
+            max,
+            ..Self::default()
+        }
+    }
+
+    /// Sets the growth factor per step.
+    pub fn factor(mut self, factor: f64) -> Self {
+        self.factor = factor;
+        self
+    }
+
+    /// Sets the jitter fraction.
+    pub fn jitter(mut self, jitter: f64) -> Self {
+        self.jitter = jitter;
+        self
+    }
+
+    /// Sets how long without a delay starts the backoff over.
+    pub fn reset_after(mut self, reset_after: Duration) -> Self {
+        self.reset_after = reset_after;
+        self
+    }
+
     /// The reconnect backoff: 250 ms doubling to 1 s, jitter 0.5, reset after 2 min.
     ///
     /// Used while the server cannot be reached at all, so that the reflector notices within

@@ -32,6 +32,7 @@ pub const MIN_WATCH_TIMEOUT_FLOOR: Duration = Duration::from_secs(300);
 /// assert_eq!(config.page_size, Some(100));
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Config {
     /// A name for spans, logs and errors. Empty (the default) means "ask the lister-watcher"
     /// ([`ListerWatcher::describe`](crate::ListerWatcher::describe): `pods`,

@@ -15,6 +15,7 @@ use super::selector::Field;
 /// assert!(config.validate().is_ok());
 /// ```
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Config {
     /// The group's name: Leases are `<group>-shard-<i>` and `<group>-member-<identity>`.
     pub group: String,

@@ -24,6 +24,7 @@ const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
 /// Metrics are recorded only when the queue has a non-empty name *and* a provider, as in
 /// client-go; otherwise the queue does no metric bookkeeping at all.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct QueueConfig {
     pub(crate) name: String,
     pub(crate) metrics_provider: Option<Arc<dyn MetricsProvider>>,

@@ -32,6 +32,7 @@ use super::rate_limiters::{RateLimiter, default_controller_rate_limiter};
 /// let (queue, driver) = RateLimitingQueue::<String>::with_config(config);
 /// # drop((queue, driver));
 /// ```
+#[non_exhaustive]
 pub struct RateLimitingQueueConfig<T> {
     pub(super) queue: QueueConfig,
     pub(super) rate_limiter: Arc<dyn RateLimiter<T>>,

@@ -19,7 +19,7 @@ use std::{sync::Arc, time::Duration};
 use kcache::{
     fifo::{Delta, DeltaFifo, DeltaFifoConfig, DeltaObject, DeltaType, Error, Fifo},
     reflector::ReflectorStore,
-    store::{KeyListerGetter, ObjectKey},
+    store::ObjectKey,
 };
 use tokio::{sync::mpsc, task::JoinHandle, time::timeout};
 
@@ -29,14 +29,13 @@ use fifo_objects::{Literal, TestObj, Val, key_func, mk, mk_uint};
 /// Go's `NewDeltaFIFOWithOptions(DeltaFIFOOptions{KeyFunction, KnownObjects,
 /// EmitDeltaTypeReplaced})`; `None` is no `KnownObjects`.
 fn new_delta_fifo(known: Option<&[Arc<TestObj>]>, emit_replaced: bool) -> DeltaFifo<TestObj> {
-    DeltaFifo::new(
-        key_func(),
-        DeltaFifoConfig {
-            known_objects: known
-                .map(|objs| Arc::new(Literal(objs.to_vec())) as Arc<dyn KeyListerGetter<TestObj>>),
-            emit_replaced,
-        },
-    )
+    DeltaFifo::new(key_func(), {
+        let config = DeltaFifoConfig::default().emit_replaced(emit_replaced);
+        match known {
+            Some(objs) => config.known_objects(Arc::new(Literal(objs.to_vec()))),
+            None => config,
+        }
+    })
 }
 
 /// Go's `NewDeltaFIFOWithOptions(DeltaFIFOOptions{KeyFunction: testFifoObjectKeyFunc})`

@@ -45,13 +45,12 @@ fn new_real_fifo(known_objs: &[Arc<TestObj>]) -> RealFifo<TestObj> {
 fn new_atomic_real_fifo(emit_bookmarks: bool) -> RealFifo<TestObj> {
     RealFifo::new(
         key_func(),
-        RealFifoConfig {
-            mode: RealFifoMode::Atomic {
+        RealFifoConfig::default()
+            .mode(RealFifoMode::Atomic {
                 unlock_while_processing: false,
                 emit_bookmarks,
-            },
-            batch_size: DEFAULT_BATCH_SIZE,
-        },
+            })
+            .batch_size(DEFAULT_BATCH_SIZE),
     )
 }
 

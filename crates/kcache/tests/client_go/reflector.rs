@@ -48,13 +48,7 @@ fn list_mode() -> Config {
 /// A backoff of exactly `d` every time (no growth, no jitter), so that gaps between requests
 /// count the backoffs taken, as client-go's `fakeDelayFunc` counts its calls.
 fn fixed(d: Duration) -> BackoffConfig {
-    BackoffConfig {
-        initial: d,
-        max: d,
-        factor: 1.0,
-        jitter: 0.0,
-        reset_after: Duration::from_secs(120),
-    }
+    BackoffConfig::new(d, d).factor(1.0).jitter(0.0)
 }
 
 fn key(name: &str) -> ObjectKey {
@@ -699,14 +693,13 @@ mod reflector_list_and_watch_init_conn_backoff {
                 Ok(pending())
             },
         );
-        let config = list_mode().reconnect_backoff(BackoffConfig {
-            initial: Duration::from_millis(1),
-            max,
-            factor: 2.0,
-            jitter: 1.0,
+        let config = list_mode().reconnect_backoff(
             // client-go resets after 100 ms without a wait; no wait is that far apart here.
-            reset_after: Duration::from_secs(120),
-        });
+            BackoffConfig::new(Duration::from_millis(1), max)
+                .factor(2.0)
+                .jitter(1.0)
+                .reset_after(Duration::from_secs(120)),
+        );
         let run = start(
             lw.clone(),
             Arc::new(RecordingStore::new()),
@@ -816,13 +809,10 @@ mod new_reflector_with_custom_backoff {
     #[tokio::test(start_paused = true)]
     async fn custom_backoff() {
         // 10 + 20 + 40 + 80 + 100 = 250 ms.
-        let custom = BackoffConfig {
-            initial: Duration::from_millis(10),
-            max: Duration::from_millis(100),
-            factor: 2.0,
-            jitter: 0.0,
-            reset_after: Duration::from_secs(120),
-        };
+        let custom = BackoffConfig::new(Duration::from_millis(10), Duration::from_millis(100))
+            .factor(2.0)
+            .jitter(0.0)
+            .reset_after(Duration::from_secs(120));
         run_case(
             Some(custom),
             5,

@@ -26,13 +26,7 @@ fn config(use_watch_list: bool) -> Config {
     Config::default()
         .watch_idle_timeout(Duration::ZERO)
         .use_watch_list(use_watch_list)
-        .backoff(BackoffConfig {
-            initial: BACKOFF,
-            max: BACKOFF,
-            factor: 1.0,
-            jitter: 0.0,
-            reset_after: Duration::from_secs(120),
-        })
+        .backoff(BackoffConfig::new(BACKOFF, BACKOFF).factor(1.0).jitter(0.0))
 }
 
 const BACKOFF: Duration = Duration::from_secs(1);
