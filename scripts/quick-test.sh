@@ -14,6 +14,9 @@ trap 'rc=$?; [[ $rc -eq 0 ]] || printf "\nquick-test.sh: FAILED at step: %s (exi
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "no import circles in the kcache crate (scripts/import-cycles.py)"
+python3 scripts/import-cycles.py crates/kcache/src
+
 step "cargo clippy (-D warnings)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

@@ -1,9 +1,8 @@
-//! The store's single-entry writes, with the memory total kept beside them when a sizer is
-//! set ([`crate::memory`]).
+//! What a store entry costs in memory when a sizer is set ([`crate::memory`]).
 
-use std::{borrow::Borrow, hash::Hash, sync::Arc};
+use std::sync::Arc;
 
-use super::{ObjectKey, Transaction, thread_safe_store::State};
+use super::{ObjectKey, Transaction};
 use crate::memory::Sizer;
 
 /// The bytes a store entry holds beside its object's own size: the object's `Arc` counts, the
@@ -35,42 +34,6 @@ pub(super) fn upsert_sizes<K>(
             Transaction::Delete(_) => None,
         })
         .collect()
-}
-
-impl<K> State<K> {
-    /// Stores `obj` under `key`; `size` is its entry's size when already computed, `sizer`
-    /// the store's (read under the write lock this runs under).
-    pub(super) fn upsert(
-        &mut self,
-        key: ObjectKey,
-        obj: Arc<K>,
-        size: Option<usize>,
-        sizer: Option<&Sizer<K>>,
-    ) -> Option<Arc<K>> {
-        let old = self.items.insert(key.clone(), Arc::clone(&obj));
-        self.indices.update(&key, old.as_deref(), Some(&obj));
-        if let (Some(bytes), Some(sizer)) = (&mut self.bytes, sizer) {
-            *bytes += size.unwrap_or_else(|| entry_size(sizer, &key, &obj));
-            if let Some(old) = &old {
-                *bytes = bytes.saturating_sub(entry_size(sizer, &key, old));
-            }
-        }
-        old
-    }
-
-    /// Removes the entry under `key`, subtracting its size.
-    pub(super) fn remove<Q>(&mut self, key: &Q, sizer: Option<&Sizer<K>>) -> Option<Arc<K>>
-    where
-        ObjectKey: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
-        let (key, old) = self.items.remove_entry(key)?;
-        self.indices.update(&key, Some(&old), None);
-        if let (Some(bytes), Some(sizer)) = (&mut self.bytes, sizer) {
-            *bytes = bytes.saturating_sub(entry_size(sizer, &key, &old));
-        }
-        Some(old)
-    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,7 @@ mod lister;
 mod reader;
 mod reflector_store;
 mod selector;
+mod state;
 mod thread_safe_store;
 
 pub use accounting::entry_overhead;

@@ -14,6 +14,7 @@ use super::{
     KeyError, KeyFunc, ObjectKey,
     accounting::entry_size,
     index::{IndexError, Indexers, Indices},
+    state::State,
 };
 use crate::memory::{MemoryUsage, Sizer};
 use crate::store::{ReflectorStore, StoreError};
@@ -130,15 +131,6 @@ struct Inner<K> {
     /// Set once; without it, writes by object record no resourceVersion.
     resource_version_of: OnceLock<ResourceVersionFunc<K>>,
     state: RwLock<State<K>>,
-}
-
-pub(super) struct State<K> {
-    pub(super) items: HashMap<ObjectKey, Arc<K>>,
-    pub(super) indices: Indices<K>,
-    resource_version: String,
-    /// Bytes held by the entries, when memory is accounted (`Some` exactly when
-    /// `Inner::sizer` is set).
-    pub(super) bytes: Option<usize>,
 }
 
 impl<K> Clone for ThreadSafeStore<K> {
