@@ -189,3 +189,47 @@ async fn an_update_keeping_an_invalid_value_unchanged_is_accepted() {
         invalid(&patch(s.addr(), &url, "application/merge-patch+json", &change).await);
     assert_eq!(causes, ["spec.color FieldValueNotSupported"]);
 }
+
+#[tokio::test]
+async fn cel_rules_are_enforced_with_their_messages() {
+    let s = ApiServer::builder().start().await.expect("server starts");
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "gadgets", "kind": "Gadget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object",
+                        "x-kubernetes-validations": [
+                            {"rule": "self.min <= self.max", "message": "min must not exceed max"}],
+                        "properties": {
+                            "min": {"type": "integer"}, "max": {"type": "integer"},
+                            "mode": {"type": "string", "x-kubernetes-validations": [
+                                {"rule": "self == oldSelf", "message": "mode is immutable"}]}}}
+                }}}}]}
+    });
+    assert_eq!(post(s.addr(), CRDS, &crd).await.status, 201);
+    let gadgets = "/apis/example.com/v1/namespaces/default/gadgets";
+    let g = json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"},
+        "spec": {"min": 5, "max": 1}});
+    let (message, causes) = invalid(&post(s.addr(), gadgets, &g).await);
+    assert_eq!(
+        message,
+        r#"Gadget.example.com "g" is invalid: spec: Invalid value: min must not exceed max"#
+    );
+    assert_eq!(causes, ["spec FieldValueInvalid"]);
+    let g = json!({"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g"},
+        "spec": {"min": 1, "max": 5, "mode": "a"}});
+    assert_eq!(post(s.addr(), gadgets, &g).await.status, 201);
+    let change = json!({"spec": {"mode": "b"}});
+    let r = patch(
+        s.addr(),
+        &format!("{gadgets}/g"),
+        "application/merge-patch+json",
+        &change,
+    )
+    .await;
+    let (_, causes) = invalid(&r);
+    assert_eq!(causes, ["spec.mode FieldValueInvalid"]);
+}

@@ -6,6 +6,7 @@
 //! `acceptedNames`, `storedVersions`). Deleting the CRD deletes its custom resources and
 //! stops serving it.
 
+mod cel;
 mod defaults;
 mod formats;
 mod gofmt;
@@ -56,6 +57,30 @@ pub(crate) fn schema_causes(
     };
     if old.is_none_or(|o| listtype::validate(schema, o).is_empty()) {
         causes.extend(listtype::validate(schema, new));
+    }
+    // CEL rules run only on an object without the failures that block them (kube-apiserver's
+    // hasBlockingErr); they see the whole object, also on a `/status` write.
+    let blocking = causes.iter().any(|c| {
+        matches!(
+            c.reason.as_str(),
+            "FieldValueNotSupported"
+                | "FieldValueRequired"
+                | "FieldValueTooLong"
+                | "FieldValueTooMany"
+                | "FieldValueTypeInvalid"
+        )
+    });
+    if !cel::has_rules(schema) {
+        return causes;
+    }
+    if blocking {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            "",
+        ));
+    } else {
+        causes.extend(cel::validate(schema, new, old, ""));
     }
     causes
 }
