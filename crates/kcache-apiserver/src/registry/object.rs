@@ -494,7 +494,7 @@ pub(crate) fn update_object(
             }
             v
         };
-        rules::on_update(info, &cur_value, &mut next)?;
+        rules::on_update(info, &cur_value, &mut next, status_only)?;
         if info.tracks_generation && spec_part(&next) != spec_part(&cur_value) {
             let g = cur_value
                 .pointer("/metadata/generation")
