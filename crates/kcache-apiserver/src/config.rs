@@ -33,6 +33,11 @@ pub struct ServerConfig {
     /// generated when [`token`](Self::token) is unset). Default off for the Rust builder, whose
     /// in-process users mostly talk plain HTTP; `kcache serve` turns it on.
     pub https: bool,
+    /// Run a garbage collector like kube-controller-manager's over `metadata.ownerReferences`
+    /// (background, foreground and orphan propagation); default on. Off, nothing collects owned
+    /// objects and the `foregroundDeletion` / `orphan` finalizers a DELETE adds stay, as with a
+    /// bare kube-apiserver (envtest).
+    pub garbage_collector: bool,
 }
 
 impl Default for ServerConfig {
@@ -48,6 +53,7 @@ impl Default for ServerConfig {
             default_watch_timeout: Duration::from_secs(1800),
             auto_create_namespaces: false,
             https: false,
+            garbage_collector: true,
         }
     }
 }
