@@ -8,6 +8,7 @@ use crate::store::HistoryConfig;
 
 /// Server settings; every field has a default matching kube-apiserver where one exists.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServerConfig {
     /// Listen address; default `127.0.0.1:0` (loopback, any free port).
     pub listen: SocketAddr,
