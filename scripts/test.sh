@@ -44,10 +44,11 @@ fi
 # The library crates users depend on (the CLI, benches and tests follow the stable toolchain);
 # built alone they enable no k8s-openapi version (users' binaries choose it): name one.
 K8S_OPENAPI_ENABLED_VERSION=1.36 cargo +"$msrv" check --locked -p kcache -p kcache-client \
-  -p kcache-proto -p kcache-apiserver -p kcache-metrics -p kcache-runtime
+  -p kcache-proto -p kcache-apiserver -p kcache-metrics -p kcache-runtime -p kcache-testenv
 
 step "cargo package --list (the library crates package: manifests, versions of path deps, files)"
-for crate in kcache kcache-proto kcache-client kcache-metrics kcache-runtime kcache-apiserver; do
+for crate in kcache kcache-proto kcache-client kcache-metrics kcache-runtime kcache-apiserver \
+  kcache-testenv; do
   files="$(cargo package --list --locked --offline --allow-dirty -p "$crate")"
   for want in Cargo.toml README.md src/lib.rs; do
     grep -qx "$want" <<<"$files" || { echo "test.sh: $crate's package lacks $want" >&2; exit 1; }
