@@ -50,9 +50,11 @@ struct Args {
     #[arg(long, default_value_t = 20)]
     duration: u64,
     /// ConfigMaps reconciled (each writes its own Secret).
-    #[arg(long, default_value_t = 50)]
+    #[arg(long, default_value_t = 16)]
     keys: usize,
-    /// Reconcile workers.
+    /// Reconcile workers: at least `--keys`, so that a key's next reconcile starts as soon
+    /// as its write returns (with fewer, it queues behind the others and the cache has long
+    /// caught up).
     #[arg(long, default_value_t = 16)]
     workers: usize,
 }
@@ -92,10 +94,11 @@ async fn scrape(addr: std::net::SocketAddr) -> anyhow::Result<String> {
 
 /// The controller's cumulative wait histogram: `(upper bound, count)`, ascending.
 fn buckets(text: &str) -> Vec<(f64, f64)> {
-    let series =
-        format!("kcache_controller_cache_wait_seconds_bucket{{controller=\"{CONTROLLER}\"");
+    let label = format!("controller=\"{CONTROLLER}\"");
     text.lines()
-        .filter(|l| l.starts_with(&series))
+        .filter(|l| {
+            l.starts_with("kcache_controller_cache_wait_seconds_bucket{") && l.contains(&label)
+        })
         .filter_map(|l| {
             let le = l.split("le=\"").nth(1)?.split('"').next()?;
             let le = if le == "+Inf" {
