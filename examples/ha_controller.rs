@@ -1,4 +1,5 @@
-//! A highly available controller: run several replicas, one reconciles at a time.
+//! A highly available controller on kcache-runtime's `Manager`: run several replicas, one
+//! reconciles at a time.
 //!
 //! Every replica watches the ConfigMaps of one namespace and keeps its cache synced (a warm
 //! standby); only the replica holding the Lease reconciles. For each ConfigMap labelled
@@ -29,24 +30,15 @@ use std::{
 use anyhow::Context as _;
 use clap::Parser;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kcache::{
-    SharedIndexInformer,
-    controller::{self, Action, Controller},
-    informer,
-    leaderelection::{Config, LeaderElector, LeaderState},
-};
-use kcache_client::{Client, HttpLeaseLock, HttpListerWatcher, LeaseClient};
-use kube_client::{
-    Api,
-    api::{Patch, PatchParams},
+use kcache_client::Client;
+use kcache_runtime::{
+    Action, Context, Manager, api,
+    manager::{self, LeaderElection},
 };
 use parking_lot::Mutex;
-use tokio::signal::unix::{SignalKind, signal};
-use tokio_util::sync::CancellationToken;
 
 const LABEL: &str = "kcache.dev/demo";
 const ANNOTATION: &str = "kcache.dev/reconciled-by";
-const FIELD_MANAGER: &str = "kcache-ha-controller";
 
 /// Command line.
 #[derive(Debug, Parser)]
@@ -61,7 +53,7 @@ struct Args {
     /// The Lease's name.
     #[arg(long, default_value = "kcache-ha-controller")]
     lease_name: String,
-    /// This replica's identity (unique among the replicas); default `<hostname>-<pid>`.
+    /// This replica's identity (unique among the replicas); default `<hostname>_<uuid>`.
     #[arg(long)]
     identity: Option<String>,
     /// Seconds a standby waits without seeing the lease change before taking over.
@@ -73,39 +65,46 @@ struct Args {
     /// Seconds between renewals and acquire attempts.
     #[arg(long, default_value_t = 2.0)]
     retry_period: f64,
-    /// Serve Prometheus metrics (objects held per informer, reconciles, leader status),
-    /// `/healthz` and `/readyz` on this address (off by default).
+    /// Serve Prometheus metrics (every family of the manager), `/healthz` and `/readyz` on
+    /// this address (off by default).
     #[arg(long, value_name = "ADDR")]
     metrics_addr: Option<std::net::SocketAddr>,
 }
 
-fn unix_ms() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis())
-}
-
 /// Prints one status line on stdout and flushes it.
 fn say(what: &str, identity: &str) {
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{what} {identity} {}", unix_ms());
+    let _ = writeln!(out, "{what} {identity} {ms}");
     let _ = out.flush();
 }
 
-/// Prints LEADING / STOPPED on every transition of the elector's state (once each).
-struct Reporter {
-    identity: String,
-    leading: Mutex<bool>,
-}
-
-impl Reporter {
-    fn report(&self, state: &LeaderState) {
-        let mut leading = self.leading.lock();
-        if state.is_leading() != *leading {
-            *leading = state.is_leading();
-            say(if *leading { "LEADING" } else { "STOPPED" }, &self.identity);
-        }
+/// Annotates a labelled ConfigMap with this replica's identity (server-side apply).
+async fn reconcile(cm: Arc<ConfigMap>, ctx: Context<ConfigMap>) -> Result<Action, api::Error> {
+    let identity = ctx
+        .recorder()
+        .reporter()
+        .instance
+        .clone()
+        .unwrap_or_default();
+    let meta = &cm.metadata;
+    let labelled = meta
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LABEL))
+        .is_some_and(|v| v == "true");
+    let done = meta.annotations.as_ref().and_then(|a| a.get(ANNOTATION)) == Some(&identity);
+    if !labelled || done {
+        return Ok(Action::Done);
     }
+    let mut patch = ConfigMap::default();
+    patch.metadata.name = meta.name.clone();
+    patch.metadata.annotations = Some([(ANNOTATION.to_owned(), identity)].into());
+    ctx.api::<ConfigMap>().apply(&patch).await?;
+    tracing::info!(name = ?meta.name, "annotated");
+    Ok(Action::Done)
 }
 
 #[tokio::main]
@@ -117,152 +116,67 @@ async fn main() -> anyhow::Result<()> {
         )
         .init();
     let args = Args::parse();
-    let identity = args.identity.clone().unwrap_or_else(|| {
-        let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
-        format!("{}-{}", host.trim(), std::process::id())
-    });
     let client = Client::from_kubeconfig(&args.kubeconfig)
         .await
         .with_context(|| format!("loading {}", args.kubeconfig.display()))?;
-    let ns = args.namespace.clone();
-
-    let mut config = Config::new(identity.clone());
-    config.lease_duration = Duration::from_secs_f64(args.lease_duration);
-    config.renew_deadline = Duration::from_secs_f64(args.renew_deadline);
-    config.retry_period = Duration::from_secs_f64(args.retry_period);
-    config.release_on_cancel = true;
-    let lock = HttpLeaseLock::new(LeaseClient::new(client.clone(), &ns, &args.lease_name));
-    let elector = Arc::new(LeaderElector::new(config, lock)?);
-
-    // The informer runs on every replica, leading or not.
-    let informer = SharedIndexInformer::new(
-        HttpListerWatcher::<ConfigMap>::namespaced(client.clone(), &ns),
-        informer::Config::default(),
+    let secs = Duration::try_from_secs_f64;
+    let election = LeaderElection::new(&args.lease_name).timings(
+        secs(args.lease_duration)?,
+        secs(args.renew_deadline)?,
+        secs(args.retry_period)?,
     );
-    let controller = Controller::new(
-        informer.clone(),
-        controller::Config::default()
-            .name("ha-configmaps")
-            .workers(2),
-    );
-    let stop_metrics = CancellationToken::new();
-    if let Some(addr) = args.metrics_addr {
-        let mut registry = prometheus_client::registry::Registry::default();
-        let informers = kcache_metrics::InformerMetrics::new(&mut registry);
-        informers.register(&informer);
-        let controllers = kcache_metrics::ControllerMetrics::new(&mut registry);
-        controllers.register_controller("ha-configmaps", 2, controller.metrics());
-        let state = elector.watch();
-        controllers.register_leader(args.lease_name.clone(), move || state.borrow().is_leading());
-        // client-go's HealthzAdaptor: /healthz fails while this replica believes it leads but
-        // has not renewed for longer than the lease duration + 20 s.
-        let leader_check =
-            kcache_metrics::leader_election_check(Arc::clone(&elector), Duration::from_secs(20));
-        let checks = kcache_metrics::Checks::new()
-            .with_informers(informers)
-            .live("leaderElection", leader_check);
-        let listener = tokio::net::TcpListener::bind(addr).await?;
-        eprintln!("metrics on http://{}/metrics", listener.local_addr()?);
-        tokio::spawn(kcache_metrics::serve(
-            listener,
-            Arc::new(registry),
-            checks,
-            stop_metrics.clone(),
-        ));
+    let mut config = manager::Config::new("kcache-ha-controller")
+        .namespace(&args.namespace)
+        .leader_election(election);
+    if let Some(identity) = &args.identity {
+        config = config.identity(identity);
     }
-    let stop_informer = CancellationToken::new();
-    let informer_task = tokio::spawn({
-        let (i, c) = (informer.clone(), stop_informer.clone());
-        async move { i.run(c).await }
+    if let Some(addr) = args.metrics_addr {
+        config = config.metrics_addr(addr);
+    }
+    let manager = Manager::new(client, config)?;
+    if let Some(addr) = manager.metrics_addr() {
+        eprintln!("metrics on http://{addr}/metrics");
+    }
+    let identity = manager.identity().to_owned();
+    // The informer runs on every replica, leading or not: SYNCED once its cache is.
+    let informer = manager.informer::<ConfigMap>();
+    let id = identity.clone();
+    tokio::spawn(async move {
+        informer.wait_for_sync().await;
+        say("SYNCED", &id);
     });
-    tokio::spawn({
-        let (i, id) = (informer.clone(), identity.clone());
-        async move {
-            i.wait_for_sync().await;
-            say("SYNCED", &id);
+    // LEADING / STOPPED on every transition (once each), and STOPPED when the run ends.
+    let leading = Arc::new(Mutex::new(false));
+    let report = move |now: bool| {
+        let mut leading = leading.lock();
+        if *leading != now {
+            *leading = now;
+            say(if now { "LEADING" } else { "STOPPED" }, &identity);
         }
-    });
-
-    let reporter = Arc::new(Reporter {
-        identity: identity.clone(),
-        leading: Mutex::new(false),
-    });
-    let mut state = elector.watch();
-    tokio::spawn({
-        let reporter = Arc::clone(&reporter);
+    };
+    let mut state = manager.leader_state().context("leader election is on")?;
+    let follow = tokio::spawn({
+        let report = report.clone();
         async move {
             loop {
-                let current = state.borrow_and_update().clone();
-                reporter.report(&current);
+                report(state.borrow_and_update().is_leading());
                 if state.changed().await.is_err() {
                     return;
                 }
             }
         }
     });
-
-    let cancel = CancellationToken::new();
-    tokio::spawn({
-        let cancel = cancel.clone();
-        async move {
-            let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
-            tokio::select! {
-                _ = term.recv() => tracing::info!("SIGTERM: stopping"),
-                _ = tokio::signal::ctrl_c() => tracing::info!("SIGINT: stopping"),
-            }
-            cancel.cancel();
-        }
-    });
-
-    let api: Api<ConfigMap> = Api::namespaced(client.kube().clone(), &ns);
-    let reconcile = {
-        let identity = identity.clone();
-        move |_key, cm: Option<Arc<ConfigMap>>| {
-            let (api, identity) = (api.clone(), identity.clone());
-            async move {
-                let Some(cm) = cm else {
-                    return Ok(Action::Done);
-                };
-                let meta = &cm.metadata;
-                let labelled = meta
-                    .labels
-                    .as_ref()
-                    .and_then(|l| l.get(LABEL))
-                    .is_some_and(|v| v == "true");
-                let done = meta
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.get(ANNOTATION))
-                    .is_some_and(|v| *v == identity);
-                if !labelled || done {
-                    return Ok(Action::Done);
-                }
-                let name = meta.name.clone().unwrap_or_default();
-                let patch = serde_json::json!({
-                    "apiVersion": "v1",
-                    "kind": "ConfigMap",
-                    "metadata": {"name": name, "annotations": {ANNOTATION: identity}},
-                });
-                api.patch(
-                    &name,
-                    &PatchParams::apply(FIELD_MANAGER).force(),
-                    &Patch::Apply(&patch),
-                )
-                .await
-                .map_err(|e| format!("applying the annotation to {name}: {e}"))?;
-                tracing::info!(%name, "annotated");
-                Ok::<_, String>(Action::Done)
-            }
-        }
-    };
-    let result = controller
-        .run_with_leader_election(&elector, reconcile, cancel)
-        .await;
-    // The election has ended (lease released if we held it): report the final state.
-    reporter.report(&elector.watch().borrow());
-    stop_informer.cancel();
-    stop_metrics.cancel();
-    let _ = informer_task.await;
+    manager
+        .controller::<ConfigMap>()
+        .name("ha-configmaps")
+        .workers(2)
+        .run(reconcile)?;
+    // Until SIGTERM or SIGINT: the workers drain, the lease is released, then it returns.
+    let result = manager.run().await;
+    follow.abort();
+    let _ = follow.await;
+    report(false);
     result?;
     Ok(())
 }

@@ -72,19 +72,42 @@ pub(crate) fn crd() -> serde_json::Value {
     })
 }
 
-/// The operator: one controller of Websites, owning ConfigMaps and Deployments.
+/// The operator's settings: Websites of `namespace` only, leader election on the Lease
+/// `website-operator` lasting `lease` (client-go's 15 s; renew deadline and retry period in
+/// client-go's proportions, 2/3 and 2/15 of it), metrics and probes on `metrics`.
+pub(crate) fn config(namespace: &str, metrics: SocketAddr, lease: Duration) -> manager::Config {
+    let election =
+        LeaderElection::new("website-operator").timings(lease, lease * 2 / 3, lease * 2 / 15);
+    manager::Config::new("website-operator")
+        .namespace(namespace)
+        .leader_election(election)
+        .metrics_addr(metrics)
+}
+
+/// The operator with client-go's lease timings; see [`operator_with`].
 ///
 /// # Errors
-/// The manager's: invalid settings, or a metrics address that cannot be bound.
+/// As [`operator_with`].
+#[allow(
+    dead_code,
+    reason = "the tests' entry point; main takes the timings from the flags"
+)]
 pub(crate) fn operator(
     client: Client,
     namespace: &str,
     metrics: SocketAddr,
 ) -> Result<Manager, manager::Error> {
-    let config = manager::Config::new("website-operator")
-        .namespace(namespace)
-        .leader_election(LeaderElection::new("website-operator"))
-        .metrics_addr(metrics);
+    operator_with(client, config(namespace, metrics, Duration::from_secs(15)))
+}
+
+/// The operator: one controller of Websites, owning ConfigMaps and Deployments.
+///
+/// # Errors
+/// The manager's: invalid settings, or a metrics address that cannot be bound.
+pub(crate) fn operator_with(
+    client: Client,
+    config: manager::Config,
+) -> Result<Manager, manager::Error> {
     let manager = Manager::new(client, config)?;
     manager
         .controller::<Website>()
@@ -202,6 +225,9 @@ struct Args {
     /// Where `/metrics`, `/healthz` and `/readyz` are served.
     #[arg(long, default_value = "127.0.0.1:8080")]
     metrics_addr: SocketAddr,
+    /// Seconds a standby waits for the leader's lease to expire before it takes over.
+    #[arg(long, default_value_t = 15.0)]
+    lease_duration: f64,
 }
 
 #[tokio::main]
@@ -246,7 +272,8 @@ async fn main() -> anyhow::Result<()> {
     } else {
         Client::infer().await?
     };
-    let manager = operator(client, &args.namespace, args.metrics_addr)?;
+    let lease = Duration::try_from_secs_f64(args.lease_duration)?;
+    let manager = operator_with(client, config(&args.namespace, args.metrics_addr, lease))?;
     let addr = manager.metrics_addr().unwrap_or(args.metrics_addr);
     eprintln!("metrics and probes on http://{addr}");
     manager.run().await?;

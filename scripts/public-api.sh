@@ -155,8 +155,9 @@ PY
 # run: the JSON output leaves no index.html for its freshness check.
 packages=()
 for crate in "${crates[@]}"; do packages+=(-p "$crate"); done
+# The libraries alone enable no k8s-openapi version: name it.
 RUSTDOCFLAGS="-Z unstable-options --output-format json" \
-  cargo +"$NIGHTLY" doc --no-deps --lib --locked --target-dir "$target" "${packages[@]}"
+  K8S_OPENAPI_ENABLED_VERSION=1.36 cargo +"$NIGHTLY" doc --no-deps --lib --locked --target-dir "$target" "${packages[@]}"
 
 failed=()
 for crate in "${crates[@]}"; do

@@ -41,9 +41,18 @@ step "cargo check on the MSRV (rust-version = $msrv)"
 if ! rustup toolchain list | grep -q "^$msrv-"; then
   rustup toolchain install "$msrv" --profile minimal
 fi
-# The library crates users depend on (the CLI, benches and tests follow the stable toolchain).
-cargo +"$msrv" check --locked -p kcache -p kcache-client -p kcache-proto -p kcache-apiserver \
-  -p kcache-metrics
+# The library crates users depend on (the CLI, benches and tests follow the stable toolchain);
+# built alone they enable no k8s-openapi version (users' binaries choose it): name one.
+K8S_OPENAPI_ENABLED_VERSION=1.36 cargo +"$msrv" check --locked -p kcache -p kcache-client \
+  -p kcache-proto -p kcache-apiserver -p kcache-metrics -p kcache-runtime
+
+step "cargo package --list (the library crates package: manifests, versions of path deps, files)"
+for crate in kcache kcache-proto kcache-client kcache-metrics kcache-runtime kcache-apiserver; do
+  files="$(cargo package --list --locked --offline --allow-dirty -p "$crate")"
+  for want in Cargo.toml README.md src/lib.rs; do
+    grep -qx "$want" <<<"$files" || { echo "test.sh: $crate's package lacks $want" >&2; exit 1; }
+  done
+done
 
 step "upstream kube-apiserver + etcd: build or reuse harness/, start (scripts/kube-up.sh)"
 # The integration tests also run against the real server; it is described to them by the env

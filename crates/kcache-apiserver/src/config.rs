@@ -8,6 +8,7 @@ use crate::store::HistoryConfig;
 
 /// Server settings; every field has a default matching kube-apiserver where one exists.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServerConfig {
     /// Listen address; default `127.0.0.1:0` (loopback, any free port).
     pub listen: SocketAddr,
@@ -33,6 +34,11 @@ pub struct ServerConfig {
     /// generated when [`token`](Self::token) is unset). Default off for the Rust builder, whose
     /// in-process users mostly talk plain HTTP; `kcache serve` turns it on.
     pub https: bool,
+    /// Run a garbage collector like kube-controller-manager's over `metadata.ownerReferences`
+    /// (background, foreground and orphan propagation); default on. Off, nothing collects owned
+    /// objects and the `foregroundDeletion` / `orphan` finalizers a DELETE adds stay, as with a
+    /// bare kube-apiserver (envtest).
+    pub garbage_collector: bool,
 }
 
 impl Default for ServerConfig {
@@ -48,6 +54,7 @@ impl Default for ServerConfig {
             default_watch_timeout: Duration::from_secs(1800),
             auto_create_namespaces: false,
             https: false,
+            garbage_collector: true,
         }
     }
 }

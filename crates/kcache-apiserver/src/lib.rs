@@ -50,6 +50,9 @@
 //!   event;
 //! - writes: create/update/delete, merge, JSON and strategic merge patches, a simple
 //!   server-side apply, finalizers, generation, managedFields, dry runs;
+//! - a garbage collector like kube-controller-manager's over `ownerReferences`: background,
+//!   foreground (`foregroundDeletion`, `blockOwnerDeletion`) and orphan propagation, dangling
+//!   owners ([`ApiServerBuilder::garbage_collector`] turns it off, as in envtest);
 //! - discovery (plain and aggregated), Tables, a minimal OpenAPI v3, so `kubectl` works;
 //! - faults ([`FaultHandle`], and `/debug/kcache/` when enabled);
 //! - HTTPS on request ([`ApiServerBuilder::https`]; `kcache serve` defaults to it): a CA and
@@ -62,6 +65,7 @@
 
 mod config;
 pub mod fault;
+pub(crate) mod gc;
 mod handle;
 mod http;
 pub mod manifests;

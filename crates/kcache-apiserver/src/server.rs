@@ -132,6 +132,14 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Run the garbage collector ([`ServerConfig::garbage_collector`]; default on). Off, the
+    /// server behaves as a bare kube-apiserver (envtest): owned objects stay when their owner
+    /// is deleted, and the `foregroundDeletion` / `orphan` finalizers are never removed.
+    pub fn garbage_collector(mut self, on: bool) -> Self {
+        self.config.garbage_collector = on;
+        self
+    }
+
     /// Serves one more resource type.
     pub fn resource(mut self, info: ResourceInfo) -> Self {
         self.resources.push(info);
@@ -182,6 +190,7 @@ impl ApiServerBuilder {
             faults: faults.clone(),
             shutdown: shutdown.clone(),
             tokens: parking_lot::Mutex::new(std::collections::HashMap::new()),
+            gc: crate::gc::Trigger::default(),
         });
         let handle = ServerHandle {
             state: state.clone(),
@@ -210,6 +219,9 @@ impl ApiServerBuilder {
             handle.create(&path, obj).map_err(ServerError::Seed)?;
         }
         let ca_pem = tls.as_ref().map(|m| m.ca_pem.clone());
+        if self.config.garbage_collector {
+            tokio::spawn(crate::gc::run(state.clone(), shutdown.clone()));
+        }
         let task = tokio::spawn(http::serve(listener, state, shutdown.clone(), tls));
         Ok(RunningServer {
             addr: local,

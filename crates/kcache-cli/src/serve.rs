@@ -39,6 +39,11 @@ pub(crate) struct ServeArgs {
     /// Serve the fault-injection endpoints under /debug/kcache/.
     #[arg(long)]
     pub enable_faults: bool,
+    /// Run the garbage collector over ownerReferences, as kube-controller-manager's
+    /// --enable-garbage-collector; `--enable-garbage-collector=false` leaves owned objects and
+    /// the orphan/foregroundDeletion finalizers alone, as envtest's bare kube-apiserver does.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub enable_garbage_collector: bool,
     /// Create the objects of every *.json / *.yaml / *.yml manifest in this directory at start
     /// (CustomResourceDefinitions and Namespaces first).
     #[arg(long, value_name = "DIR")]
@@ -66,6 +71,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .history_events(args.history_events)
         .bookmark_interval(Duration::from_secs(args.bookmark_interval.max(1)))
         .enable_faults_http(args.enable_faults)
+        .garbage_collector(args.enable_garbage_collector)
         .https(!args.insecure_http);
     if let Some(t) = &args.token {
         builder = builder.token(t.clone());

@@ -101,7 +101,7 @@
 //! | `kcache_controller_timeouts_total` | counter | `controller` | reconciles cancelled by the reconcile timeout |
 //! | `kcache_controller_writes_total` | counter | `controller`, `verb`, `resource` | writes through the context (`create`, `apply`, `patch`, `patch_status`, `update`, `delete`) |
 //! | `kcache_controller_cache_waits_total` | counter | `controller` | reconciles that waited for the caches to show their earlier writes |
-//! | `kcache_controller_cache_wait_seconds` | histogram | `controller` | seconds waited (1 ms … 30 s) |
+//! | `kcache_controller_cache_wait_seconds` | histogram | `controller` | seconds waited (0.5 ms … 30 s) |
 //! | `kcache_controller_cache_wait_timeouts_total` | counter | `controller` | reconciles not run: the caches were behind (retried) |
 //! | `kcache_controller_expectations_expired_total` | counter | `controller` | writes never shown, no longer waited for |
 //! | `kcache_controller_pending_writes` | gauge | `controller` | writes not shown yet |

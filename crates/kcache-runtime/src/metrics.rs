@@ -9,9 +9,11 @@ use prometheus_client::{
 
 type Labels = Vec<(&'static str, String)>;
 
-/// Seconds a reconcile waited for the caches: 1 ms … 30 s.
-pub(crate) const WAIT_BUCKETS: [f64; 13] = [
-    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+/// Seconds a reconcile waited for the caches: 0.5 ms … 30 s, finer below 25 ms where a
+/// cache on a near API server catches up.
+pub(crate) const WAIT_BUCKETS: [f64; 18] = [
+    0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0, 30.0,
 ];
 
 fn wait_histogram() -> Histogram {

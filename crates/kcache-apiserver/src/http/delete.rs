@@ -53,7 +53,7 @@ fn delete_options(
         ))
     };
     let opts: Value = if body.iter().all(u8::is_ascii_whitespace) {
-        json!({})
+        query_options(query)?
     } else {
         match body_type(headers) {
             BodyType::Protobuf => protobuf::decode::subresource_body(body, "DeleteOptions")
@@ -83,6 +83,32 @@ fn delete_options(
             .get("dryRun")
             .is_some_and(|d| d.as_array().is_some_and(|a| a.iter().any(|x| x == "All")));
     Ok((opts, dry))
+}
+
+/// The DeleteOptions of a DELETE without a body, from the query as kube-apiserver reads them:
+/// `propagationPolicy`, `orphanDependents` and `gracePeriodSeconds`.
+fn query_options(query: &HashMap<String, String>) -> Result<Value, ApiError> {
+    let mut opts = Map::new();
+    if let Some(p) = query.get("propagationPolicy") {
+        opts.insert("propagationPolicy".into(), json!(p));
+    }
+    for (field, parse) in [
+        (
+            "orphanDependents",
+            (|s: &str| s.parse::<bool>().ok().map(|b| json!(b))) as fn(&str) -> Option<Value>,
+        ),
+        ("gracePeriodSeconds", |s: &str| {
+            s.parse::<i64>().ok().map(|n| json!(n))
+        }),
+    ] {
+        if let Some(raw) = query.get(field) {
+            let v = parse(raw).ok_or_else(|| {
+                ApiError::bad_request(format!("invalid value {raw:?} for query parameter {field}"))
+            })?;
+            opts.insert(field.into(), v);
+        }
+    }
+    Ok(Value::Object(opts))
 }
 
 /// DELETE of one object.

@@ -1,11 +1,12 @@
-//! Deletion: preconditions, finalizers (deletionTimestamp and waiting for them to clear), the
-//! two-step deletion of pods, namespaces going Terminating and their contents.
+//! Deletion: preconditions, finalizers (deletionTimestamp and waiting for them to clear; the
+//! garbage collector's from the propagation policy, see `propagation.rs`), the two-step
+//! deletion of pods, namespaces going Terminating and their contents.
 
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::{AppState, Target, has_finalizers, now_rfc3339};
+use super::{AppState, Target, has_finalizers, now_rfc3339, propagation};
 use crate::object::{StoredObject, meta_str};
 use crate::status::ApiError;
 use crate::store::Mutation;
@@ -36,6 +37,7 @@ pub(crate) fn delete_object(
             return Err(ApiError::not_found(info, &name));
         };
         let cur_value = cur.value();
+        propagation::validate(opts)?;
         let uid = meta_str(&cur_value, "uid");
         if let Some(w) = want_uid
             && w != uid
@@ -69,12 +71,25 @@ pub(crate) fn delete_object(
             v["status"] = json!({"phase": "Terminating"});
             return Ok(Mutation::Put(v));
         }
-        if has_finalizers(&cur_value) || is_pod {
-            if cur_value.pointer("/metadata/deletionTimestamp").is_some() {
-                kept = true;
-                return Ok(Mutation::Keep);
-            }
+        let gc = propagation::deletion_finalizers(info, &cur_value, opts);
+        let pending = gc
+            .as_ref()
+            .map_or_else(|| has_finalizers(&cur_value), |f| !f.is_empty());
+        let deleting = cur_value.pointer("/metadata/deletionTimestamp").is_some();
+        if deleting && pending {
+            // Already deleting: only the garbage collector's finalizers may still change.
+            kept = true;
+            return Ok(gc.map_or(Mutation::Keep, |f| {
+                let mut v = cur_value.clone();
+                v["metadata"]["finalizers"] = Value::Array(f);
+                Mutation::Put(v)
+            }));
+        }
+        if pending || (is_pod && !deleting) {
             let mut v = cur_value.clone();
+            if let Some(f) = gc {
+                set_finalizers(&mut v, f);
+            }
             v["metadata"]["deletionTimestamp"] = json!(now_rfc3339());
             v["metadata"]["deletionGracePeriodSeconds"] = json!(0);
             if info.tracks_generation {
@@ -84,7 +99,7 @@ pub(crate) fn delete_object(
                     .unwrap_or(0);
                 v["metadata"]["generation"] = json!(g + 1);
             }
-            kept = has_finalizers(&cur_value);
+            kept = pending;
             mark_then_delete = !kept;
             return Ok(Mutation::Put(v));
         }
@@ -93,6 +108,7 @@ pub(crate) fn delete_object(
     if let Some(o) = dry_obj {
         return Ok((o, true));
     }
+    state.gc.wake();
     let mut last = outcome
         .object
         .ok_or_else(|| ApiError::not_found(info, &name))?;
@@ -116,6 +132,17 @@ pub(crate) fn delete_object(
         }
     }
     Ok((last, true))
+}
+
+/// Sets `metadata.finalizers` of `v`, removing the field when `f` is empty.
+fn set_finalizers(v: &mut Value, f: Vec<Value>) {
+    if f.is_empty() {
+        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("finalizers");
+        }
+    } else {
+        v["metadata"]["finalizers"] = Value::Array(f);
+    }
 }
 
 /// How long a deleted namespace stays `Terminating` before it is removed (kube-apiserver's

@@ -4,7 +4,8 @@
 //! - [`resolve`]: a resource path to the [`Target`] it names;
 //! - `object.rs`: create and update with server-set metadata, optimistic concurrency,
 //!   generation, status/spec split and managed fields; `delete.rs`: deletion with
-//!   preconditions, finalizers and namespace termination;
+//!   preconditions, finalizers and namespace termination; `propagation.rs` the garbage
+//!   collector's finalizers a DELETE adds;
 //! - `rules.rs` and `apps.rs`: the per-kind strategies (defaults, validation); `validate.rs`
 //!   names, kinds and unknown fields; `managed.rs` managedFields; `crd/` what a
 //!   CustomResourceDefinition serves.
@@ -17,6 +18,7 @@ pub(crate) mod crd;
 mod delete;
 pub(crate) mod managed;
 mod object;
+pub(crate) mod propagation;
 pub(crate) mod rules;
 pub(crate) mod validate;
 pub(crate) mod validation;
@@ -47,6 +49,8 @@ pub(crate) struct AppState {
     pub(crate) shutdown: CancellationToken,
     /// The service account tokens issued by `serviceaccounts/token`, accepted as bearer tokens.
     pub(crate) tokens: parking_lot::Mutex<HashMap<String, IssuedToken>>,
+    /// Wakes the garbage collector after writes that may concern it.
+    pub(crate) gc: crate::gc::Trigger,
 }
 
 /// Where a resource request points.

@@ -348,6 +348,7 @@ pub(crate) fn create_object(
     if info.group.is_empty() && info.plural == "namespaces" {
         default_service_account(state, &name);
     }
+    state.gc.wake_for(&created);
     Ok(created)
 }
 
@@ -494,7 +495,7 @@ pub(crate) fn update_object(
             }
             v
         };
-        rules::on_update(info, &cur_value, &mut next)?;
+        rules::on_update(info, &cur_value, &mut next, status_only)?;
         if info.tracks_generation && spec_part(&next) != spec_part(&cur_value) {
             let g = cur_value
                 .pointer("/metadata/generation")
@@ -540,6 +541,10 @@ pub(crate) fn update_object(
         Ok(Mutation::Put(next))
     })?;
     if let Some((v, rv)) = dry_result {
+        if rv.is_none() {
+            // Deleted as its last finalizer went: owners may be waiting for it.
+            state.gc.wake();
+        }
         return Ok(Arc::new(match rv {
             Some(rv) => StoredObject::new(v, rv),
             None => StoredObject::without_rv(v),
@@ -548,6 +553,7 @@ pub(crate) fn update_object(
     let updated = outcome
         .object
         .ok_or_else(|| ApiError::not_found(info, &name))?;
+    state.gc.wake_for(&updated);
     if crd::is_crd(info) && !status_only {
         crd::install(state, &updated.value());
     }

@@ -35,15 +35,18 @@ pub(crate) fn on_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Re
         // The apiextensions controllers write the status; a create starts without one.
         obj.remove("status");
     }
+    let mut causes = Vec::new();
     if let Some(schema) = &info.schema {
         let mut v = Value::Object(std::mem::take(obj));
         crd::prune(&mut v, schema);
+        crd::default(&mut v, schema);
         if let Value::Object(m) = v {
             *obj = m;
         }
         if info.subresources.iter().any(|s| s == "status") {
             obj.remove("status");
         }
+        causes = crd::schema_causes(schema, &Value::Object(obj.clone()), None, false);
     }
     if core(info, "secrets") {
         secret_defaults(obj)?;
@@ -65,7 +68,6 @@ pub(crate) fn on_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Re
         csr_on_create(info, &name, obj)?;
     }
     validation::rbac_defaults(info, obj);
-    let mut causes = Vec::new();
     if apps::is_workload(info) {
         apps::set_defaults(info, obj);
         // The status subresource's owner (the controller) writes status; a create starts
@@ -99,7 +101,13 @@ fn with_validation(
 }
 
 /// The rules of an update from `old` to `new` (a whole object, server metadata restored).
-pub(crate) fn on_update(info: &ResourceInfo, old: &Value, new: &mut Value) -> Result<(), ApiError> {
+/// A `/status` write (`status_only`) of a custom resource checks the status alone.
+pub(crate) fn on_update(
+    info: &ResourceInfo,
+    old: &Value,
+    new: &mut Value,
+    status_only: bool,
+) -> Result<(), ApiError> {
     let Some(obj) = new.as_object_mut() else {
         return Ok(());
     };
@@ -107,8 +115,11 @@ pub(crate) fn on_update(info: &ResourceInfo, old: &Value, new: &mut Value) -> Re
     if crd::is_crd(info) {
         crd::validate(info, obj)?;
     }
+    let mut kind_causes = Vec::new();
     if let Some(schema) = &info.schema {
         crd::prune(new, schema);
+        crd::default(new, schema);
+        kind_causes = crd::schema_causes(schema, new, Some(old), status_only);
     }
     let Some(obj) = new.as_object_mut() else {
         return Ok(());
@@ -174,7 +185,6 @@ pub(crate) fn on_update(info: &ResourceInfo, old: &Value, new: &mut Value) -> Re
     }
     validation::rbac_defaults(info, obj);
     causes.extend(validation::rbac_update_causes(info, old, obj));
-    let mut kind_causes = Vec::new();
     if apps::is_workload(info) {
         apps::set_defaults(info, obj);
         kind_causes = apps::causes(obj);

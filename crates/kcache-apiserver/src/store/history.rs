@@ -61,6 +61,7 @@ impl StoreEvent {
 
 /// How much history to keep per resource type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HistoryConfig {
     /// Keep at most this many events per resource type.
     pub max_events: usize,

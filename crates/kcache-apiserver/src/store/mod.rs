@@ -223,6 +223,17 @@ impl Store {
         })
     }
 
+    /// The current objects of `id`.
+    #[must_use]
+    pub(crate) fn objects(&self, id: &ResourceId) -> Vec<Arc<StoredObject>> {
+        let inner = self.inner.read();
+        inner
+            .tables
+            .get(id)
+            .map(|t| t.objects.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// Keys of the current objects of `id` whose key starts with `prefix`.
     #[must_use]
     pub(crate) fn keys_with_prefix(&self, id: &ResourceId, prefix: &str) -> Vec<String> {

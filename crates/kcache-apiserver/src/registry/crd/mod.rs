@@ -1,11 +1,18 @@
 //! CustomResourceDefinitions (`apiextensions.k8s.io/v1`): a created CRD serves its resource
 //! at once — every served version registered (discovery, list/watch, CRUD, the `status`
 //! subresource when declared, short names), its custom resources pruned by the version's
-//! structural schema — and gets the status kube-apiserver's apiextensions controllers write
-//! (`NamesAccepted`, `Established`, `acceptedNames`, `storedVersions`). Deleting the CRD
-//! deletes its custom resources and stops serving it.
+//! structural schema, defaulted and validated by it ([`schema`], [`listtype`]) — and gets the
+//! status kube-apiserver's apiextensions controllers write (`NamesAccepted`, `Established`,
+//! `acceptedNames`, `storedVersions`). Deleting the CRD deletes its custom resources and
+//! stops serving it.
 
+mod cel;
+mod defaults;
+mod formats;
+mod gofmt;
+mod listtype;
 mod prune;
+mod schema;
 
 use std::sync::Arc;
 
@@ -17,6 +24,66 @@ use super::AppState;
 use crate::resource::{ResourceId, ResourceInfo};
 use crate::status::{ApiError, Cause};
 use crate::store::Mutation;
+
+/// Prunes the `null`s a custom resource's schema neither allows nor defaults, then applies
+/// the schema's defaults (what apiextensions-apiserver does after pruning, on every decode).
+pub(crate) fn default(obj: &mut Value, schema: &Value) {
+    defaults::prune_nulls(obj, Some(schema));
+    defaults::apply(obj, schema);
+}
+
+/// The failures of a custom resource `new` against its schema, as kube-apiserver reports them:
+/// the structural schema (ratcheted against `old` on an update), then the list types (on an
+/// update only when `old` had no list-type failure). A `/status` write (`status_only`) checks
+/// `status` by its own schema, with paths under `status`.
+pub(crate) fn schema_causes(
+    schema: &Value,
+    new: &Value,
+    old: Option<&Value>,
+    status_only: bool,
+) -> Vec<Cause> {
+    let mut causes = if status_only {
+        match (new.get("status"), schema.pointer("/properties/status")) {
+            (Some(status), Some(status_schema)) => schema::validate(
+                status_schema,
+                status,
+                old.and_then(|o| o.get("status")),
+                "status",
+            ),
+            _ => Vec::new(),
+        }
+    } else {
+        schema::validate(schema, new, old, "")
+    };
+    if old.is_none_or(|o| listtype::validate(schema, o).is_empty()) {
+        causes.extend(listtype::validate(schema, new));
+    }
+    // CEL rules run only on an object without the failures that block them (kube-apiserver's
+    // hasBlockingErr); they see the whole object, also on a `/status` write.
+    let blocking = causes.iter().any(|c| {
+        matches!(
+            c.reason.as_str(),
+            "FieldValueNotSupported"
+                | "FieldValueRequired"
+                | "FieldValueTooLong"
+                | "FieldValueTooMany"
+                | "FieldValueTypeInvalid"
+        )
+    });
+    if !cel::has_rules(schema) {
+        return causes;
+    }
+    if blocking {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            "",
+        ));
+    } else {
+        causes.extend(cel::validate(schema, new, old, ""));
+    }
+    causes
+}
 
 /// Whether `info` is the CustomResourceDefinition type.
 pub(crate) fn is_crd(info: &ResourceInfo) -> bool {
