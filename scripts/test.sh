@@ -84,6 +84,11 @@ scripts/peer-smoke.sh
 step "cargo test"
 PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test --workspace --locked --no-fail-fast
 
+step "kube-rs's own cluster tests on kube-apiserver and kcache serve (scripts/kube-rs-cluster-tests.sh)"
+# The published kube, kube-client and kube-runtime crates' cluster tests: every test that passes
+# on the upstream server must pass on `kcache serve`.
+scripts/kube-rs-cluster-tests.sh
+
 du -sh target 2>/dev/null | sed 's/^/test.sh: build directory: /' || true
 
 step "kcache bench smoke (500 pods, 1 run, every peer) against the upstream server"
