@@ -40,7 +40,7 @@ cd "$(dirname "$0")/.."
 CPA_VERSION=0.52.0
 NIGHTLY=nightly-2026-06-01
 RUSTDOC_JSON_FORMAT=57
-crates=(kcache kcache-client kcache-proto kcache-apiserver kcache-metrics kcache-runtime)
+crates=(kcache kcache-client kcache-proto kcache-apiserver kcache-metrics kcache-runtime kcache-testenv)
 
 update=0
 case "${1:-}" in
