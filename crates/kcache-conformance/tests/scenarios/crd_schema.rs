@@ -7,6 +7,7 @@
 use kcache_conformance::normalise;
 use serde_json::{Value, json};
 
+use crate::crd_writes::{self, api_version};
 use crate::crds::wait_established;
 use crate::script::Script;
 
@@ -39,12 +40,12 @@ pub(crate) const NAMES: &[&str] = &[
 
 /// Creates a Widget CRD (status subresource) whose `spec` has `spec_schema`; returns the
 /// widgets URL of the scenario's namespace.
-async fn install(s: &mut Script<'_>, spec_schema: Value) -> anyhow::Result<String> {
+pub(crate) async fn install(s: &mut Script<'_>, spec_schema: Value) -> anyhow::Result<String> {
     install_with(s, spec_schema, json!({"status": {}})).await
 }
 
 /// [`install`] with the version's `subresources`.
-async fn install_with(
+pub(crate) async fn install_with(
     s: &mut Script<'_>,
     spec_schema: Value,
     subresources: Value,
@@ -73,13 +74,13 @@ async fn install_with(
     Ok(format!("/apis/{group}/v1/namespaces/{}/widgets", s.ns))
 }
 
-fn widget(name: &str, spec: Value) -> Value {
+pub(crate) fn widget(name: &str, spec: Value) -> Value {
     json!({"apiVersion": "x/v1", "kind": "Widget", "metadata": {"name": name}, "spec": spec})
 }
 
 /// Sends a request; writes `label: status reason` and each cause (`field reason: message`),
 /// sorted, and the spec of a successful answer.
-async fn judged(
+pub(crate) async fn judged(
     s: &mut Script<'_>,
     label: &str,
     method: &str,
@@ -127,7 +128,11 @@ async fn judged(
 }
 
 /// POSTs one widget per `(name, spec)` and writes each judgement.
-async fn creates(s: &mut Script<'_>, url: &str, cases: &[(&str, Value)]) -> anyhow::Result<()> {
+pub(crate) async fn creates(
+    s: &mut Script<'_>,
+    url: &str,
+    cases: &[(&str, Value)],
+) -> anyhow::Result<()> {
     for (name, spec) in cases {
         let mut body = widget(name, spec.clone());
         // The URL is /apis/{group}/v1/...
@@ -401,360 +406,12 @@ pub(crate) async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
             )
             .await
         }
-        "crd_schema_invalid_status" => invalid_status(s).await,
-        "crd_schema_invalid_patches" => invalid_patches(s).await,
-        "crd_schema_defaults" => defaults(s).await,
-        "crd_schema_ratcheting" => ratcheting(s).await,
-        "crd_cel_rules" => cel_rules(s).await,
-        "crd_scale_subresource" => scale(s).await,
+        "crd_schema_invalid_status" => crd_writes::invalid_status(s).await,
+        "crd_schema_invalid_patches" => crd_writes::invalid_patches(s).await,
+        "crd_schema_defaults" => crd_writes::defaults(s).await,
+        "crd_schema_ratcheting" => crd_writes::ratcheting(s).await,
+        "crd_cel_rules" => crd_writes::cel_rules(s).await,
+        "crd_scale_subresource" => crd_writes::scale(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
-}
-
-fn api_version(s: &Script<'_>) -> String {
-    format!("{}.example.com/v1", s.ns)
-}
-
-async fn invalid_status(s: &mut Script<'_>) -> anyhow::Result<()> {
-    let url = install(
-        s,
-        json!({"type": "object", "properties": {"size": {"type": "integer"}}}),
-    )
-    .await?;
-    let mut w = widget("w", json!({"size": 1}));
-    w["apiVersion"] = json!(api_version(s));
-    judged(s, "create", "POST", &url, "application/json", w).await?;
-    let st = format!("{url}/w/status");
-    let merge = "application/merge-patch+json";
-    for (label, status) in [
-        ("status-wrong-type", json!({"status": {"ready": "yes"}})),
-        ("status-not-in-enum", json!({"status": {"phase": "Lost"}})),
-        ("status-below-minimum", json!({"status": {"count": -1}})),
-        (
-            "status-ok",
-            json!({"status": {"ready": true, "phase": "Running"}}),
-        ),
-    ] {
-        let r = judged(s, label, "PATCH", &st, merge, status).await?;
-        s.field("  status", &r, "/status");
-    }
-    Ok(())
-}
-
-async fn invalid_patches(s: &mut Script<'_>) -> anyhow::Result<()> {
-    let url = install(
-        s,
-        json!({"type": "object", "required": ["size"], "properties": {
-            "size": {"type": "integer", "maximum": 5}, "name": {"type": "string"}}}),
-    )
-    .await?;
-    let mut w = widget("w", json!({"size": 1}));
-    w["apiVersion"] = json!(api_version(s));
-    judged(s, "create", "POST", &url, "application/json", w).await?;
-    let one = format!("{url}/w");
-    let merge = "application/merge-patch+json";
-    judged(
-        s,
-        "merge-type",
-        "PATCH",
-        &one,
-        merge,
-        json!({"spec": {"size": "big"}}),
-    )
-    .await?;
-    judged(
-        s,
-        "merge-maximum",
-        "PATCH",
-        &one,
-        merge,
-        json!({"spec": {"size": 9}}),
-    )
-    .await?;
-    judged(
-        s,
-        "merge-remove-required",
-        "PATCH",
-        &one,
-        merge,
-        json!({"spec": {"size": null}}),
-    )
-    .await?;
-    // `add`: kube-apiserver's JSON patch also replaces a missing key, kcache's refuses it.
-    let ops = json!([{"op": "add", "path": "/spec/name", "value": 7}]);
-    judged(
-        s,
-        "json-patch",
-        "PATCH",
-        &one,
-        "application/json-patch+json",
-        ops,
-    )
-    .await?;
-    let apply = json!({"apiVersion": api_version(s), "kind": "Widget",
-        "metadata": {"name": "w"}, "spec": {"size": 6}});
-    judged(
-        s,
-        "apply",
-        "PATCH",
-        &format!("{one}?fieldManager=m&force=true"),
-        "application/apply-patch+yaml",
-        apply,
-    )
-    .await?;
-    let r = s.t.send("GET", &one, None).await?;
-    s.field("stored spec", &r.body, "/spec");
-    Ok(())
-}
-
-async fn defaults(s: &mut Script<'_>) -> anyhow::Result<()> {
-    let url = install(
-        s,
-        json!({"type": "object", "properties": {
-            "replicas": {"type": "integer", "default": 1},
-            "mode": {"type": "string", "default": "fast"},
-            "ports": {"type": "array", "items": {"type": "object", "properties": {
-                "name": {"type": "string"}, "protocol": {"type": "string", "default": "TCP"}}}},
-            "nested": {"type": "object", "default": {}, "properties": {
-                "level": {"type": "integer", "default": 3}}}}}),
-    )
-    .await?;
-    let mut w = widget(
-        "w",
-        json!({"mode": null, "ports": [{"name": "a"}, {"protocol": "UDP"}]}),
-    );
-    w["apiVersion"] = json!(api_version(s));
-    judged(s, "create", "POST", &url, "application/json", w).await?;
-    let one = format!("{url}/w");
-    let merge = "application/merge-patch+json";
-    judged(
-        s,
-        "merge-null-defaulted",
-        "PATCH",
-        &one,
-        merge,
-        json!({"spec": {"replicas": null}}),
-    )
-    .await?;
-    let r = s.t.send("GET", &one, None).await?;
-    let mut w = r.body;
-    w["spec"] = json!({});
-    judged(s, "put-empty-spec", "PUT", &one, "application/json", w).await?;
-    Ok(())
-}
-
-async fn ratcheting(s: &mut Script<'_>) -> anyhow::Result<()> {
-    let loose = json!({"type": "object", "properties": {
-        "color": {"type": "string"}, "size": {"type": "integer"}}});
-    let url = install(s, loose).await?;
-    let mut w = widget("w", json!({"color": "green", "size": 1}));
-    w["apiVersion"] = json!(api_version(s));
-    judged(
-        s,
-        "create under the loose schema",
-        "POST",
-        &url,
-        "application/json",
-        w,
-    )
-    .await?;
-    let name = format!("widgets.{}.example.com", s.ns);
-    let r = s.t.send("GET", &format!("{CRDS}/{name}"), None).await?;
-    let mut crd = r.body;
-    let color = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/color";
-    if let Some(c) = crd.pointer_mut(color) {
-        *c = json!({"type": "string", "enum": ["red", "blue"]});
-    }
-    s.req(
-        "tighten the schema",
-        "PUT",
-        &format!("{CRDS}/{name}"),
-        Some(crd),
-    )
-    .await?;
-    // kube-apiserver swaps the schema in asynchronously: wait until a new invalid value fails.
-    let mut w = widget("probe", json!({"color": "green"}));
-    w["apiVersion"] = json!(api_version(s));
-    let mut tightened = false;
-    for _ in 0..100 {
-        let r =
-            s.t.send("POST", &format!("{url}?dryRun=All"), Some(w.clone()))
-                .await?;
-        if r.status == 422 {
-            tightened = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    s.note(format!("schema tightened: {tightened}"));
-    let one = format!("{url}/w");
-    let merge = "application/merge-patch+json";
-    judged(
-        s,
-        "other field changed",
-        "PATCH",
-        &one,
-        merge,
-        json!({"spec": {"size": 2}}),
-    )
-    .await?;
-    judged(
-        s,
-        "invalid value changed",
-        "PATCH",
-        &one,
-        merge,
-        json!({"spec": {"color": "pink"}}),
-    )
-    .await?;
-    judged(
-        s,
-        "fixed",
-        "PATCH",
-        &one,
-        merge,
-        json!({"spec": {"color": "red"}}),
-    )
-    .await?;
-    Ok(())
-}
-
-async fn cel_rules(s: &mut Script<'_>) -> anyhow::Result<()> {
-    let url = install(
-        s,
-        json!({"type": "object",
-        "x-kubernetes-validations": [
-            {"rule": "self.min <= self.max", "message": "min must not exceed max"},
-            // kube-apiserver refuses rules whose estimated cost is unbounded (string(int)
-            // in a message expression, unbounded lists): the CRD bounds them.
-            {"rule": "self.max < 100",
-             "messageExpression": "'max is ' + (self.max > 1000 ? 'far' : 'a bit') + ' too large'"},
-            {"rule": "!has(self.name) || self.name.startsWith('w')",
-             "fieldPath": ".name", "reason": "FieldValueForbidden"},
-            {"rule": "self.tags.all(t, t.size() <= 3)"}
-        ],
-        "properties": {
-            "min": {"type": "integer"}, "max": {"type": "integer"},
-            "name": {"type": "string"},
-            "tags": {"type": "array", "default": [], "maxItems": 5,
-                     "items": {"type": "string", "maxLength": 10}},
-            "mode": {"type": "string", "x-kubernetes-validations": [
-                {"rule": "self == oldSelf", "message": "mode is immutable"}]},
-            "level": {"type": "integer", "x-kubernetes-validations": [
-                {"rule": "self >= oldSelf", "message": "level may only grow"}]}
-        }}),
-    )
-    .await?;
-    creates(
-        s,
-        &url,
-        &[
-            (
-                "ok",
-                json!({"min": 1, "max": 2, "name": "wa", "mode": "a", "level": 1}),
-            ),
-            ("message", json!({"min": 3, "max": 2})),
-            ("message-expression", json!({"min": 1, "max": 200})),
-            (
-                "field-path-and-reason",
-                json!({"min": 1, "max": 2, "name": "x"}),
-            ),
-            (
-                "default-message",
-                json!({"min": 1, "max": 2, "tags": ["long"]}),
-            ),
-            ("schema-error-blocks-rules", json!({"min": "one", "max": 2})),
-        ],
-    )
-    .await?;
-    let one = format!("{url}/ok");
-    let merge = "application/merge-patch+json";
-    judged(
-        s,
-        "transition-immutable",
-        "PATCH",
-        &one,
-        merge,
-        json!({"spec": {"mode": "b"}}),
-    )
-    .await?;
-    judged(
-        s,
-        "transition-shrink",
-        "PATCH",
-        &one,
-        merge,
-        json!({"spec": {"level": 0}}),
-    )
-    .await?;
-    judged(
-        s,
-        "transition-grow",
-        "PATCH",
-        &one,
-        merge,
-        json!({"spec": {"level": 2}}),
-    )
-    .await?;
-    Ok(())
-}
-
-async fn scale(s: &mut Script<'_>) -> anyhow::Result<()> {
-    let url = install_with(
-        s,
-        json!({"type": "object", "properties": {"replicas": {"type": "integer"}}}),
-        json!({"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
-            "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"}}),
-    )
-    .await?;
-    let d = s
-        .req(
-            "discovery",
-            "GET",
-            &format!("/apis/{}.example.com/v1", s.ns),
-            None,
-        )
-        .await?;
-    let mut names: Vec<String> = d.body["resources"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|r| r["name"].as_str().map(str::to_owned))
-        .collect();
-    names.sort();
-    s.note(format!("resources {}", names.join(",")));
-    let mut w = widget("w", json!({"replicas": 2}));
-    w["apiVersion"] = json!(api_version(s));
-    judged(s, "create", "POST", &url, "application/json", w).await?;
-    let st = json!({"status": {"replicas": 2, "selector": "app=w"}});
-    judged(
-        s,
-        "status",
-        "PATCH",
-        &format!("{url}/w/status"),
-        "application/merge-patch+json",
-        st,
-    )
-    .await?;
-    let sc = format!("{url}/w/scale");
-    let r = s.req("get scale", "GET", &sc, None).await?;
-    s.field("  scale spec", &r.body, "/spec");
-    s.field("  scale status", &r.body, "/status");
-    s.field("  scale apiVersion", &r.body, "/apiVersion");
-    let mut scale = r.body;
-    scale["spec"]["replicas"] = json!(5);
-    let r = s.req("put scale", "PUT", &sc, Some(scale)).await?;
-    s.field("  scale spec", &r.body, "/spec");
-    let r = s
-        .req(
-            "patch scale",
-            "PATCH",
-            &sc,
-            Some(json!({"spec": {"replicas": 7}})),
-        )
-        .await?;
-    s.field("  scale spec", &r.body, "/spec");
-    let r = s.t.send("GET", &format!("{url}/w"), None).await?;
-    s.field("widget spec", &r.body, "/spec");
-    Ok(())
 }

@@ -9,6 +9,7 @@
 //! Every scenario here was written against, and first run on, the upstream server.
 
 mod crd_schema;
+mod crd_writes;
 mod crds;
 mod lifecycle;
 mod patches;
