@@ -32,7 +32,7 @@ fn crd(group: &str) -> Value {
 }
 
 /// Polls the CRD until it is Established (kube-apiserver's controllers take a moment).
-async fn wait_established(s: &mut Script<'_>, name: &str) -> anyhow::Result<Value> {
+pub(crate) async fn wait_established(s: &mut Script<'_>, name: &str) -> anyhow::Result<Value> {
     for _ in 0..100 {
         let r = s.t.send("GET", &format!("{CRDS}/{name}"), None).await?;
         let established = r

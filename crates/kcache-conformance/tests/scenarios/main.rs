@@ -8,6 +8,8 @@
 //!
 //! Every scenario here was written against, and first run on, the upstream server.
 
+mod crd_schema;
+mod crd_writes;
 mod crds;
 mod lifecycle;
 mod patches;
@@ -67,6 +69,27 @@ const SCENARIOS: &[&str] = &[
     "common_kinds_validation",
     "server_side_apply_ownership",
     "pod_spec_subresources",
+    "crd_schema_integer_vs_string",
+    "crd_schema_minimum_maximum",
+    "crd_schema_enum",
+    "crd_schema_required",
+    "crd_schema_pattern",
+    "crd_schema_lengths",
+    "crd_schema_items_count_and_uniqueness",
+    "crd_schema_item_types",
+    "crd_schema_number",
+    "crd_schema_int_or_string",
+    "crd_schema_nullable",
+    "crd_schema_formats",
+    "crd_schema_properties_count",
+    "crd_schema_list_types",
+    "crd_schema_several_errors",
+    "crd_schema_invalid_status",
+    "crd_schema_invalid_patches",
+    "crd_schema_defaults",
+    "crd_schema_ratcheting",
+    "crd_cel_rules",
+    "crd_scale_subresource",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -119,6 +142,7 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "common_kinds_validation" => validation::common_kinds_validation(s).await,
         "server_side_apply_ownership" => patches::server_side_apply_ownership(s).await,
         "pod_spec_subresources" => resources::pod_spec_subresources(s).await,
+        n if crd_schema::NAMES.contains(&n) => crd_schema::run(n, s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

@@ -1,5 +1,6 @@
-//! The `scale` subresource of Deployments, ReplicaSets, StatefulSets and
-//! ReplicationControllers: an
+//! The `scale` subresource of Deployments, ReplicaSets, StatefulSets,
+//! ReplicationControllers and custom resources whose CRD declares one (its
+//! `specReplicasPath`, `statusReplicasPath` and `labelSelectorPath`): an
 //! `autoscaling/v1` `Scale` view of `spec.replicas`, `status.replicas` and the selector, read
 //! with GET and written with PUT (JSON, YAML or protobuf), a patch (what `kubectl scale`
 //! sends) or an apply patch.
@@ -16,6 +17,7 @@ use super::{get_object, update_object};
 use crate::http::negotiate::{BodyType, body_type, output};
 use crate::http::{AppState, Target, json_response};
 use crate::object::StoredObject;
+use crate::registry::crd::ScalePaths;
 use crate::registry::managed::FieldsChange;
 use crate::status::ApiError;
 
@@ -40,8 +42,13 @@ fn selector_string(obj: &Value) -> String {
     pairs.join(",")
 }
 
-/// The `Scale` view of a workload.
-fn scale_of(obj: &StoredObject) -> Value {
+/// A custom resource's scale paths (from its CRD); `None` for a workload.
+fn paths_of(state: &AppState, target: &Target) -> Option<ScalePaths> {
+    crate::registry::crd::scale_paths(state, &target.info)
+}
+
+/// The `Scale` view of a workload, or of a custom resource by its CRD's `paths`.
+fn scale_of(obj: &StoredObject, paths: Option<&ScalePaths>) -> Value {
     let v = obj.value();
     let mut meta = Map::new();
     for k in ["name", "namespace", "uid", "creationTimestamp"] {
@@ -50,16 +57,53 @@ fn scale_of(obj: &StoredObject) -> Value {
         }
     }
     meta.insert("resourceVersion".into(), json!(obj.rv().to_string()));
+    let (spec, status) = paths.map_or(("/spec/replicas", "/status/replicas"), |p| {
+        (p.spec.as_str(), p.status.as_str())
+    });
+    let mut status = json!({"replicas": v.pointer(status).cloned().unwrap_or(json!(0))});
+    match paths {
+        None => status["selector"] = json!(selector_string(&v)),
+        Some(p) => {
+            if let Some(sel) = p
+                .selector
+                .as_deref()
+                .and_then(|s| v.pointer(s))
+                .and_then(Value::as_str)
+            {
+                status["selector"] = json!(sel);
+            }
+        }
+    }
     json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": meta,
-        "spec": {"replicas": v.pointer("/spec/replicas").cloned().unwrap_or(json!(0))},
-        "status": {
-            "replicas": v.pointer("/status/replicas").cloned().unwrap_or(json!(0)),
-            "selector": selector_string(&v),
-        },
+        "spec": {"replicas": v.pointer(spec).cloned().unwrap_or(json!(0))},
+        "status": status,
     })
+}
+
+/// Sets the value at JSON pointer `ptr`, creating the objects on the way.
+fn set_at(v: &mut Value, ptr: &str, value: Value) {
+    let mut cur = v;
+    let parts: Vec<String> = ptr
+        .split('/')
+        .skip(1)
+        .map(|p| p.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    for (i, p) in parts.iter().enumerate() {
+        if !cur.is_object() {
+            *cur = json!({});
+        }
+        let Some(m) = cur.as_object_mut() else {
+            return;
+        };
+        if i + 1 == parts.len() {
+            m.insert(p.clone(), value);
+            return;
+        }
+        cur = m.entry(p.clone()).or_insert_with(|| json!({}));
+    }
 }
 
 fn main_target(target: &Target) -> Target {
@@ -77,7 +121,10 @@ pub(crate) fn get_scale(
 ) -> Result<Response, ApiError> {
     output(headers, false)?;
     let obj = get_object(state, &main_target(target))?;
-    Ok(json_response(200, &scale_of(&obj)))
+    Ok(json_response(
+        200,
+        &scale_of(&obj, paths_of(state, target).as_ref()),
+    ))
 }
 
 /// Writes `scale`'s `spec.replicas` into the workload (409 on a stale resourceVersion).
@@ -103,7 +150,11 @@ fn write_scale(
         ));
     }
     let mut next = cur.value().clone();
-    next["spec"]["replicas"] = replicas;
+    let paths = paths_of(state, target);
+    match &paths {
+        None => next["spec"]["replicas"] = replicas,
+        Some(p) => set_at(&mut next, &p.spec, replicas),
+    }
     match scale
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
@@ -114,7 +165,7 @@ fn write_scale(
     }
     let change = FieldsChange::Update(write.manager(headers, "Update"));
     let updated = update_object(state, &main, next, write.dry_run(), &change)?;
-    Ok(json_response(200, &scale_of(&updated)))
+    Ok(json_response(200, &scale_of(&updated, paths.as_ref())))
 }
 
 /// PUT of `…/scale`.
@@ -180,7 +231,7 @@ pub(crate) fn patch_scale(
         _ => return Err(ApiError::unsupported_patch()),
     };
     let cur = get_object(state, &main_target(target))?;
-    let mut scale = scale_of(&cur);
+    let mut scale = scale_of(&cur, paths_of(state, target).as_ref());
     if kind == BodyType::JsonPatch {
         let ops: json_patch::Patch = serde_json::from_value(patch.clone())
             .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;

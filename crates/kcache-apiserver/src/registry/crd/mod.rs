@@ -77,12 +77,59 @@ pub(crate) fn schema_causes(
         causes.push(Cause::new(
             "FieldValueInvalid",
             "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
-            "",
+            "<nil>",
         ));
     } else {
         causes.extend(cel::validate(schema, new, old, ""));
     }
     causes
+}
+
+/// Where a custom resource's `scale` subresource reads and writes (JSON pointers converted
+/// from the CRD's `specReplicasPath`, `statusReplicasPath` and `labelSelectorPath`).
+#[derive(Debug, Clone)]
+pub(crate) struct ScalePaths {
+    /// The desired replicas (`/spec/replicas`).
+    pub(crate) spec: String,
+    /// The observed replicas (`/status/replicas`).
+    pub(crate) status: String,
+    /// The label selector string, when declared.
+    pub(crate) selector: Option<String>,
+}
+
+/// A CRD's JSONPath (`.spec.replicas`) as a JSON pointer (`/spec/replicas`).
+fn pointer_of(json_path: &str) -> String {
+    json_path
+        .split('.')
+        .filter(|p| !p.is_empty())
+        .map(|p| format!("/{}", p.replace('~', "~0").replace('/', "~1")))
+        .collect()
+}
+
+/// The `scale` subresource of the custom resource type `info`, from its stored CRD.
+pub(crate) fn scale_paths(state: &AppState, info: &ResourceInfo) -> Option<ScalePaths> {
+    info.schema.as_ref()?;
+    let crd_info = state
+        .registry
+        .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")?;
+    let crd = state
+        .store
+        .get(&crd_info.id(), &format!("{}.{}", info.plural, info.group))?
+        .value();
+    let version = crd
+        .pointer("/spec/versions")?
+        .as_array()?
+        .iter()
+        .find(|v| v.get("name").and_then(Value::as_str) == Some(info.version.as_str()))?;
+    let scale = version.pointer("/subresources/scale")?;
+    Some(ScalePaths {
+        spec: pointer_of(str_at(scale, "/specReplicasPath")),
+        status: pointer_of(str_at(scale, "/statusReplicasPath")),
+        selector: scale
+            .get("labelSelectorPath")
+            .and_then(Value::as_str)
+            .map(pointer_of),
+    })
 }
 
 /// Whether `info` is the CustomResourceDefinition type.
@@ -239,6 +286,9 @@ fn served(crd: &Value) -> Vec<ResourceInfo> {
             }
             if v.pointer("/subresources/status").is_some() {
                 info.subresources.push("status".into());
+            }
+            if v.pointer("/subresources/scale").is_some() {
+                info.subresources.push("scale".into());
             }
             info.schema = v.pointer("/schema/openAPIV3Schema").cloned().map(Arc::new);
             info

@@ -252,6 +252,23 @@ impl Validator<'_> {
     fn number(&mut self, schema: &Value, n: &Number, name: &str) {
         let bad = gofmt::number(n);
         let data = as_f64(n);
+        let types = types(schema);
+        if types == ["integer"] && !is_json_integer(data) {
+            // kube-openapi's range check of the value is not a validation error: apiextensions
+            // reports it at the path it validates (none for the whole object: `<nil>`).
+            let field = if self.prefix.is_empty() {
+                "<nil>"
+            } else {
+                self.prefix
+            };
+            self.out.push(Cause::new(
+                "FieldValueInvalid",
+                format!(
+                    "Invalid value: \"\": Checked value must be of type integer (default format) in {name}"
+                ),
+                field,
+            ));
+        }
         if let Some(m) = schema.get("multipleOf").and_then(Value::as_f64)
             && m > 0.0
         {

@@ -1,0 +1,358 @@
+//! Custom resources judged by their CRD's schema beyond single keywords: `/status` writes,
+//! every patch type, defaults, ratcheting after the schema tightens, CEL rules and the scale
+//! subresource (the scenarios of [`crate::crd_schema`], sharing its helpers).
+
+use serde_json::json;
+
+use crate::crd_schema::{creates, install, install_with, judged, widget};
+use crate::script::Script;
+
+const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+pub(crate) fn api_version(s: &Script<'_>) -> String {
+    format!("{}.example.com/v1", s.ns)
+}
+
+pub(crate) async fn invalid_status(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let url = install(
+        s,
+        json!({"type": "object", "properties": {"size": {"type": "integer"}}}),
+    )
+    .await?;
+    let mut w = widget("w", json!({"size": 1}));
+    w["apiVersion"] = json!(api_version(s));
+    judged(s, "create", "POST", &url, "application/json", w).await?;
+    let st = format!("{url}/w/status");
+    let merge = "application/merge-patch+json";
+    for (label, status) in [
+        ("status-wrong-type", json!({"status": {"ready": "yes"}})),
+        ("status-not-in-enum", json!({"status": {"phase": "Lost"}})),
+        ("status-below-minimum", json!({"status": {"count": -1}})),
+        (
+            "status-ok",
+            json!({"status": {"ready": true, "phase": "Running"}}),
+        ),
+    ] {
+        let r = judged(s, label, "PATCH", &st, merge, status).await?;
+        s.field("  status", &r, "/status");
+    }
+    Ok(())
+}
+
+pub(crate) async fn invalid_patches(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let url = install(
+        s,
+        json!({"type": "object", "required": ["size"], "properties": {
+            "size": {"type": "integer", "maximum": 5}, "name": {"type": "string"}}}),
+    )
+    .await?;
+    let mut w = widget("w", json!({"size": 1}));
+    w["apiVersion"] = json!(api_version(s));
+    judged(s, "create", "POST", &url, "application/json", w).await?;
+    let one = format!("{url}/w");
+    let merge = "application/merge-patch+json";
+    judged(
+        s,
+        "merge-type",
+        "PATCH",
+        &one,
+        merge,
+        json!({"spec": {"size": "big"}}),
+    )
+    .await?;
+    judged(
+        s,
+        "merge-maximum",
+        "PATCH",
+        &one,
+        merge,
+        json!({"spec": {"size": 9}}),
+    )
+    .await?;
+    judged(
+        s,
+        "merge-remove-required",
+        "PATCH",
+        &one,
+        merge,
+        json!({"spec": {"size": null}}),
+    )
+    .await?;
+    // `add`: kube-apiserver's JSON patch also replaces a missing key, kcache's refuses it.
+    let ops = json!([{"op": "add", "path": "/spec/name", "value": 7}]);
+    judged(
+        s,
+        "json-patch",
+        "PATCH",
+        &one,
+        "application/json-patch+json",
+        ops,
+    )
+    .await?;
+    let apply = json!({"apiVersion": api_version(s), "kind": "Widget",
+        "metadata": {"name": "w"}, "spec": {"size": 6}});
+    judged(
+        s,
+        "apply",
+        "PATCH",
+        &format!("{one}?fieldManager=m&force=true"),
+        "application/apply-patch+yaml",
+        apply,
+    )
+    .await?;
+    let r = s.t.send("GET", &one, None).await?;
+    s.field("stored spec", &r.body, "/spec");
+    Ok(())
+}
+
+pub(crate) async fn defaults(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let url = install(
+        s,
+        json!({"type": "object", "properties": {
+            "replicas": {"type": "integer", "default": 1},
+            "mode": {"type": "string", "default": "fast"},
+            "ports": {"type": "array", "items": {"type": "object", "properties": {
+                "name": {"type": "string"}, "protocol": {"type": "string", "default": "TCP"}}}},
+            "nested": {"type": "object", "default": {}, "properties": {
+                "level": {"type": "integer", "default": 3}}}}}),
+    )
+    .await?;
+    let mut w = widget(
+        "w",
+        json!({"mode": null, "ports": [{"name": "a"}, {"protocol": "UDP"}]}),
+    );
+    w["apiVersion"] = json!(api_version(s));
+    judged(s, "create", "POST", &url, "application/json", w).await?;
+    let one = format!("{url}/w");
+    let merge = "application/merge-patch+json";
+    judged(
+        s,
+        "merge-null-defaulted",
+        "PATCH",
+        &one,
+        merge,
+        json!({"spec": {"replicas": null}}),
+    )
+    .await?;
+    let r = s.t.send("GET", &one, None).await?;
+    let mut w = r.body;
+    w["spec"] = json!({});
+    judged(s, "put-empty-spec", "PUT", &one, "application/json", w).await?;
+    Ok(())
+}
+
+pub(crate) async fn ratcheting(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let loose = json!({"type": "object", "properties": {
+        "color": {"type": "string"}, "size": {"type": "integer"}}});
+    let url = install(s, loose).await?;
+    let mut w = widget("w", json!({"color": "green", "size": 1}));
+    w["apiVersion"] = json!(api_version(s));
+    judged(
+        s,
+        "create under the loose schema",
+        "POST",
+        &url,
+        "application/json",
+        w,
+    )
+    .await?;
+    let name = format!("widgets.{}.example.com", s.ns);
+    let r = s.t.send("GET", &format!("{CRDS}/{name}"), None).await?;
+    let mut crd = r.body;
+    let color = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/color";
+    if let Some(c) = crd.pointer_mut(color) {
+        *c = json!({"type": "string", "enum": ["red", "blue"]});
+    }
+    s.req(
+        "tighten the schema",
+        "PUT",
+        &format!("{CRDS}/{name}"),
+        Some(crd),
+    )
+    .await?;
+    // kube-apiserver swaps the schema in asynchronously: wait until a new invalid value fails.
+    let mut w = widget("probe", json!({"color": "green"}));
+    w["apiVersion"] = json!(api_version(s));
+    let mut tightened = false;
+    for _ in 0..100 {
+        let r =
+            s.t.send("POST", &format!("{url}?dryRun=All"), Some(w.clone()))
+                .await?;
+        if r.status == 422 {
+            tightened = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    s.note(format!("schema tightened: {tightened}"));
+    let one = format!("{url}/w");
+    let merge = "application/merge-patch+json";
+    judged(
+        s,
+        "other field changed",
+        "PATCH",
+        &one,
+        merge,
+        json!({"spec": {"size": 2}}),
+    )
+    .await?;
+    judged(
+        s,
+        "invalid value changed",
+        "PATCH",
+        &one,
+        merge,
+        json!({"spec": {"color": "pink"}}),
+    )
+    .await?;
+    judged(
+        s,
+        "fixed",
+        "PATCH",
+        &one,
+        merge,
+        json!({"spec": {"color": "red"}}),
+    )
+    .await?;
+    Ok(())
+}
+
+pub(crate) async fn cel_rules(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let url = install(
+        s,
+        json!({"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.min <= self.max", "message": "min must not exceed max"},
+            // kube-apiserver refuses rules whose estimated cost is unbounded (string(int)
+            // in a message expression, unbounded lists): the CRD bounds them.
+            {"rule": "self.max < 100",
+             "messageExpression": "'max is ' + (self.max > 1000 ? 'far' : 'a bit') + ' too large'"},
+            {"rule": "!has(self.name) || self.name.startsWith('w')",
+             "fieldPath": ".name", "reason": "FieldValueForbidden"},
+            {"rule": "self.tags.all(t, t.size() <= 3)"}
+        ],
+        "properties": {
+            "min": {"type": "integer"}, "max": {"type": "integer"},
+            "name": {"type": "string"},
+            "tags": {"type": "array", "default": [], "maxItems": 5,
+                     "items": {"type": "string", "maxLength": 10}},
+            "mode": {"type": "string", "x-kubernetes-validations": [
+                {"rule": "self == oldSelf", "message": "mode is immutable"}]},
+            "level": {"type": "integer", "x-kubernetes-validations": [
+                {"rule": "self >= oldSelf", "message": "level may only grow"}]}
+        }}),
+    )
+    .await?;
+    creates(
+        s,
+        &url,
+        &[
+            (
+                "ok",
+                json!({"min": 1, "max": 2, "name": "wa", "mode": "a", "level": 1}),
+            ),
+            ("message", json!({"min": 3, "max": 2})),
+            ("message-expression", json!({"min": 1, "max": 200})),
+            (
+                "field-path-and-reason",
+                json!({"min": 1, "max": 2, "name": "x"}),
+            ),
+            (
+                "default-message",
+                json!({"min": 1, "max": 2, "tags": ["long"]}),
+            ),
+            ("schema-error-blocks-rules", json!({"min": "one", "max": 2})),
+        ],
+    )
+    .await?;
+    let one = format!("{url}/ok");
+    let merge = "application/merge-patch+json";
+    judged(
+        s,
+        "transition-immutable",
+        "PATCH",
+        &one,
+        merge,
+        json!({"spec": {"mode": "b"}}),
+    )
+    .await?;
+    judged(
+        s,
+        "transition-shrink",
+        "PATCH",
+        &one,
+        merge,
+        json!({"spec": {"level": 0}}),
+    )
+    .await?;
+    judged(
+        s,
+        "transition-grow",
+        "PATCH",
+        &one,
+        merge,
+        json!({"spec": {"level": 2}}),
+    )
+    .await?;
+    Ok(())
+}
+
+pub(crate) async fn scale(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let url = install_with(
+        s,
+        json!({"type": "object", "properties": {"replicas": {"type": "integer"}}}),
+        json!({"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"}}),
+    )
+    .await?;
+    let d = s
+        .req(
+            "discovery",
+            "GET",
+            &format!("/apis/{}.example.com/v1", s.ns),
+            None,
+        )
+        .await?;
+    let mut names: Vec<String> = d.body["resources"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["name"].as_str().map(str::to_owned))
+        .collect();
+    names.sort();
+    s.note(format!("resources {}", names.join(",")));
+    let mut w = widget("w", json!({"replicas": 2}));
+    w["apiVersion"] = json!(api_version(s));
+    judged(s, "create", "POST", &url, "application/json", w).await?;
+    let st = json!({"status": {"replicas": 2, "selector": "app=w"}});
+    judged(
+        s,
+        "status",
+        "PATCH",
+        &format!("{url}/w/status"),
+        "application/merge-patch+json",
+        st,
+    )
+    .await?;
+    let sc = format!("{url}/w/scale");
+    let r = s.req("get scale", "GET", &sc, None).await?;
+    s.field("  scale spec", &r.body, "/spec");
+    s.field("  scale status", &r.body, "/status");
+    s.field("  scale apiVersion", &r.body, "/apiVersion");
+    let mut scale = r.body;
+    scale["spec"]["replicas"] = json!(5);
+    let r = s.req("put scale", "PUT", &sc, Some(scale)).await?;
+    s.field("  scale spec", &r.body, "/spec");
+    let r = s
+        .req(
+            "patch scale",
+            "PATCH",
+            &sc,
+            Some(json!({"spec": {"replicas": 7}})),
+        )
+        .await?;
+    s.field("  scale spec", &r.body, "/spec");
+    let r = s.t.send("GET", &format!("{url}/w"), None).await?;
+    s.field("widget spec", &r.body, "/spec");
+    Ok(())
+}
