@@ -9,6 +9,7 @@
 //! Every scenario here was written against, and first run on, the upstream server.
 
 mod crds;
+mod deletion;
 mod lifecycle;
 mod patches;
 mod protobuf;
@@ -67,6 +68,7 @@ const SCENARIOS: &[&str] = &[
     "common_kinds_validation",
     "server_side_apply_ownership",
     "pod_spec_subresources",
+    "deletion_propagation",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -119,6 +121,7 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "common_kinds_validation" => validation::common_kinds_validation(s).await,
         "server_side_apply_ownership" => patches::server_side_apply_ownership(s).await,
         "pod_spec_subresources" => resources::pod_spec_subresources(s).await,
+        "deletion_propagation" => deletion::deletion_propagation(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }
