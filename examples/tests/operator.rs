@@ -1,7 +1,9 @@
 //! The operator example on the embedded server: a Website gets its ConfigMap and Deployment
 //! (owned), a finalizer, its status and one `Created` Event however many reconciles run;
 //! the Deployment's readiness reaches the status through `owns`; every family is on
-//! `/metrics`; deleting the Website runs the cleanup, and it is gone.
+//! `/metrics`; deleting the Website runs the cleanup, and it is gone. The server, the
+//! namespace, the CRD (waited for until Established) and the client come from
+//! `kcache_testenv::TestEnv`.
 
 #[allow(dead_code, reason = "the example's main and CLI are not used here")]
 #[path = "../operator.rs"]
@@ -10,8 +12,8 @@ mod operator;
 use std::{net::SocketAddr, time::Duration};
 
 use anyhow::{Context as _, Result, anyhow};
-use kcache_apiserver::{ApiServer, ServerHandle};
-use kcache_client::Client;
+use kcache_apiserver::ServerHandle;
+use kcache_testenv::TestEnv;
 use operator::{FINALIZER, Website, WebsiteSpec};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -61,18 +63,13 @@ fn events(h: &ServerHandle, reason: &str) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_creates_reports_and_cleans_up_a_website() -> Result<()> {
-    let server = ApiServer::builder().start().await?;
-    let h = server.handle().clone();
-    h.create("/api/v1/namespaces", json!({"metadata": {"name": NS}}))
-        .and_then(|_| {
-            h.create(
-                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
-                operator::crd(),
-            )
-        })
-        .map_err(|e| anyhow!("seeding: {e}"))?;
-    let client = Client::from_url(&server.url())?;
-    let manager = operator::operator(client, NS, "127.0.0.1:0".parse()?)?;
+    let env = TestEnv::builder()
+        .namespace(NS)
+        .crd_value(operator::crd())
+        .start()
+        .await?;
+    let h = env.handle().clone();
+    let manager = operator::operator(env.client(), NS, "127.0.0.1:0".parse()?)?;
     let addr = manager.metrics_addr().context("bound")?;
     let cancel = CancellationToken::new();
     let run = tokio::spawn(manager.run_until(cancel.clone()));
@@ -182,6 +179,6 @@ async fn the_operator_creates_reports_and_cleans_up_a_website() -> Result<()> {
 
     cancel.cancel();
     run.await??;
-    server.shutdown().await;
+    env.stop().await;
     Ok(())
 }

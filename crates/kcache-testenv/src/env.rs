@@ -78,9 +78,10 @@ impl TestEnv {
         let kube_config = kube_client::Config::from_custom_kubeconfig(kc, &Default::default())
             .await
             .map_err(|e| Error::Kube(e.to_string()))?;
-        let kube = kube_client::Client::try_from(kube_config.clone())
-            .map_err(|e| Error::Kube(e.to_string()))?;
         let client = kcache_client::Client::from_config(kube_config)?;
+        // kcache's client already holds a kube-rs client with kube's default retries (the one
+        // it writes with); building a third transport would double the start time.
+        let kube = client.kube_for_writes().clone();
         Ok(Self {
             server: Some(server),
             kube,

@@ -35,8 +35,11 @@ use crate::registry::AppState;
 /// How often the collector also runs without being woken (it catches owners removed by paths
 /// that do not wake it, such as a CustomResourceDefinition's deletion).
 const PERIOD: Duration = Duration::from_secs(5);
-/// The pause between two passes, so that a burst of writes costs a few passes, not one each.
+/// The pause between two passes of one cascade.
 const SETTLE: Duration = Duration::from_millis(5);
+/// The pause after the passes of a wake-up, so that a stream of deletions (churn benchmarks)
+/// costs at most a pass per interval, not one per write: a pass reads every object's bytes.
+const IDLE: Duration = Duration::from_millis(50);
 /// Passes run back to back at most this many times per wake-up (a long cascade continues at
 /// the next one).
 const MAX_PASSES: usize = 64;
@@ -87,6 +90,9 @@ pub(crate) async fn run(state: Arc<AppState>, stop: CancellationToken) {
             }
             tokio::time::sleep(SETTLE).await;
         }
-        tokio::time::sleep(SETTLE).await;
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(IDLE) => {}
+        }
     }
 }

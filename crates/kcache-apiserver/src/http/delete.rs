@@ -12,8 +12,8 @@ use super::crud::is_dry_run;
 use super::negotiate::{BodyType, Output, body_type, output};
 use super::{AppState, Target, bytes_response, error_response, json_response, protobuf};
 use crate::object::{StoredObject, meta_str};
-use crate::registry::delete_object;
 use crate::registry::validate::go_json_error;
+use crate::registry::{delete_object, propagation};
 use crate::status::ApiError;
 
 /// The deleted object (or the list of deleted objects) in the negotiated form.
@@ -68,6 +68,8 @@ fn delete_options(
             })?,
         }
     };
+    // Checked before the object is looked up, as kube-apiserver's handler does.
+    propagation::validate(&opts)?;
     if let Some(v) = query.get("dryRun").filter(|v| !v.is_empty() && *v != "All") {
         return Err(ApiError::invalid_options(
             "DeleteOptions",
@@ -111,8 +113,29 @@ fn query_options(query: &HashMap<String, String>) -> Result<Value, ApiError> {
     Ok(Value::Object(opts))
 }
 
+/// Adds the Warning a kind's default policy asks for (Jobs) to a DELETE's answer.
+fn with_policy_warning(mut resp: Response, target: &Target, opts: &Value) -> Response {
+    if let Some(w) = propagation::default_policy_warning(&target.info, opts)
+        && let Ok(v) = http::HeaderValue::from_str(&format!("299 - \"{w}\""))
+    {
+        resp.headers_mut().append("Warning", v);
+    }
+    resp
+}
+
 /// DELETE of one object.
 pub(crate) fn delete(
+    state: &Arc<AppState>,
+    target: &Target,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let (opts, _) = delete_options(query, headers, body)?;
+    delete_one(state, target, query, headers, body).map(|r| with_policy_warning(r, target, &opts))
+}
+
+fn delete_one(
     state: &Arc<AppState>,
     target: &Target,
     query: &HashMap<String, String>,
@@ -147,6 +170,17 @@ pub(crate) fn delete(
 
 /// DELETE of a collection: deletes every object matching the selectors.
 pub(crate) fn delete_collection(
+    state: &Arc<AppState>,
+    target: &Target,
+    query: &HashMap<String, String>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let (opts, _) = delete_options(query, headers, body)?;
+    collection(state, target, query, headers, body).map(|r| with_policy_warning(r, target, &opts))
+}
+
+fn collection(
     state: &Arc<AppState>,
     target: &Target,
     query: &HashMap<String, String>,

@@ -37,7 +37,6 @@ pub(crate) fn delete_object(
             return Err(ApiError::not_found(info, &name));
         };
         let cur_value = cur.value();
-        propagation::validate(opts)?;
         let uid = meta_str(&cur_value, "uid");
         if let Some(w) = want_uid
             && w != uid

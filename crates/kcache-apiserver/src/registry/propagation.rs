@@ -50,11 +50,45 @@ pub(crate) fn validate(opts: &Value) -> Result<(), ApiError> {
     }
 }
 
-/// Whether deleting `info`'s objects orphans their dependents when neither the options nor
-/// the object's finalizers say otherwise: kube-apiserver keeps this legacy default for
-/// ReplicationControllers (core/v1) only; every other served kind deletes dependents.
-fn orphans_by_default(info: &ResourceInfo) -> bool {
-    info.group.is_empty() && info.plural == "replicationcontrollers"
+/// A kind's default policy (its registry strategy's `DefaultGarbageCollectionPolicy` in
+/// kube-apiserver v1.36.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Default {
+    /// Dependents are deleted (background) unless the options say otherwise.
+    DeleteDependents,
+    /// Dependents are orphaned unless the options say otherwise: the legacy default kept for
+    /// ReplicationControllers (core/v1) and Jobs (batch/v1).
+    OrphanDependents,
+    /// Never garbage-collected (Events): no GC finalizer is ever added, and existing ones go.
+    Unsupported,
+}
+
+fn default_policy(info: &ResourceInfo) -> Default {
+    match (
+        info.group.as_str(),
+        info.version.as_str(),
+        info.plural.as_str(),
+    ) {
+        ("", "v1", "replicationcontrollers") | ("batch", "v1", "jobs") => Default::OrphanDependents,
+        ("" | "events.k8s.io", _, "events") => Default::Unsupported,
+        _ => Default::DeleteDependents,
+    }
+}
+
+/// The Warning kube-apiserver adds to a DELETE of a Job (one object or a collection) that
+/// leaves the policy to the kind's orphaning default.
+pub(crate) fn default_policy_warning(info: &ResourceInfo, opts: &Value) -> Option<&'static str> {
+    let unset = |k: &str| opts.get(k).is_none_or(Value::is_null);
+    (info.group == "batch"
+        && info.plural == "jobs"
+        && default_policy(info) == Default::OrphanDependents
+        && unset("propagationPolicy")
+        && unset("orphanDependents"))
+    .then_some(
+        "child pods are preserved by default when jobs are deleted; set \
+         propagationPolicy=Background to remove them or set propagationPolicy=Orphan to \
+         suppress this warning",
+    )
 }
 
 /// The finalizers of `cur` after a DELETE with `opts`: the `orphan` and `foregroundDeletion`
@@ -77,12 +111,14 @@ pub(crate) fn deletion_finalizers(
         FOREGROUND => Some("Foreground"),
         _ => None,
     });
+    let default = default_policy(info);
     let (orphan, foreground) = match (explicit_orphan, policy) {
+        _ if default == Default::Unsupported => (false, false),
         (Some(o), _) => (o, false),
         (None, Some(p)) => (p == "Orphan", p == "Foreground"),
         (None, None) => match from_finalizers {
             Some(p) => (p == "Orphan", p == "Foreground"),
-            None => (orphans_by_default(info), false),
+            None => (default == Default::OrphanDependents, false),
         },
     };
     let mut next: Vec<&str> = existing
@@ -138,6 +174,20 @@ mod tests {
         assert_eq!(deletion_finalizers(&cm(), &json!({}), &json!({})), None);
         let fg = json!({"metadata": {"finalizers": ["foregroundDeletion"]}});
         assert_eq!(deletion_finalizers(&rc(), &fg, &json!({})), None);
+        let job = ResourceInfo::namespaced("batch", "v1", "jobs", "Job");
+        assert_eq!(
+            deletion_finalizers(&job, &json!({}), &json!({})),
+            Some(vec![json!("orphan")])
+        );
+    }
+
+    #[test]
+    fn events_never_get_gc_finalizers() {
+        let ev = ResourceInfo::namespaced("events.k8s.io", "v1", "events", "Event");
+        let fg = json!({"propagationPolicy": "Foreground"});
+        assert_eq!(deletion_finalizers(&ev, &json!({}), &fg), None);
+        let held = json!({"metadata": {"finalizers": ["orphan", "x"]}});
+        assert_eq!(deletion_finalizers(&ev, &held, &fg), Some(vec![json!("x")]));
     }
 
     #[test]

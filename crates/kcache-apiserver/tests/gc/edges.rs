@@ -139,9 +139,9 @@ async fn delete_options_are_checked_as_kube_apiserver_does() {
         r.json()["details"]["causes"][0]["reason"],
         "FieldValueNotSupported"
     );
-    // A missing object answers 404 before its options are judged.
+    // The options are judged before the object is looked up (kube-apiserver's handler).
     let r = delete_with(a, &format!("{CMS}/missing"), &both).await;
-    assert_eq!(r.status, 404);
+    assert_eq!(r.status, 422);
     // A dry run with a policy leaves the object as it was.
     let r = delete_with(
         a,

@@ -11,6 +11,7 @@
 mod crd_schema;
 mod crd_writes;
 mod crds;
+mod deletion;
 mod lifecycle;
 mod patches;
 mod protobuf;
@@ -90,6 +91,7 @@ const SCENARIOS: &[&str] = &[
     "crd_schema_ratcheting",
     "crd_cel_rules",
     "crd_scale_subresource",
+    "deletion_propagation",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -143,6 +145,7 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "server_side_apply_ownership" => patches::server_side_apply_ownership(s).await,
         "pod_spec_subresources" => resources::pod_spec_subresources(s).await,
         n if crd_schema::NAMES.contains(&n) => crd_schema::run(n, s).await,
+        "deletion_propagation" => deletion::deletion_propagation(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }
