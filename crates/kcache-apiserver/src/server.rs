@@ -234,6 +234,30 @@ impl ApiServerBuilder {
                 )
                 .map_err(ServerError::Seed)?;
         }
+        // The RBAC bootstrap's `cluster-admin` role and its binding to `system:masters`.
+        let bootstrap = serde_json::json!({
+            "name": "cluster-admin",
+            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
+        });
+        for (path, obj) in [
+            (
+                "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+                serde_json::json!({"metadata": bootstrap, "rules": [
+                    {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
+                    {"verbs": ["*"], "nonResourceURLs": ["*"]}]}),
+            ),
+            (
+                "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+                serde_json::json!({"metadata": bootstrap,
+                    "subjects": [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io",
+                                  "name": "system:masters"}],
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                "name": "cluster-admin"}}),
+            ),
+        ] {
+            handle.create(path, obj).map_err(ServerError::Seed)?;
+        }
         for (path, obj) in self.seed {
             handle.create(&path, obj).map_err(ServerError::Seed)?;
         }

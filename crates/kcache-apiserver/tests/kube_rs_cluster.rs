@@ -80,3 +80,86 @@ async fn componentstatuses_answer_the_control_plane_components() {
         .json();
     assert_eq!(etcd["conditions"][0]["status"], "True");
 }
+
+/// kube's `derived_resource_queryable_and_has_subresources`: a custom resource's `scale`
+/// subresource, at the paths its CRD names.
+#[tokio::test]
+async fn a_custom_resource_scale_reads_and_writes_the_paths_of_its_crd() {
+    let s = server().await;
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "foos.clux.dev"},
+        "spec": {"group": "clux.dev", "scope": "Namespaced",
+                 "names": {"kind": "Foo", "plural": "foos", "singular": "foo"},
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true}},
+                    "subresources": {"status": {}, "scale": {
+                        "specReplicasPath": ".spec.size", "statusReplicasPath": ".status.ready",
+                        "labelSelectorPath": ".status.selector"}}}]}});
+    let r = post(
+        s.addr(),
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crd,
+    )
+    .await;
+    assert_eq!(r.status, 201, "{}", r.json());
+    let foos = "/apis/clux.dev/v1/namespaces/default/foos";
+    let foo = json!({"apiVersion": "clux.dev/v1", "kind": "Foo", "metadata": {"name": "baz"},
+                     "spec": {"size": 2}});
+    let r = post(s.addr(), foos, &foo).await;
+    assert_eq!(r.status, 201, "{}", r.json());
+    let status = json!({"status": {"ready": 1, "selector": "app=baz"}});
+    let merge = "application/merge-patch+json";
+    let r = patch(s.addr(), &format!("{foos}/baz/status"), merge, &status).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let r = get(s.addr(), &format!("{foos}/baz/scale")).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let scale = r.json();
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["spec"]["replicas"], 2);
+    assert_eq!(
+        scale["status"],
+        json!({"replicas": 1, "selector": "app=baz"})
+    );
+    let r = patch(
+        s.addr(),
+        &format!("{foos}/baz/scale"),
+        merge,
+        &json!({"spec": {"replicas": 3}}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    assert_eq!(r.json()["spec"]["replicas"], 3);
+    let foo = get(s.addr(), &format!("{foos}/baz")).await.json();
+    assert_eq!(foo["spec"]["size"], 3);
+    assert!(foo["spec"].get("replicas").is_none(), "{foo}");
+}
+
+/// kube-client's `client_ext_list_get_pods_svcs` gets the `cluster-admin` ClusterRole that
+/// kube-apiserver's RBAC bootstrap creates (with its binding to `system:masters`).
+#[tokio::test]
+async fn the_cluster_admin_role_and_binding_exist_from_the_start() {
+    let s = server().await;
+    let rbac = "/apis/rbac.authorization.k8s.io/v1";
+    let r = get(s.addr(), &format!("{rbac}/clusterroles/cluster-admin")).await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let role = r.json();
+    assert_eq!(
+        role["rules"],
+        json!([{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
+               {"verbs": ["*"], "nonResourceURLs": ["*"]}])
+    );
+    assert_eq!(
+        role["metadata"]["labels"]["kubernetes.io/bootstrapping"],
+        "rbac-defaults"
+    );
+    let r = get(
+        s.addr(),
+        &format!("{rbac}/clusterrolebindings/cluster-admin"),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.json());
+    let binding = r.json();
+    assert_eq!(binding["subjects"][0]["name"], "system:masters");
+    assert_eq!(binding["roleRef"]["name"], "cluster-admin");
+}

@@ -1,5 +1,5 @@
-//! The `scale` subresource of Deployments, ReplicaSets, StatefulSets and
-//! ReplicationControllers: an
+//! The `scale` subresource of Deployments, ReplicaSets, StatefulSets,
+//! ReplicationControllers and custom resources whose CRD declares one: an
 //! `autoscaling/v1` `Scale` view of `spec.replicas`, `status.replicas` and the selector, read
 //! with GET and written with PUT (JSON, YAML or protobuf), a patch (what `kubectl scale`
 //! sends) or an apply patch.
@@ -40,8 +40,70 @@ fn selector_string(obj: &Value) -> String {
     pairs.join(",")
 }
 
+/// Where a kind keeps what its `Scale` shows, as JSON pointers: the workloads' `spec.replicas`,
+/// `status.replicas` and `matchLabels`, or the paths a custom resource's CRD names
+/// (`subresources.scale`: specReplicasPath, statusReplicasPath, labelSelectorPath).
+struct Paths {
+    spec: String,
+    status: String,
+    /// A custom resource's label selector path (a string there); `None`: the workload's.
+    selector: Option<String>,
+}
+
+fn pointer(path: &str) -> String {
+    path.replace('.', "/")
+}
+
+fn paths(state: &AppState, target: &Target) -> Paths {
+    let info = &target.info;
+    let scale = state
+        .registry
+        .get("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+        .and_then(|crds| {
+            state
+                .store
+                .get(&crds.id(), &format!("{}.{}", info.plural, info.group))
+        })
+        .and_then(|crd| {
+            crd.value()
+                .pointer("/spec/versions")
+                .and_then(Value::as_array)?
+                .iter()
+                .find(|v| v.get("name").and_then(Value::as_str) == Some(info.version.as_str()))?
+                .pointer("/subresources/scale")
+                .cloned()
+        });
+    let at = |key: &str| {
+        scale
+            .as_ref()
+            .and_then(|s| s.get(key))
+            .and_then(Value::as_str)
+            .map(pointer)
+    };
+    Paths {
+        spec: at("specReplicasPath").unwrap_or_else(|| "/spec/replicas".into()),
+        status: at("statusReplicasPath").unwrap_or_else(|| "/status/replicas".into()),
+        selector: scale
+            .as_ref()
+            .map(|_| at("labelSelectorPath").unwrap_or_default()),
+    }
+}
+
+/// Writes `x` at the JSON pointer `ptr`, making the objects on the way.
+fn set_at(v: &mut Value, ptr: &str, x: Value) {
+    let mut cur = v;
+    for part in ptr.split('/').filter(|p| !p.is_empty()) {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let Value::Object(m) = cur else { return };
+        cur = m.entry(part.to_owned()).or_insert(Value::Null);
+    }
+    *cur = x;
+}
+
 /// The `Scale` view of a workload.
-fn scale_of(obj: &StoredObject) -> Value {
+fn scale_of(obj: &StoredObject, paths: &Paths) -> Value {
     let v = obj.value();
     let mut meta = Map::new();
     for k in ["name", "namespace", "uid", "creationTimestamp"] {
@@ -54,10 +116,13 @@ fn scale_of(obj: &StoredObject) -> Value {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": meta,
-        "spec": {"replicas": v.pointer("/spec/replicas").cloned().unwrap_or(json!(0))},
+        "spec": {"replicas": v.pointer(&paths.spec).cloned().unwrap_or(json!(0))},
         "status": {
-            "replicas": v.pointer("/status/replicas").cloned().unwrap_or(json!(0)),
-            "selector": selector_string(&v),
+            "replicas": v.pointer(&paths.status).cloned().unwrap_or(json!(0)),
+            "selector": match &paths.selector {
+                None => selector_string(&v),
+                Some(p) => v.pointer(p).and_then(Value::as_str).unwrap_or("").to_owned(),
+            },
         },
     })
 }
@@ -77,7 +142,7 @@ pub(crate) fn get_scale(
 ) -> Result<Response, ApiError> {
     output(headers, false)?;
     let obj = get_object(state, &main_target(target))?;
-    Ok(json_response(200, &scale_of(&obj)))
+    Ok(json_response(200, &scale_of(&obj, &paths(state, target))))
 }
 
 /// Writes `scale`'s `spec.replicas` into the workload (409 on a stale resourceVersion).
@@ -102,8 +167,9 @@ fn write_scale(
             )],
         ));
     }
+    let paths = paths(state, target);
     let mut next = cur.value().clone();
-    next["spec"]["replicas"] = replicas;
+    set_at(&mut next, &paths.spec, replicas);
     match scale
         .pointer("/metadata/resourceVersion")
         .and_then(Value::as_str)
@@ -114,7 +180,7 @@ fn write_scale(
     }
     let change = FieldsChange::Update(write.manager(headers, "Update"));
     let updated = update_object(state, &main, next, write.dry_run(), &change)?;
-    Ok(json_response(200, &scale_of(&updated)))
+    Ok(json_response(200, &scale_of(&updated, &paths)))
 }
 
 /// PUT of `…/scale`.
@@ -180,7 +246,7 @@ pub(crate) fn patch_scale(
         _ => return Err(ApiError::unsupported_patch()),
     };
     let cur = get_object(state, &main_target(target))?;
-    let mut scale = scale_of(&cur);
+    let mut scale = scale_of(&cur, &paths(state, target));
     if kind == BodyType::JsonPatch {
         let ops: json_patch::Patch = serde_json::from_value(patch.clone())
             .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;

@@ -240,6 +240,9 @@ fn served(crd: &Value) -> Vec<ResourceInfo> {
             if v.pointer("/subresources/status").is_some() {
                 info.subresources.push("status".into());
             }
+            if v.pointer("/subresources/scale").is_some() {
+                info.subresources.push("scale".into());
+            }
             info.schema = v.pointer("/schema/openAPIV3Schema").cloned().map(Arc::new);
             info
         })
