@@ -364,8 +364,13 @@ pub(crate) fn field_labels(
 /// A parsed field selector; the empty selector matches everything.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct FieldSelector {
-    reqs: Vec<(String, bool, String)>,
+    /// Field, `=` (or `!=`), value, and the value of the field when the object does not set it.
+    reqs: Vec<(String, bool, String, &'static str)>,
 }
+
+/// Boolean fields that kube-apiserver's field label functions format with Go's `false` when
+/// the object does not set them (nodes' `spec.unschedulable`, pods' `spec.hostNetwork`).
+const FALSE_WHEN_MISSING: &[&str] = &["spec.unschedulable", "spec.hostNetwork"];
 
 impl FieldSelector {
     /// Parses `metadata.name=x,metadata.namespace!=y`, allowing `metadata.name`,
@@ -378,7 +383,7 @@ impl FieldSelector {
             (field == "metadata.name"
                 || field == "metadata.namespace"
                 || extra_fields.contains(&field))
-            .then_some(())
+            .then_some("")
             .ok_or_else(|| {
                 format!(
                     "\"{field}\" is not a known field selector: only \"metadata.name\", \
@@ -397,14 +402,18 @@ impl FieldSelector {
         Self::parse_with(s, |field| {
             labels
                 .contains(&field)
-                .then_some(())
+                .then_some(if FALSE_WHEN_MISSING.contains(&field) {
+                    "false"
+                } else {
+                    ""
+                })
                 .ok_or_else(|| format!("field label not supported: {field}"))
         })
     }
 
     fn parse_with(
         s: &str,
-        known: impl Fn(&str) -> Result<(), String>,
+        known: impl Fn(&str) -> Result<&'static str, String>,
     ) -> Result<Self, SelectorError> {
         let mut reqs = Vec::new();
         for term in s.split(',').map(str::trim).filter(|t| !t.is_empty()) {
@@ -424,8 +433,8 @@ impl FieldSelector {
                 // kube-apiserver drops a term with neither field nor value.
                 continue;
             }
-            known(field).map_err(SelectorError)?;
-            reqs.push((field.to_owned(), eq, value.trim().to_owned()));
+            let missing = known(field).map_err(SelectorError)?;
+            reqs.push((field.to_owned(), eq, value.trim().to_owned(), missing));
         }
         Ok(Self { reqs })
     }
@@ -442,21 +451,21 @@ impl FieldSelector {
     pub(crate) fn exact_name(&self) -> Option<&str> {
         self.reqs
             .iter()
-            .find(|(f, eq, _)| *eq && f == "metadata.name")
-            .map(|(_, _, v)| v.as_str())
+            .find(|(f, eq, _, _)| *eq && f == "metadata.name")
+            .map(|(_, _, v, _)| v.as_str())
     }
 
     /// Whether an object (its full JSON) matches.
     #[must_use]
     pub(crate) fn matches(&self, obj: &Value) -> bool {
-        self.reqs.iter().all(|(field, eq, want)| {
+        self.reqs.iter().all(|(field, eq, want, missing)| {
             let mut cur = Some(obj);
             for part in field.split('.') {
                 cur = cur.and_then(|v| v.get(part));
             }
             let got = match cur {
                 Some(Value::String(s)) => s.clone(),
-                Some(Value::Null) | None => String::new(),
+                Some(Value::Null) | None => (*missing).to_owned(),
                 Some(other) => other.to_string(),
             };
             (got == *want) == *eq

@@ -215,6 +215,49 @@ impl ApiServerBuilder {
                 }),
             )
             .map_err(ServerError::Seed)?;
+        // kube-apiserver's componentstatuses (computed there by probing; kcache runs no scheduler
+        // or controller manager, and is its own storage).
+        for (name, healthy, message) in [
+            ("scheduler", "False", "kcache runs no kube-scheduler"),
+            (
+                "controller-manager",
+                "False",
+                "kcache runs no kube-controller-manager",
+            ),
+            ("etcd-0", "True", "ok"),
+        ] {
+            handle
+                .create(
+                    "/api/v1/componentstatuses",
+                    serde_json::json!({"metadata": {"name": name},
+                        "conditions": [{"type": "Healthy", "status": healthy, "message": message}]}),
+                )
+                .map_err(ServerError::Seed)?;
+        }
+        // The RBAC bootstrap's `cluster-admin` role and its binding to `system:masters`.
+        let bootstrap = serde_json::json!({
+            "name": "cluster-admin",
+            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
+        });
+        for (path, obj) in [
+            (
+                "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+                serde_json::json!({"metadata": bootstrap, "rules": [
+                    {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
+                    {"verbs": ["*"], "nonResourceURLs": ["*"]}]}),
+            ),
+            (
+                "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+                serde_json::json!({"metadata": bootstrap,
+                    "subjects": [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io",
+                                  "name": "system:masters"}],
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                "name": "cluster-admin"}}),
+            ),
+        ] {
+            handle.create(path, obj).map_err(ServerError::Seed)?;
+        }
         for (path, obj) in self.seed {
             handle.create(&path, obj).map_err(ServerError::Seed)?;
         }
