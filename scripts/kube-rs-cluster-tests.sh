@@ -71,9 +71,11 @@ if [[ ! -f "$ws/.prepared" ]]; then
   touch "$ws/.prepared"
 fi
 
-# Features the cluster tests are gated on (kube: derive, runtime; kube-client: the TLS stacks,
+# Features the cluster tests are gated on (kube: derive, runtime; kube-client: rustls-tls,
 # ws, kubelet-debug, unstable-client); rustls-tls also gives kube-runtime's tests a TLS stack.
-features="kube/derive,kube/runtime,kube-client/rustls-tls,kube-client/openssl-tls"
+# Not openssl-tls: it would need the OpenSSL headers on the machine, for one test
+# (custom_client_openssl_tls_configuration) that sends no credentials and fails on both servers.
+features="kube/derive,kube/runtime,kube-client/rustls-tls"
 features="$features,kube-client/ws,kube-client/kubelet-debug,kube-client/unstable-client"
 note "building the lib tests of kube, kube-client, kube-runtime $kube_version (features $features)"
 build_json="$scratch/build.json"
