@@ -208,7 +208,10 @@ fn delete_namespace_contents(state: &AppState, ns: &str) -> usize {
                 sub: None,
                 watch_path: false,
             };
-            if !matches!(delete_object(state, &t, &json!({}), false), Ok((_, true))) {
+            // Background, as the namespace controller deletes: no kind's orphaning default
+            // may leave a GC finalizer that keeps the namespace.
+            let opts = json!({"propagationPolicy": "Background"});
+            if !matches!(delete_object(state, &t, &opts, false), Ok((_, true))) {
                 remaining += 1;
             }
         }

@@ -188,3 +188,27 @@ async fn a_second_delete_may_change_the_policy_of_a_pending_deletion() {
         json!(["example.com/hold"])
     );
 }
+
+#[tokio::test]
+async fn namespace_deletion_deletes_its_contents_in_the_background() {
+    // Without a collector, an orphaning default (ReplicationControllers) would leave the
+    // `orphan` finalizer on the contents and the namespace Terminating for ever; the namespace
+    // controller deletes them with propagationPolicy Background.
+    let s = kcache_apiserver::ApiServer::builder()
+        .garbage_collector(false)
+        .start()
+        .await
+        .expect("server starts");
+    let a = s.addr();
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}});
+    create(a, "/api/v1/namespaces", &ns).await;
+    let rc = json!({"apiVersion": "v1", "kind": "ReplicationController",
+        "metadata": {"name": "rc"},
+        "spec": {"replicas": 0, "selector": {"app": "x"},
+                 "template": {"metadata": {"labels": {"app": "x"}},
+                              "spec": {"containers": [{"name": "c", "image": "i"}]}}}});
+    create(a, "/api/v1/namespaces/doomed/replicationcontrollers", &rc).await;
+    assert_eq!(delete(a, "/api/v1/namespaces/doomed").await.status, 200);
+    gone(a, "/api/v1/namespaces/doomed/replicationcontrollers/rc").await;
+    gone(a, "/api/v1/namespaces/doomed").await;
+}
