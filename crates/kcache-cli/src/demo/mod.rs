@@ -99,9 +99,13 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
     // 2,000 history events (≈ 10 s of default churn) keep the server's memory down (it keeps
     // every version in its window) while a re-watch after an injected fault still usually
     // resumes instead of relisting.
+    // The demo's pods are owned by ReplicaSets it does not create: with the garbage collector
+    // on, they would be collected as dependents of absent owners (as kube-controller-manager
+    // does), which is not what the demo checks.
     let server = ApiServer::builder()
         .bookmark_interval(Duration::from_secs(1))
         .history_events(2_000)
+        .garbage_collector(false)
         .start()
         .await
         .context("starting the embedded API server")?;
