@@ -27,6 +27,7 @@ use script::Script;
 const KNOWN: &[(&str, &str)] = &[];
 
 /// Every scenario, by name.
+/// The scenarios in run order; `crd_schema::NAMES` run after these.
 const SCENARIOS: &[&str] = &[
     "finalizers_hold_a_deletion",
     "finalizers_cannot_be_added_while_deleting",
@@ -70,27 +71,6 @@ const SCENARIOS: &[&str] = &[
     "common_kinds_validation",
     "server_side_apply_ownership",
     "pod_spec_subresources",
-    "crd_schema_integer_vs_string",
-    "crd_schema_minimum_maximum",
-    "crd_schema_enum",
-    "crd_schema_required",
-    "crd_schema_pattern",
-    "crd_schema_lengths",
-    "crd_schema_items_count_and_uniqueness",
-    "crd_schema_item_types",
-    "crd_schema_number",
-    "crd_schema_int_or_string",
-    "crd_schema_nullable",
-    "crd_schema_formats",
-    "crd_schema_properties_count",
-    "crd_schema_list_types",
-    "crd_schema_several_errors",
-    "crd_schema_invalid_status",
-    "crd_schema_invalid_patches",
-    "crd_schema_defaults",
-    "crd_schema_ratcheting",
-    "crd_cel_rules",
-    "crd_scale_subresource",
     "deletion_propagation",
 ];
 
@@ -155,7 +135,8 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
 async fn transcripts(target: &Target, who: &str) -> anyhow::Result<Vec<(String, Vec<String>)>> {
     let only = std::env::var("KCACHE_SCENARIOS").ok();
     let mut out = Vec::new();
-    for (i, name) in SCENARIOS.iter().enumerate() {
+    let all = SCENARIOS.iter().chain(crd_schema::NAMES);
+    for (i, name) in all.enumerate() {
         if only
             .as_deref()
             .is_some_and(|o| !o.split(',').any(|n| n == *name))
