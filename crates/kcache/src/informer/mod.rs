@@ -34,6 +34,4 @@ pub use registration::HandlerRegistration;
 pub use shared_informer::SharedIndexInformer;
 
 #[cfg(test)]
-mod span_tests;
-#[cfg(test)]
 mod tests;

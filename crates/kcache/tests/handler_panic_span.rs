@@ -1,5 +1,11 @@
 //! Log lines from an informer's tasks name its resource: the handler tasks and the process loop
 //! run in the `informer{resource=…}` span.
+//!
+//! A test binary of its own: tracing caches each call site's interest process-wide, and a
+//! call site first reached by another test's thread while this test installs its scoped
+//! subscriber can cache "never" (a race in tracing-core's registration) - the likely reason one
+//! CI run lost the panic line while the lib tests ran in parallel. Alone in its process the
+//! test has no such race.
 
 use std::sync::Arc;
 
@@ -7,8 +13,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use super::{Config, HandlerFns, SharedIndexInformer};
-use crate::{reflector, testing::FakeSource, testing::config_map as cm};
+use kcache::informer::{Config, HandlerFns, SharedIndexInformer};
+use kcache::{reflector, testing::FakeSource, testing::config_map as cm};
 
 /// A `MakeWriter` into a shared buffer.
 #[derive(Clone, Default)]
