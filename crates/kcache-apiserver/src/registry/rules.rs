@@ -506,11 +506,31 @@ fn namespace_label(obj: &mut Map<String, Value>, name: &str) {
     }
 }
 
-/// Go's `omitempty`: the empty labels, annotations and finalizers of any built-in kind, and
-/// the empty `data` / `binaryData` of ConfigMaps and Secrets, are not kept.
+/// What Go's typed decoding and `omitempty` make of a built-in object: a `null` value in a
+/// string map (labels, annotations, a ConfigMap's `data`) is the empty string, and the empty
+/// labels, annotations and finalizers of any built-in kind, and the empty `data` /
+/// `binaryData` of ConfigMaps and Secrets, are not kept.
 fn prune_empty(info: &ResourceInfo, obj: &mut Map<String, Value>) {
     if !builtin(info) {
         return;
+    }
+    let null_to_empty = |v: Option<&mut Value>| {
+        for x in v
+            .and_then(Value::as_object_mut)
+            .into_iter()
+            .flat_map(|m| m.values_mut())
+        {
+            if x.is_null() {
+                *x = json!("");
+            }
+        }
+    };
+    if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        null_to_empty(m.get_mut("labels"));
+        null_to_empty(m.get_mut("annotations"));
+    }
+    if core(info, "configmaps") {
+        null_to_empty(obj.get_mut("data"));
     }
     let empty = |v: &Value| match v {
         Value::Object(m) => m.is_empty(),

@@ -74,6 +74,68 @@ pub(crate) async fn merge_patch_secret_string_data(s: &mut Script<'_>) -> anyhow
     Ok(())
 }
 
+/// JSON patch operations on paths that do not exist, as kube-apiserver's evanphx/json-patch v4
+/// judges them: `replace` of a missing key of an existing object adds it, `replace` under a
+/// missing parent, `remove` of a missing key and a `replace` past an array's end fail; a
+/// `null` in a string map is decoded as the empty string.
+pub(crate) async fn json_patch_missing_paths(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let cms = s.core("configmaps");
+    let mut body = config_map("a", json!({"k": "v"}));
+    body["metadata"]["finalizers"] = json!(["example.com/f"]);
+    s.req("create", "POST", &cms, Some(body)).await?;
+    let a = format!("{cms}/a");
+    let cases = [
+        (
+            "replace a missing key",
+            r#"[{"op":"replace","path":"/data/new","value":"1"}]"#,
+        ),
+        (
+            "replace under a missing parent",
+            r#"[{"op":"replace","path":"/metadata/labels/x","value":"1"}]"#,
+        ),
+        (
+            "remove a missing key",
+            r#"[{"op":"remove","path":"/data/absent"}]"#,
+        ),
+        (
+            "replace past the array end",
+            r#"[{"op":"replace","path":"/metadata/finalizers/1","value":"x"}]"#,
+        ),
+        (
+            "replace the last item",
+            r#"[{"op":"replace","path":"/metadata/finalizers/0","value":"example.com/g"}]"#,
+        ),
+        (
+            "copy from a missing key",
+            r#"[{"op":"copy","from":"/data/absent","path":"/data/c"}]"#,
+        ),
+        (
+            "move from a missing key",
+            r#"[{"op":"move","from":"/data/absent","path":"/data/m"}]"#,
+        ),
+        (
+            "a null label",
+            r#"[{"op":"add","path":"/metadata/labels","value":{"x":null}}]"#,
+        ),
+    ];
+    for (what, patch) in cases {
+        s.raw(what, "PATCH", &a, JSON_PATCH, patch).await?;
+    }
+    let r = s.req("get", "GET", &a, None).await?;
+    s.field("data", &r.body, "/data");
+    s.field("finalizers", &r.body, "/metadata/finalizers");
+    s.field("labels", &r.body, "/metadata/labels");
+    s.raw(
+        "clear finalizers",
+        "PATCH",
+        &a,
+        JSON_PATCH,
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    )
+    .await?;
+    Ok(())
+}
+
 pub(crate) async fn json_patch_test_is_atomic(s: &mut Script<'_>) -> anyhow::Result<()> {
     let cms = s.core("configmaps");
     s.req(

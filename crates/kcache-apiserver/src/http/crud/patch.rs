@@ -133,22 +133,50 @@ pub(crate) fn patch(
     }
 }
 
-/// Applies a JSON patch atomically, as kube-apiserver's evanphx/json-patch does: a `test` of
-/// a path that does not exist against `null` passes (kube-rs's finalizer helper sends one
-/// before adding the first finalizer), any other failing operation fails the whole patch.
+/// Applies a JSON patch atomically, as kube-apiserver's evanphx/json-patch (v4) does. Where
+/// v4 reads a missing key of an existing object as `null` rather than failing, so does this:
+/// a `test` of such a key against `null` passes (kube-rs's finalizer helper sends one before
+/// adding the first finalizer), a `replace` of it adds the key, and a `copy` from it adds
+/// `null`. Any other failing operation fails the whole patch.
 fn apply_json_patch(doc: &mut Value, ops: &json_patch::Patch) -> Result<(), ApiError> {
+    use json_patch::{AddOperation, PatchOperation};
     let mut work = doc.clone();
     for op in &ops.0 {
-        if let json_patch::PatchOperation::Test(t) = op
-            && t.value.is_null()
-            && work.pointer(t.path.as_str()).is_none()
-        {
-            continue;
-        }
+        let as_v4 = match op {
+            PatchOperation::Test(t)
+                if t.value.is_null() && work.pointer(t.path.as_str()).is_none() =>
+            {
+                continue;
+            }
+            PatchOperation::Replace(r) if missing_object_key(&work, &r.path) => {
+                Some(PatchOperation::Add(AddOperation {
+                    path: r.path.clone(),
+                    value: r.value.clone(),
+                }))
+            }
+            PatchOperation::Copy(c) if missing_object_key(&work, &c.from) => {
+                Some(PatchOperation::Add(AddOperation {
+                    path: c.path.clone(),
+                    value: Value::Null,
+                }))
+            }
+            _ => None,
+        };
+        let op = as_v4.as_ref().unwrap_or(op);
         json_patch::patch(&mut work, std::slice::from_ref(op)).map_err(|_| rejected_patch())?;
     }
     *doc = work;
     Ok(())
+}
+
+/// Whether `path` names a key its parent object lacks (the parent exists and is an object).
+fn missing_object_key(doc: &Value, path: &json_patch::jsonptr::Pointer) -> bool {
+    let Some((parent, key)) = path.split_back() else {
+        return false;
+    };
+    doc.pointer(parent.as_str())
+        .and_then(Value::as_object)
+        .is_some_and(|o| !o.contains_key(key.decoded().as_ref()))
 }
 
 /// Applies a patch to the current object; returns the result (stamped with the current
