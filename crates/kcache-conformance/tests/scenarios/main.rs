@@ -18,6 +18,7 @@ mod protobuf;
 mod resources;
 mod script;
 mod validation;
+mod webhooks;
 mod workloads;
 
 use kcache_conformance::{Target, upstream_kubeconfig};
@@ -72,6 +73,7 @@ const SCENARIOS: &[&str] = &[
     "server_side_apply_ownership",
     "pod_spec_subresources",
     "deletion_propagation",
+    "webhook_configuration_defaults_and_validation",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -126,6 +128,9 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "pod_spec_subresources" => resources::pod_spec_subresources(s).await,
         n if crd_schema::NAMES.contains(&n) => crd_schema::run(n, s).await,
         "deletion_propagation" => deletion::deletion_propagation(s).await,
+        "webhook_configuration_defaults_and_validation" => {
+            webhooks::webhook_configuration_defaults_and_validation(s).await
+        }
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }
