@@ -12,6 +12,7 @@ mod crd_schema;
 mod crd_writes;
 mod crds;
 mod deletion;
+mod hookserver;
 mod lifecycle;
 mod patches;
 mod protobuf;
@@ -74,6 +75,12 @@ const SCENARIOS: &[&str] = &[
     "pod_spec_subresources",
     "deletion_propagation",
     "webhook_configuration_defaults_and_validation",
+    "webhook_validating_deny",
+    "webhook_mutating_patch",
+    "webhook_failure_policy",
+    "webhook_selectors",
+    "webhook_dry_run",
+    "webhook_review_fields",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -131,6 +138,12 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "webhook_configuration_defaults_and_validation" => {
             webhooks::webhook_configuration_defaults_and_validation(s).await
         }
+        "webhook_validating_deny" => webhooks::webhook_validating_deny(s).await,
+        "webhook_mutating_patch" => webhooks::webhook_mutating_patch(s).await,
+        "webhook_failure_policy" => webhooks::webhook_failure_policy(s).await,
+        "webhook_selectors" => webhooks::webhook_selectors(s).await,
+        "webhook_dry_run" => webhooks::webhook_dry_run(s).await,
+        "webhook_review_fields" => webhooks::webhook_review_fields(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }
