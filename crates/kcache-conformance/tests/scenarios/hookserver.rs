@@ -1,6 +1,7 @@
 //! A test admission webhook: HTTPS on 127.0.0.1 with a certificate made for the test (rcgen),
 //! answering AdmissionReviews by path — `/allow`, `/deny` (a 403 with a message), `/label`
-//! (a JSON patch adding the label `hooked: "yes"`) — and recording every request it gets.
+//! (a JSON patch adding the label `hooked: "yes"`), `/slow` (allows after 3 s) — and
+//! recording every request it gets.
 
 use std::sync::Arc;
 
@@ -74,6 +75,9 @@ async fn serve(
     let body = req.into_body().collect().await?.to_bytes();
     let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let request = review.get("request").cloned().unwrap_or(Value::Null);
+    if path == "/slow" {
+        tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    }
     let out = answer(&path, &request);
     recorded
         .lock()

@@ -81,6 +81,9 @@ const SCENARIOS: &[&str] = &[
     "webhook_selectors",
     "webhook_dry_run",
     "webhook_review_fields",
+    "webhook_timeout",
+    "webhook_reinvocation",
+    "webhook_subresources",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -144,6 +147,9 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "webhook_selectors" => webhooks::webhook_selectors(s).await,
         "webhook_dry_run" => webhooks::webhook_dry_run(s).await,
         "webhook_review_fields" => webhooks::webhook_review_fields(s).await,
+        "webhook_timeout" => webhooks::webhook_timeout(s).await,
+        "webhook_reinvocation" => webhooks::webhook_reinvocation(s).await,
+        "webhook_subresources" => webhooks::webhook_subresources(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

@@ -398,3 +398,144 @@ pub(crate) async fn webhook_review_fields(s: &mut Script<'_>) -> anyhow::Result<
     s.req("uninstall", "DELETE", &cfg, None).await?;
     Ok(())
 }
+
+pub(crate) async fn webhook_timeout(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let server = super::hookserver::start().await?;
+    let cms = s.core("configmaps");
+    let mut ignore = scoped(
+        s,
+        "slow-ignore.example.com",
+        server.client_config("/slow"),
+        &["CREATE"],
+    );
+    ignore["timeoutSeconds"] = json!(1);
+    ignore["failurePolicy"] = json!("Ignore");
+    let mut fail = scoped(
+        s,
+        "slow-fail.example.com",
+        server.client_config("/slow"),
+        &["UPDATE"],
+    );
+    fail["timeoutSeconds"] = json!(1);
+    let cfg = install(s, false, json!([ignore, fail])).await?;
+    s.req(
+        "create past an ignored timeout",
+        "POST",
+        &cms,
+        Some(crate::script::config_map("a", json!({}))),
+    )
+    .await?;
+    s.req(
+        "update past a failing timeout",
+        "PATCH",
+        &format!("{cms}/a"),
+        Some(json!({"data": {"k": "v"}})),
+    )
+    .await?;
+    s.req("uninstall", "DELETE", &cfg, None).await?;
+    Ok(())
+}
+
+pub(crate) async fn webhook_reinvocation(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let server = super::hookserver::start().await?;
+    let cms = s.core("configmaps");
+    let mut first = scoped(
+        s,
+        "first.example.com",
+        server.client_config("/allow"),
+        &["CREATE"],
+    );
+    first["reinvocationPolicy"] = json!("IfNeeded");
+    let second = scoped(
+        s,
+        "second.example.com",
+        server.client_config("/label"),
+        &["CREATE"],
+    );
+    let cfg = install(s, true, json!([first, second])).await?;
+    let r = s
+        .req(
+            "create",
+            "POST",
+            &cms,
+            Some(crate::script::config_map("a", json!({}))),
+        )
+        .await?;
+    s.field("labels", &r.body, "/metadata/labels");
+    let calls = server.take();
+    for (path, req) in &calls {
+        s.note(format!("call {path}"));
+        s.field("  object labels", req, "/object/metadata/labels");
+    }
+    s.req("uninstall", "DELETE", &cfg, None).await?;
+    Ok(())
+}
+
+pub(crate) async fn webhook_subresources(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let server = super::hookserver::start().await?;
+    let deploys = format!("/apis/apps/v1/namespaces/{}/deployments", s.ns);
+    let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}},
+            "template": {"metadata": {"labels": {"app": "d"}},
+                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    s.req("create deployment", "POST", &deploys, Some(deploy))
+        .await?;
+    let mut deny = scoped(
+        s,
+        "status.example.com",
+        server.client_config("/deny"),
+        &["UPDATE"],
+    );
+    deny["rules"] = json!([{"operations": ["UPDATE"], "apiGroups": ["apps"],
+        "apiVersions": ["v1"], "resources": ["deployments/status"]}]);
+    let mut record = scoped(
+        s,
+        "scale.example.com",
+        server.client_config("/allow"),
+        &["UPDATE"],
+    );
+    record["rules"] = json!([{"operations": ["UPDATE"], "apiGroups": ["apps"],
+        "apiVersions": ["*"], "resources": ["*/scale"]}]);
+    let cfg = install(s, false, json!([deny, record])).await?;
+    s.req(
+        "patch status denied",
+        "PATCH",
+        &format!("{deploys}/d/status"),
+        Some(json!({"status": {"observedGeneration": 1}})),
+    )
+    .await?;
+    s.req(
+        "patch spec not matched",
+        "PATCH",
+        &format!("{deploys}/d"),
+        Some(json!({"metadata": {"labels": {"a": "b"}}})),
+    )
+    .await?;
+    let r = s
+        .req(
+            "patch scale",
+            "PATCH",
+            &format!("{deploys}/d/scale"),
+            Some(json!({"spec": {"replicas": 2}})),
+        )
+        .await?;
+    s.field("scale replicas", &r.body, "/spec/replicas");
+    for (path, req) in server.take() {
+        s.note(format!("call {path}"));
+        for f in [
+            "/kind",
+            "/resource",
+            "/subResource",
+            "/requestKind",
+            "/name",
+            "/object/spec/replicas",
+            "/oldObject/spec/replicas",
+            "/object/status/observedGeneration",
+            "/object/kind",
+        ] {
+            s.field(f, &req, f);
+        }
+    }
+    s.req("uninstall", "DELETE", &cfg, None).await?;
+    Ok(())
+}
