@@ -214,8 +214,64 @@ pub(crate) fn any_rule_matches(state: &AppState, attrs: &Attributes) -> bool {
     })
 }
 
+/// Whether every `matchConditions` expression of a webhook holds (CEL, with `object`,
+/// `oldObject` and `request`); `Err` the evaluation error of one that does not evaluate to a
+/// bool.
+pub(crate) fn conditions_hold(hook: &Value, attrs: &Attributes) -> Result<bool, String> {
+    let Some(conditions) = hook.get("matchConditions").and_then(Value::as_array) else {
+        return Ok(true);
+    };
+    let request = super::call::review(attrs, "")["request"].clone();
+    let mut errors = Vec::new();
+    for c in conditions {
+        let expr = c
+            .get("expression")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let program = match cel::Program::compile(expr) {
+            Ok(p) => p,
+            Err(e) => {
+                errors.push(format!("compilation failed: {e}"));
+                continue;
+            }
+        };
+        let mut ctx = cel::Context::default();
+        let to_cel = crate::registry::crd::cel::to_cel;
+        ctx.add_variable_from_value(
+            "object",
+            to_cel(attrs.object.as_ref().unwrap_or(&Value::Null)),
+        );
+        ctx.add_variable_from_value(
+            "oldObject",
+            to_cel(attrs.old_object.as_ref().unwrap_or(&Value::Null)),
+        );
+        ctx.add_variable_from_value("request", to_cel(&request));
+        match program.execute(&ctx) {
+            Ok(cel::Value::Bool(false)) => return Ok(false),
+            Ok(cel::Value::Bool(true)) => {}
+            Ok(other) => errors.push(format!(
+                "expression '{expr}' resulted in error: no such overload ({other:?})"
+            )),
+            Err(e) => errors.push(format!("expression '{expr}' resulted in error: {e}")),
+        }
+    }
+    match errors.len() {
+        0 => Ok(true),
+        1 => Err(errors.remove(0)),
+        _ => Err(format!("[{}]", errors.join(", "))),
+    }
+}
+
 /// The webhooks of one kind a request calls, in order.
-pub(crate) fn hooks(state: &AppState, mutating: bool, attrs: &Attributes) -> Vec<Hook> {
+///
+/// # Errors
+/// A `matchConditions` expression that fails to evaluate on a webhook whose `failurePolicy`
+/// is `Fail` (500, as kube-apiserver).
+pub(crate) fn hooks(
+    state: &AppState,
+    mutating: bool,
+    attrs: &Attributes,
+) -> Result<Vec<Hook>, crate::status::ApiError> {
     let mut out = Vec::new();
     for cfg in configurations(state, mutating) {
         let cfg = cfg.value();
@@ -233,6 +289,12 @@ pub(crate) fn hooks(state: &AppState, mutating: bool, attrs: &Attributes) -> Vec
                 continue;
             }
             let s = |k: &str| hook.get(k).and_then(Value::as_str).unwrap_or_default();
+            match conditions_hold(hook, attrs) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(_) if s("failurePolicy") == "Ignore" => continue,
+                Err(e) => return Err(crate::status::ApiError::internal(e)),
+            }
             out.push(Hook {
                 name: s("name").to_owned(),
                 mutating,
@@ -247,7 +309,7 @@ pub(crate) fn hooks(state: &AppState, mutating: bool, attrs: &Attributes) -> Vec
             });
         }
     }
-    out
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -309,6 +371,24 @@ mod tests {
             &apps,
             &attrs(Operation::Create, "pods", None)
         ));
+    }
+
+    #[test]
+    fn match_conditions_filter_on_the_object_and_the_request() {
+        let a = attrs(Operation::Create, "pods", None);
+        let hook = |e: &str| json!({"matchConditions": [{"name": "c", "expression": e}]});
+        assert_eq!(conditions_hold(&json!({}), &a), Ok(true));
+        assert_eq!(
+            conditions_hold(&hook("object.metadata.labels.app == 'web'"), &a),
+            Ok(true)
+        );
+        assert_eq!(
+            conditions_hold(&hook("request.operation == 'UPDATE'"), &a),
+            Ok(false)
+        );
+        assert_eq!(conditions_hold(&hook("oldObject == null"), &a), Ok(true));
+        assert!(conditions_hold(&hook("object.nosuchfield == 1"), &a).is_err());
+        assert!(conditions_hold(&hook("'not a bool'"), &a).is_err());
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! ones, each with an `admission.k8s.io/v1` AdmissionReview over HTTPS.
 //!
 //! - `config.rs`: the webhook configurations as objects (defaults, validation);
-//! - `matching.rs`: which webhooks a request calls (rules, selectors);
+//! - `matching.rs`: which webhooks a request calls (rules, selectors, `matchConditions`);
 //! - `call.rs`: the HTTPS call and the reading of the answer;
 //! - `patch.rs`: a mutating webhook's JSON patch applied to the object.
 //!
@@ -108,7 +108,7 @@ pub(crate) async fn mutate(
     state: &AppState,
     attrs: &Attributes,
 ) -> Result<(Option<Value>, Vec<String>), ApiError> {
-    let hooks = matching::hooks(state, true, attrs);
+    let hooks = matching::hooks(state, true, attrs)?;
     let mut warnings = Vec::new();
     let mut current = attrs.clone();
     let mut changed_any = false;
@@ -157,7 +157,7 @@ pub(crate) async fn validate(
     attrs: &Attributes,
 ) -> Result<Vec<String>, ApiError> {
     let mut warnings = Vec::new();
-    for hook in matching::hooks(state, false, attrs) {
+    for hook in matching::hooks(state, false, attrs)? {
         let (_, w) = call::call(&hook, attrs).await?;
         warnings.extend(w);
     }

@@ -84,6 +84,7 @@ const SCENARIOS: &[&str] = &[
     "webhook_timeout",
     "webhook_reinvocation",
     "webhook_subresources",
+    "webhook_match_conditions",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -150,6 +151,7 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "webhook_timeout" => webhooks::webhook_timeout(s).await,
         "webhook_reinvocation" => webhooks::webhook_reinvocation(s).await,
         "webhook_subresources" => webhooks::webhook_subresources(s).await,
+        "webhook_match_conditions" => webhooks::webhook_match_conditions(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

@@ -539,3 +539,44 @@ pub(crate) async fn webhook_subresources(s: &mut Script<'_>) -> anyhow::Result<(
     s.req("uninstall", "DELETE", &cfg, None).await?;
     Ok(())
 }
+
+pub(crate) async fn webhook_match_conditions(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let server = super::hookserver::start().await?;
+    let cms = s.core("configmaps");
+    let mut named = scoped(
+        s,
+        "named.example.com",
+        server.client_config("/deny"),
+        &["CREATE"],
+    );
+    named["matchConditions"] = json!([
+        {"name": "not-skipped", "expression": "object.metadata.name != 'skipped'"},
+        {"name": "creates", "expression": "request.operation == 'CREATE' && oldObject == null"}]);
+    let mut broken = scoped(
+        s,
+        "broken.example.com",
+        server.client_config("/deny"),
+        &["CREATE"],
+    );
+    broken["failurePolicy"] = json!("Ignore");
+    broken["matchConditions"] =
+        json!([{"name": "missing", "expression": "object.nosuchfield == 'x'"}]);
+    let cfg = install(s, false, json!([named, broken])).await?;
+    s.req(
+        "create skipped",
+        "POST",
+        &cms,
+        Some(crate::script::config_map("skipped", json!({}))),
+    )
+    .await?;
+    s.req(
+        "create other",
+        "POST",
+        &cms,
+        Some(crate::script::config_map("other", json!({}))),
+    )
+    .await?;
+    s.note(paths(&server));
+    s.req("uninstall", "DELETE", &cfg, None).await?;
+    Ok(())
+}
