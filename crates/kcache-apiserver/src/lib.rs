@@ -63,6 +63,7 @@
 //! Deliberate differences from kube-apiserver are listed in `DIFFERENCES.md`.
 #![doc(test(attr(deny(warnings))))]
 
+pub(crate) mod admission;
 mod config;
 pub mod fault;
 pub(crate) mod gc;

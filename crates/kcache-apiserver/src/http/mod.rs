@@ -1,6 +1,7 @@
 //! The HTTP front: authentication, body limits, fault gates, routing of Kubernetes REST
 //! paths, and rendering of responses.
 
+mod admit;
 mod crud;
 mod debug;
 mod delete;
@@ -34,6 +35,7 @@ use crate::resource::Registry;
 use crate::status::ApiError;
 
 pub(crate) use crate::registry::{AppState, Target, delete_object, get_object};
+pub(crate) use crud::selector_string;
 
 /// Serves until `shutdown` is cancelled.
 pub(crate) async fn serve(
@@ -258,7 +260,7 @@ fn request_verb(target: &Target, method: &Method, query: &HashMap<String, String
 
 /// 405 for a verb the resource (or subresource) does not serve; 404 for a named object of a
 /// resource that has none (a review kind), as kube-apiserver answers.
-fn check_verb(
+pub(super) fn check_verb(
     target: &Target,
     method: &Method,
     query: &HashMap<String, String>,
@@ -346,7 +348,7 @@ async fn handle(state: Arc<AppState>, req: Request) -> Response {
                 }
                 _ => Bytes::new(),
             };
-            dispatch(&state, &parts, target, &query, body).await
+            admit::dispatch_admitted(&state, &parts, target, &query, body).await
         }
         Route::OpenApi(rest) if rest.is_empty() => Ok(openapi::index(&state)),
         Route::OpenApi(rest) => match openapi::group_version(&state, &rest) {

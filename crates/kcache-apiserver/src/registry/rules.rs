@@ -68,6 +68,8 @@ pub(crate) fn on_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Re
         csr_on_create(info, &name, obj)?;
     }
     validation::rbac_defaults(info, obj);
+    crate::admission::config::set_defaults(info, obj);
+    causes.extend(crate::admission::config::causes(info, obj));
     if apps::is_workload(info) {
         apps::set_defaults(info, obj);
         // The status subresource's owner (the controller) writes status; a create starts
@@ -185,6 +187,8 @@ pub(crate) fn on_update(
     }
     validation::rbac_defaults(info, obj);
     causes.extend(validation::rbac_update_causes(info, old, obj));
+    crate::admission::config::set_defaults(info, obj);
+    kind_causes.extend(crate::admission::config::causes(info, obj));
     if apps::is_workload(info) {
         apps::set_defaults(info, obj);
         kind_causes = apps::causes(obj);

@@ -12,12 +12,14 @@ mod crd_schema;
 mod crd_writes;
 mod crds;
 mod deletion;
+mod hookserver;
 mod lifecycle;
 mod patches;
 mod protobuf;
 mod resources;
 mod script;
 mod validation;
+mod webhooks;
 mod workloads;
 
 use kcache_conformance::{Target, upstream_kubeconfig};
@@ -73,6 +75,17 @@ const SCENARIOS: &[&str] = &[
     "server_side_apply_ownership",
     "pod_spec_subresources",
     "deletion_propagation",
+    "webhook_configuration_defaults_and_validation",
+    "webhook_validating_deny",
+    "webhook_mutating_patch",
+    "webhook_failure_policy",
+    "webhook_selectors",
+    "webhook_dry_run",
+    "webhook_review_fields",
+    "webhook_timeout",
+    "webhook_reinvocation",
+    "webhook_subresources",
+    "webhook_match_conditions",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -128,6 +141,19 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "pod_spec_subresources" => resources::pod_spec_subresources(s).await,
         n if crd_schema::NAMES.contains(&n) => crd_schema::run(n, s).await,
         "deletion_propagation" => deletion::deletion_propagation(s).await,
+        "webhook_configuration_defaults_and_validation" => {
+            webhooks::webhook_configuration_defaults_and_validation(s).await
+        }
+        "webhook_validating_deny" => webhooks::webhook_validating_deny(s).await,
+        "webhook_mutating_patch" => webhooks::webhook_mutating_patch(s).await,
+        "webhook_failure_policy" => webhooks::webhook_failure_policy(s).await,
+        "webhook_selectors" => webhooks::webhook_selectors(s).await,
+        "webhook_dry_run" => webhooks::webhook_dry_run(s).await,
+        "webhook_review_fields" => webhooks::webhook_review_fields(s).await,
+        "webhook_timeout" => webhooks::webhook_timeout(s).await,
+        "webhook_reinvocation" => webhooks::webhook_reinvocation(s).await,
+        "webhook_subresources" => webhooks::webhook_subresources(s).await,
+        "webhook_match_conditions" => webhooks::webhook_match_conditions(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

@@ -34,7 +34,7 @@ pub(crate) use crate::registry::{meta_mut, now_rfc3339};
 pub(crate) use patch::patch;
 pub(crate) use scale::{get_scale, patch_scale, update_scale};
 pub(crate) use subresources::{
-    bind, evict, is_core_binding, is_review, review, token, token_identity,
+    bind, evict, is_core_binding, is_review, review, selector_string, token, token_identity,
 };
 pub(crate) use write::{create, update};
 

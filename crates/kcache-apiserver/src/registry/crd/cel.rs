@@ -50,7 +50,7 @@ pub(crate) fn has_rules(schema: &Value) -> bool {
 }
 
 /// A JSON value as a CEL value (integers as `int`, objects as maps with string keys).
-fn to_cel(v: &Value) -> Cel {
+pub(crate) fn to_cel(v: &Value) -> Cel {
     match v {
         Value::Null => Cel::Null,
         Value::Bool(b) => Cel::Bool(*b),

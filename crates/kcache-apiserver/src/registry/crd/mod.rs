@@ -6,7 +6,7 @@
 //! `acceptedNames`, `storedVersions`). Deleting the CRD deletes its custom resources and
 //! stops serving it.
 
-mod cel;
+pub(crate) mod cel;
 mod defaults;
 mod formats;
 mod gofmt;

@@ -1,0 +1,318 @@
+//! One webhook call: the AdmissionReview sent over HTTPS (HTTP/1.1, the `caBundle` as the
+//! only trusted roots) within `timeoutSeconds`, and the answer read as kube-apiserver reads
+//! it: a denial with the webhook's status, a JSON patch for mutating webhooks, a failed call
+//! (refused connection, timeout, bad answer) an error unless `failurePolicy` is `Ignore`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use serde_json::{Value, json};
+
+use super::Attributes;
+use super::matching::{Endpoint, Hook};
+use crate::registry::{ADMIN_GROUPS, ADMIN_UID, ADMIN_USER};
+use crate::status::ApiError;
+
+/// A reason in kube-apiserver's `metav1.StatusReason` list (an unknown one is dropped).
+fn known_reason(r: &str) -> &'static str {
+    const REASONS: [&str; 19] = [
+        "Unauthorized",
+        "Forbidden",
+        "NotFound",
+        "AlreadyExists",
+        "Conflict",
+        "Gone",
+        "Invalid",
+        "ServerTimeout",
+        "StoreReadError",
+        "Timeout",
+        "TooManyRequests",
+        "BadRequest",
+        "MethodNotAllowed",
+        "NotAcceptable",
+        "RequestEntityTooLarge",
+        "UnsupportedMediaType",
+        "InternalError",
+        "Expired",
+        "ServiceUnavailable",
+    ];
+    REASONS.into_iter().find(|k| *k == r).unwrap_or("")
+}
+
+/// kube-apiserver's answer to a denial (`webhookerrors.ToStatusErr`).
+pub(crate) fn denial(name: &str, result: Option<&Value>) -> ApiError {
+    let empty = json!({});
+    let result = result.unwrap_or(&empty);
+    let s = |k: &str| result.get(k).and_then(Value::as_str).unwrap_or_default();
+    let code = result
+        .get("code")
+        .and_then(Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| *c >= 400)
+        .unwrap_or(400);
+    let denied = format!("admission webhook \"{name}\" denied the request");
+    let message = if !s("message").is_empty() {
+        format!("{denied}: {}", s("message"))
+    } else if !s("reason").is_empty() {
+        format!("{denied}: {}", s("reason"))
+    } else {
+        format!("{denied} without explanation")
+    };
+    let mut err = ApiError::new(code, known_reason(s("reason")), message);
+    if let Some(d) = result.get("details").filter(|d| !d.is_null()) {
+        err = err.with_details(d.clone());
+    }
+    err
+}
+
+/// A failed call (`ErrCallingWebhook`): 500 InternalError naming the webhook.
+fn failed(name: &str, reason: &str) -> ApiError {
+    ApiError::internal(format!("failed calling webhook \"{name}\": {reason}"))
+}
+
+/// The AdmissionReview request of `attrs` with `uid`.
+pub(crate) fn review(attrs: &Attributes, uid: &str) -> Value {
+    let info = &attrs.info;
+    let typed = attrs.object.as_ref().or(attrs.old_object.as_ref());
+    let (group, version, kind) = match typed {
+        Some(o) => {
+            let api_version = o.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            let (g, v) = api_version.split_once('/').unwrap_or(("", api_version));
+            let kind = o.get("kind").and_then(Value::as_str).unwrap_or(&info.kind);
+            (g.to_owned(), v.to_owned(), kind.to_owned())
+        }
+        None => (info.group.clone(), info.version.clone(), info.kind.clone()),
+    };
+    let kind = json!({"group": group, "version": version, "kind": kind});
+    let resource = json!({"group": info.group, "version": info.version, "resource": info.plural});
+    let mut req = json!({
+        "uid": uid,
+        "kind": kind,
+        "resource": resource,
+        "requestKind": kind,
+        "requestResource": resource,
+        "operation": attrs.operation.as_str(),
+        "userInfo": {"username": ADMIN_USER, "uid": ADMIN_UID, "groups": ADMIN_GROUPS},
+        "object": attrs.object.clone().unwrap_or(Value::Null),
+        "oldObject": attrs.old_object.clone().unwrap_or(Value::Null),
+        "dryRun": attrs.dry_run,
+        "options": attrs.options,
+    });
+    if let Some(sub) = &attrs.sub {
+        req["subResource"] = json!(sub);
+        req["requestSubResource"] = json!(sub);
+    }
+    if !attrs.name.is_empty() {
+        req["name"] = json!(attrs.name);
+    }
+    if let Some(ns) = attrs.namespace.as_ref().filter(|_| info.namespaced) {
+        req["namespace"] = json!(ns);
+    }
+    json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": req})
+}
+
+fn tls_config(ca: &[u8]) -> Result<rustls::ClientConfig, String> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(ca).flatten() {
+        roots.add(cert).map_err(|e| e.to_string())?;
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    Ok(rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}
+
+/// POSTs `body` to the endpoint; the response status and body, or Go's words for the failure.
+async fn post(ep: &Endpoint, url: &str, body: Vec<u8>) -> Result<(u16, Vec<u8>), String> {
+    let rest = url
+        .strip_prefix("https://")
+        .ok_or("unsupported protocol scheme")?;
+    let (authority, path) = match rest.find('/') {
+        Some(i) => (&rest[..i], &rest[i..]),
+        None => (rest, "/"),
+    };
+    let addr = if authority.contains(':') && !authority.ends_with(']') {
+        authority.to_owned()
+    } else {
+        format!("{authority}:443")
+    };
+    let post = |e: String| format!("Post \"{url}\": {e}");
+    let tcp = tokio::net::TcpStream::connect(&addr).await.map_err(|e| {
+        let what = if e.kind() == std::io::ErrorKind::ConnectionRefused {
+            "connect: connection refused".to_owned()
+        } else {
+            e.to_string()
+        };
+        post(format!("dial tcp {addr}: {what}"))
+    })?;
+    let config = tls_config(&ep.ca_bundle).map_err(post)?;
+    let name = rustls::pki_types::ServerName::try_from(ep.server_name.clone())
+        .map_err(|e| post(e.to_string()))?;
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect(name, tcp)
+        .await
+        .map_err(|e| post(format!("tls: {e}")))?;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+            .await
+            .map_err(|e| post(e.to_string()))?;
+    tokio::spawn(conn);
+    let req = http::Request::post(path)
+        .header(http::header::HOST, authority)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::ACCEPT, "application/json, */*")
+        .body(Full::new(bytes::Bytes::from(body)))
+        .map_err(|e| post(e.to_string()))?;
+    let resp = sender
+        .send_request(req)
+        .await
+        .map_err(|e| post(e.to_string()))?;
+    let status = resp.status().as_u16();
+    let bytes = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| post(e.to_string()))?
+        .to_bytes();
+    Ok((status, bytes.to_vec()))
+}
+
+/// What a call answered: allowed (with the patched object of a mutating webhook), or the
+/// error to answer the request with. `Ok((None, _))` also when a failure is ignored.
+async fn call_once(
+    hook: &Hook,
+    attrs: &Attributes,
+) -> Result<(Option<Value>, Vec<String>), ApiError> {
+    if attrs.dry_run && !matches!(hook.side_effects.as_str(), "None" | "NoneOnDryRun") {
+        return Err(ApiError::bad_request(format!(
+            "admission webhook \"{}\" does not support dry run",
+            hook.name
+        )));
+    }
+    let ep = hook
+        .endpoint
+        .as_ref()
+        .map_err(|e| failed(&hook.name, &format!("failed to call webhook: {e}")))?;
+    let uid = uuid::Uuid::new_v4().to_string();
+    let body = serde_json::to_vec(&review(attrs, &uid)).unwrap_or_default();
+    let sep = if ep.url.contains('?') { '&' } else { '?' };
+    let url = format!("{}{sep}timeout={}s", ep.url, hook.timeout_seconds);
+    let answer = tokio::time::timeout(
+        Duration::from_secs(hook.timeout_seconds),
+        post(ep, &url, body),
+    )
+    .await
+    .unwrap_or_else(|_| Err(format!("Post \"{url}\": context deadline exceeded")))
+    .map_err(|e| failed(&hook.name, &format!("failed to call webhook: {e}")))?;
+    let (status, bytes) = answer;
+    let parsed: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    if !(200..300).contains(&status) {
+        return Err(failed(
+            &hook.name,
+            &format!(
+                "failed to call webhook: an error on the server (\"{}\") has prevented the request from succeeding",
+                String::from_utf8_lossy(&bytes).trim()
+            ),
+        ));
+    }
+    let invalid = |why: String| {
+        failed(
+            &hook.name,
+            &format!("received invalid webhook response: {why}"),
+        )
+    };
+    let Some(resp) = parsed.get("response").filter(|r| r.is_object()) else {
+        return Err(invalid("webhook response was absent".into()));
+    };
+    let got_uid = resp.get("uid").and_then(Value::as_str).unwrap_or_default();
+    if got_uid != uid {
+        return Err(invalid(format!(
+            "expected response.uid=\"{uid}\", got \"{got_uid}\""
+        )));
+    }
+    let patch = resp
+        .get("patch")
+        .and_then(Value::as_str)
+        .filter(|p| !p.is_empty());
+    let patch_type = resp.get("patchType").and_then(Value::as_str);
+    if hook.mutating {
+        match (patch, patch_type) {
+            (Some(_), None) => {
+                return Err(invalid(
+                    "webhook returned response.patch but not response.patchType".into(),
+                ));
+            }
+            (None, Some(_)) => {
+                return Err(invalid(
+                    "webhook returned response.patchType but not response.patch".into(),
+                ));
+            }
+            _ => {}
+        }
+    } else if patch.is_some() {
+        return Err(invalid(
+            "validating webhook may not return response.patch".into(),
+        ));
+    } else if patch_type.is_some() {
+        return Err(invalid(
+            "validating webhook may not return response.patchType".into(),
+        ));
+    }
+    let warnings = resp
+        .get("warnings")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_owned)
+        .collect();
+    if resp.get("allowed").and_then(Value::as_bool) != Some(true) {
+        return Err(denial(&hook.name, resp.get("status")));
+    }
+    let Some(patch) = patch else {
+        return Ok((None, warnings));
+    };
+    if patch_type != Some("JSONPatch") {
+        return Err(failed(
+            &hook.name,
+            &format!(
+                "unsupported patch type \"{}\"",
+                patch_type.unwrap_or_default()
+            ),
+        ));
+    }
+    let Some(obj) = attrs.object.as_ref() else {
+        return Err(ApiError::internal(format!(
+            "admission webhook \"{}\" attempted to modify the object, which is not supported for this operation",
+            hook.name
+        )));
+    };
+    super::patch::apply(&hook.name, obj, patch).map(|o| (Some(o), warnings))
+}
+
+/// Calls one webhook; a failed call of a webhook with `failurePolicy: Ignore` is ignored
+/// (the object is left as it was), denials never are.
+///
+/// # Errors
+/// The denial or the failure to answer the request with.
+pub(crate) async fn call(
+    hook: &Hook,
+    attrs: &Attributes,
+) -> Result<(Option<Value>, Vec<String>), ApiError> {
+    match call_once(hook, attrs).await {
+        Err(e)
+            if hook.ignore_failures
+                && e.reason == "InternalError"
+                && e.message.contains("failed calling webhook") =>
+        {
+            tracing::warn!(webhook = %hook.name, error = %e.message, "webhook call failed, ignored (failurePolicy Ignore)");
+            Ok((None, Vec::new()))
+        }
+        other => other,
+    }
+}

@@ -1,0 +1,236 @@
+//! Admission at the HTTP front: which writes are admitted and how a mutated object becomes
+//! the write.
+//!
+//! A create (POST), an update (PUT, every PATCH type and apply, also of subresources) or a
+//! delete of one object is admitted when any webhook configuration exists. The write is first
+//! run as a dry run, which gives the object as it would be stored (decoded, patched,
+//! defaulted, validated); the mutating webhooks see it and may patch it; when one did, the
+//! patched object is written instead (a POST, or a PUT conditional on the resourceVersion the
+//! dry run started from), dry-run once more for the validating webhooks to see the final
+//! object; then the validating webhooks are called and the write is done for real. A write
+//! refused by the server's own validation is refused before any webhook is called.
+//!
+//! Not admitted: `deletecollection`, the POST subresources (`eviction`, `binding`, `token`)
+//! and the reviews (kube-apiserver calls webhooks for those too).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::response::Response;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, request::Parts};
+use http_body_util::BodyExt;
+use serde_json::Value;
+
+use super::{AppState, Target, crud, dispatch};
+use crate::admission::{self, Attributes, Operation};
+use crate::status::ApiError;
+
+/// The admission operation of a request, when it is admitted.
+fn operation(state: &AppState, target: &Target, method: &Method) -> Option<Operation> {
+    let sub = target.sub.as_deref();
+    match (target.name.is_some(), method) {
+        (false, &Method::POST)
+            if sub.is_none()
+                && !crud::is_review(&target.info)
+                && !crud::is_core_binding(&target.info) =>
+        {
+            Some(Operation::Create)
+        }
+        (true, &Method::PUT | &Method::PATCH) => {
+            let exists = crud::get_object(state, target).is_ok();
+            Some(if exists || sub.is_some() {
+                Operation::Update
+            } else {
+                Operation::Create
+            })
+        }
+        (true, &Method::DELETE) if sub.is_none() => Some(Operation::Delete),
+        _ => None,
+    }
+}
+
+fn request_parts(method: Method, parts: &Parts, headers: HeaderMap) -> Parts {
+    let mut r = http::Request::new(());
+    *r.method_mut() = method;
+    *r.uri_mut() = parts.uri.clone();
+    *r.headers_mut() = headers;
+    r.into_parts().0
+}
+
+fn with_json(headers: &HeaderMap, content_type: bool) -> HeaderMap {
+    let mut h = headers.clone();
+    h.insert(
+        http::header::ACCEPT,
+        HeaderValue::from_static("application/json"),
+    );
+    if content_type {
+        h.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+    }
+    h
+}
+
+async fn body_json(resp: Response) -> Value {
+    match resp.into_body().collect().await {
+        Ok(b) => serde_json::from_slice(&b.to_bytes()).unwrap_or(Value::Null),
+        Err(_) => Value::Null,
+    }
+}
+
+/// The object of a write as the webhooks are sent it: without what kube-apiserver sets
+/// after admission on a create.
+fn as_sent(mut obj: Value, op: Operation) -> Value {
+    if op == Operation::Create
+        && let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        m.remove("resourceVersion");
+    }
+    obj
+}
+
+/// A mutated object as the body of the write that replaces the request.
+fn as_body(mut obj: Value, op: Operation, old: Option<&Value>) -> Bytes {
+    if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
+        if op == Operation::Create {
+            for k in ["uid", "creationTimestamp", "resourceVersion", "generation"] {
+                m.remove(k);
+            }
+        } else if let Some(rv) = old.and_then(|o| o.pointer("/metadata/resourceVersion")) {
+            m.insert("resourceVersion".into(), rv.clone());
+        }
+    }
+    Bytes::from(serde_json::to_vec(&obj).unwrap_or_default())
+}
+
+fn add_warnings(mut resp: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        let text = format!("299 - \"{}\"", w.replace('"', "\\\""));
+        if let Ok(v) = HeaderValue::from_str(&text) {
+            resp.headers_mut().append("Warning", v);
+        }
+    }
+    resp
+}
+
+/// The options a webhook is sent: the request's, as far as its query carries them.
+fn options(op: Operation, query: &HashMap<String, String>, dry: bool) -> Value {
+    let mut o = Attributes::options(op, query.get("fieldManager").map(String::as_str), dry);
+    if op == Operation::Delete {
+        if let Some(p) = query.get("propagationPolicy") {
+            o["propagationPolicy"] = Value::String(p.clone());
+        }
+        if let Some(g) = query
+            .get("gracePeriodSeconds")
+            .and_then(|g| g.parse::<i64>().ok())
+        {
+            o["gracePeriodSeconds"] = g.into();
+        }
+    }
+    o
+}
+
+/// A resource request, through admission when it is admitted.
+pub(super) async fn dispatch_admitted(
+    state: &Arc<AppState>,
+    parts: &Parts,
+    target: Target,
+    query: &HashMap<String, String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let Some(op) = operation(state, &target, &parts.method) else {
+        return dispatch(state, parts, target, query, body).await;
+    };
+    let dry = query.get("dryRun").is_some_and(|v| v == "All");
+    let mut attrs = Attributes {
+        operation: op,
+        info: target.info.clone(),
+        sub: target.sub.clone(),
+        namespace: target.namespace.clone(),
+        name: target.name.clone().unwrap_or_default(),
+        object: None,
+        old_object: None,
+        dry_run: dry,
+        options: options(op, query, dry),
+    };
+    if !admission::may_apply(state, &attrs) {
+        return dispatch(state, parts, target, query, body).await;
+    }
+    super::check_verb(&target, &parts.method, query)?;
+    let mut dry_query = query.clone();
+    dry_query.insert("dryRun".into(), "All".into());
+    let old = if op == Operation::Create {
+        None
+    } else {
+        crud::get_object(state, &target).ok().map(|o| o.value())
+    };
+    let old = match (target.sub.as_deref(), old) {
+        (Some("scale"), Some(_)) => {
+            let get = request_parts(Method::GET, parts, with_json(&parts.headers, false));
+            let t = target.clone();
+            Some(body_json(dispatch(state, &get, t, query, Bytes::new()).await?).await)
+        }
+        (_, old) => old,
+    };
+
+    let json_parts = request_parts(
+        parts.method.clone(),
+        parts,
+        with_json(&parts.headers, false),
+    );
+    let first = dispatch(state, &json_parts, target.clone(), &dry_query, body.clone()).await?;
+    let object = if op == Operation::Delete {
+        None
+    } else {
+        Some(as_sent(body_json(first).await, op))
+    };
+    if attrs.name.is_empty() {
+        attrs.name = object
+            .as_ref()
+            .and_then(|o| o.pointer("/metadata/name"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+    }
+    attrs.object = object;
+    attrs.old_object = old.clone();
+    let (mutated, mut warnings) = admission::mutate(state, &attrs).await?;
+
+    // The write that replaces the request when a webhook changed the object.
+    let rewrite = mutated.map(|obj| {
+        let (method, t) = if op == Operation::Create {
+            let t = Target {
+                name: None,
+                sub: None,
+                ..target.clone()
+            };
+            (Method::POST, t)
+        } else {
+            (Method::PUT, target.clone())
+        };
+        (method, t, as_body(obj, op, old.as_ref()))
+    });
+    if let Some((method, t, b)) = &rewrite {
+        let p = request_parts(method.clone(), parts, with_json(&parts.headers, true));
+        let checked = dispatch(state, &p, t.clone(), &dry_query, b.clone()).await?;
+        attrs.object = Some(as_sent(body_json(checked).await, op));
+    }
+    warnings.extend(admission::validate(state, &attrs).await?);
+
+    let resp = match rewrite {
+        Some((method, t, b)) => {
+            let mut headers = parts.headers.clone();
+            headers.insert(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
+            let p = request_parts(method, parts, headers);
+            dispatch(state, &p, t, query, b).await?
+        }
+        None => dispatch(state, parts, target, query, body).await?,
+    };
+    Ok(add_warnings(resp, &warnings))
+}
