@@ -55,6 +55,9 @@ for crate in kcache kcache-proto kcache-client kcache-metrics kcache-runtime kca
   done
 done
 
+step "dependency requirements: the library crates build at the lowest and newest versions allowed"
+scripts/dependency-bounds.sh
+
 step "upstream kube-apiserver + etcd: build or reuse harness/, start (scripts/kube-up.sh)"
 # The integration tests also run against the real server; it is described to them by the env
 # file (KCACHE_UPSTREAM_*), exported here. A missing server is a failure, never a skip.
