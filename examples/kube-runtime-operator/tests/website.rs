@@ -2,11 +2,9 @@
 //! CRD from the Rust type): a Website gets its ConfigMap and Deployment (owned), the
 //! finalizer, its status and one `Created` Event; the Deployment's readiness reaches the
 //! status through `owns`; deleting the Website runs the cleanup; shutdown releases the lease.
-//! A standby (the lease held by another replica) reconciles nothing. Its takeover once that
-//! lease expires is not tested here: kube-lease-manager force-releases the expired lease (a
-//! strategic merge patch nulling its spec fields) and then applies, and the embedded server
-//! refuses that apply ("conflict with kube-lease-manager-<id> ...: .spec", its own earlier
-//! update) where kube-apiserver v1.36.5 accepts it.
+//! A standby (the lease held by another replica) reconciles nothing; once that lease has
+//! expired the operator takes it over (kube-lease-manager releases it with a strategic merge
+//! patch of nulls, then applies its hold) and reconciles.
 
 #[allow(dead_code, reason = "the operator's main and CLI are not used here")]
 #[path = "../src/main.rs"]
@@ -239,6 +237,49 @@ async fn a_standby_reconciles_nothing() -> Result<()> {
         lease["spec"]["holderIdentity"], "another-replica",
         "{lease}"
     );
+    env.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_lease_is_taken_over() -> Result<()> {
+    let env = env().await?;
+    let h = env.handle().clone();
+    // Another replica held the lease and stopped renewing it a minute ago.
+    let lease = Lease {
+        metadata: kube::api::ObjectMeta {
+            name: Some("website-operator".into()),
+            ..Default::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some("another-replica".into()),
+            lease_duration_seconds: Some(15),
+            renew_time: Some(MicroTime(
+                Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(60),
+            )),
+            ..Default::default()
+        }),
+    };
+    let leases: Api<Lease> = Api::namespaced(env.kube_client(), NS);
+    leases.create(&PostParams::default(), &lease).await?;
+    let (addr, shutdown, run) = start(&env).await?;
+    create_website(&h)?;
+
+    // kube-lease-manager releases the expired lease (a strategic merge patch of nulls), then
+    // applies its own hold; the operator then reconciles.
+    eventually("the website's status after the takeover", || {
+        object(&h, SITE).is_some_and(|s| s["status"]["observedGeneration"] == 1)
+    })
+    .await?;
+    let lease = object(&h, LEASE).context("the lease")?;
+    let holder = lease["spec"]["holderIdentity"].as_str().unwrap_or_default();
+    assert!(!holder.is_empty() && holder != "another-replica", "{lease}");
+    let (code, text) = get(addr, "/metrics").await?;
+    assert_eq!(code, 200);
+    assert_eq!(metric(&text, "leader_election_master_status")?, 1.0);
+
+    shutdown.cancel();
+    tokio::time::timeout(HANG_GUARD, run).await???;
     env.stop().await;
     Ok(())
 }

@@ -577,7 +577,11 @@ fn conflicts_in(
         );
         let at = format!("{path}{}", path_element(key));
         if is_leaf(n) || is_leaf(o) {
-            if !key.starts_with("v:") && c != a {
+            // A map is never a conflict itself, only its fields: owning an empty `.spec` (a
+            // create with `spec: {}`) does not conflict with an apply of fields inside it, as
+            // structured-merge-diff compares maps member by member.
+            let maps = c.is_some_and(Value::is_object) && a.is_some_and(Value::is_object);
+            if !maps && !key.starts_with("v:") && c != a {
                 out.push(at);
             }
         } else {

@@ -73,6 +73,7 @@ const SCENARIOS: &[&str] = &[
     "status_metadata_and_json_patch_test_null",
     "common_kinds_validation",
     "server_side_apply_ownership",
+    "server_side_apply_after_fields_cleared",
     "pod_spec_subresources",
     "deletion_propagation",
     "webhook_configuration_defaults_and_validation",
@@ -138,6 +139,9 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         }
         "common_kinds_validation" => validation::common_kinds_validation(s).await,
         "server_side_apply_ownership" => patches::server_side_apply_ownership(s).await,
+        "server_side_apply_after_fields_cleared" => {
+            patches::server_side_apply_after_fields_cleared(s).await
+        }
         "pod_spec_subresources" => resources::pod_spec_subresources(s).await,
         n if crd_schema::NAMES.contains(&n) => crd_schema::run(n, s).await,
         "deletion_propagation" => deletion::deletion_propagation(s).await,

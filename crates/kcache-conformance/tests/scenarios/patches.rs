@@ -410,6 +410,104 @@ pub(crate) async fn status_metadata_and_json_patch_test_null(
     Ok(())
 }
 
+/// kube-lease-manager's takeover of an expired Lease: replica A holds it (apply, then
+/// strategic patches of `leaseTransitions` and `renewTime`), replica B clears the holder's
+/// fields with a strategic patch of nulls and then applies its own holder - which must not
+/// conflict: the fields A applied are gone, so A owns nothing B applies.
+pub(crate) async fn server_side_apply_after_fields_cleared(
+    s: &mut Script<'_>,
+) -> anyhow::Result<()> {
+    let leases = s
+        .core("leases")
+        .replace("/api/v1/", "/apis/coordination.k8s.io/v1/");
+    let lease = format!("{leases}/lock");
+    let apply_ct = "application/apply-patch+yaml";
+    let created = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                         "metadata": {"name": "lock"}, "spec": {}});
+    s.req(
+        "create",
+        "POST",
+        &format!("{leases}?fieldManager=lm-a"),
+        Some(created),
+    )
+    .await?;
+    let hold = |who: &str, at: &str| {
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+               "spec": {"acquireTime": at, "renewTime": at, "holderIdentity": who,
+                        "leaseDurationSeconds": 15}})
+        .to_string()
+    };
+    let at = "2026-12-03T10:00:00.000000Z";
+    s.raw(
+        "a applies its hold",
+        "PATCH",
+        &format!("{lease}?fieldManager=lm-a"),
+        apply_ct,
+        &hold("a", at),
+    )
+    .await?;
+    let transitions =
+        r#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","spec":{"leaseTransitions":1}}"#;
+    s.raw(
+        "a counts the transition",
+        "PATCH",
+        &format!("{lease}?fieldManager=lm-a"),
+        STRATEGIC,
+        transitions,
+    )
+    .await?;
+    let renew = r#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","spec":{"renewTime":"2026-12-03T10:00:02.000000Z","leaseDurationSeconds":15}}"#;
+    s.raw(
+        "a renews",
+        "PATCH",
+        &format!("{lease}?fieldManager=lm-a"),
+        STRATEGIC,
+        renew,
+    )
+    .await?;
+    let release = r#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","spec":{"acquireTime":null,"renewTime":null,"holderIdentity":null,"leaseDurationSeconds":null}}"#;
+    let r = s
+        .raw(
+            "b clears the expired hold",
+            "PATCH",
+            &format!("{lease}?fieldManager=lm-b"),
+            STRATEGIC,
+            release,
+        )
+        .await?;
+    s.field("spec after clearing", &r.body, "/spec");
+    let r = s
+        .raw(
+            "b applies its hold",
+            "PATCH",
+            &format!("{lease}?fieldManager=lm-b"),
+            apply_ct,
+            &hold("b", "2026-12-03T10:00:30.000000Z"),
+        )
+        .await?;
+    s.field("holder", &r.body, "/spec/holderIdentity");
+    let mut managers: Vec<String> = r
+        .body
+        .pointer("/metadata/managedFields")
+        .and_then(|m| m.as_array())
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            format!(
+                "{}/{} {}",
+                e["manager"].as_str().unwrap_or(""),
+                e["operation"].as_str().unwrap_or(""),
+                e["fieldsV1"]
+            )
+        })
+        .collect();
+    managers.sort();
+    for m in managers {
+        s.note(format!("managed: {m}"));
+    }
+    Ok(())
+}
+
 /// Server-side apply with managed fields: a field the manager stops applying is removed
 /// (unless another manager owns it), fields of other managers are kept, lists merged by key
 /// keep other managers' items.
