@@ -235,10 +235,11 @@ async fn call_once(
             "expected response.uid=\"{uid}\", got \"{got_uid}\""
         )));
     }
-    let patch = resp
-        .get("patch")
-        .and_then(Value::as_str)
-        .filter(|p| !p.is_empty());
+    let patch = resp.get("patch").filter(|p| match p {
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        _ => false,
+    });
     let patch_type = resp.get("patchType").and_then(Value::as_str);
     if hook.mutating {
         match (patch, patch_type) {
