@@ -1,6 +1,6 @@
 //! A test admission webhook: HTTPS on 127.0.0.1 with a certificate made for the test (rcgen),
 //! answering AdmissionReviews by path — `/allow`, `/deny` (a 403 with a message), `/label`
-//! (a JSON patch adding the label `hooked: "yes"`), `/slow` (allows after 3 s) — and
+//! (a JSON patch adding the label `hooked: "yes"`, with a warning), `/slow` (allows after 3 s) — and
 //! recording every request it gets.
 
 use std::sync::Arc;
@@ -61,6 +61,7 @@ fn answer(path: &str, req: &Value) -> Value {
             resp["patch"] =
                 json!(base64::engine::general_purpose::STANDARD.encode(patch.to_string()));
             resp["patchType"] = json!("JSONPatch");
+            resp["warnings"] = json!(["labelled by the test webhook"]);
         }
         _ => {}
     }
