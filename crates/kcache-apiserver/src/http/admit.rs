@@ -133,6 +133,19 @@ fn options(op: Operation, query: &HashMap<String, String>, dry: bool) -> Value {
     o
 }
 
+/// A webhook's refusal as the answer, in the negotiated form, with the webhooks' warnings.
+fn refusal(parts: &Parts, target: &Target, e: &ApiError, warnings: &[String]) -> Response {
+    let protobuf =
+        super::negotiate::output(&parts.headers, super::protobuf::supports(&target.info))
+            == Ok(super::negotiate::Output::Protobuf);
+    let resp = if protobuf {
+        super::protobuf_error_response(e)
+    } else {
+        super::error_response(e)
+    };
+    add_warnings(resp, warnings)
+}
+
 /// A resource request, through admission when it is admitted.
 pub(super) async fn dispatch_admitted(
     state: &Arc<AppState>,
@@ -197,7 +210,11 @@ pub(super) async fn dispatch_admitted(
     }
     attrs.object = object;
     attrs.old_object = old.clone();
-    let (mutated, mut warnings) = admission::mutate(state, &attrs).await?;
+    let mut warnings = Vec::new();
+    let mutated = match admission::mutate(state, &attrs, &mut warnings).await {
+        Ok(m) => m,
+        Err(e) => return Ok(refusal(parts, &target, &e, &warnings)),
+    };
 
     // The write that replaces the request when a webhook changed the object.
     let rewrite = mutated.map(|obj| {
@@ -218,7 +235,9 @@ pub(super) async fn dispatch_admitted(
         let checked = dispatch(state, &p, t.clone(), &dry_query, b.clone()).await?;
         attrs.object = Some(as_sent(body_json(checked).await, op));
     }
-    warnings.extend(admission::validate(state, &attrs).await?);
+    if let Err(e) = admission::validate(state, &attrs, &mut warnings).await {
+        return Ok(refusal(parts, &target, &e, &warnings));
+    }
 
     let resp = match rewrite {
         Some((method, t, b)) => {

@@ -85,6 +85,7 @@ const SCENARIOS: &[&str] = &[
     "webhook_reinvocation",
     "webhook_subresources",
     "webhook_match_conditions",
+    "webhook_answers",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -152,6 +153,7 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "webhook_reinvocation" => webhooks::webhook_reinvocation(s).await,
         "webhook_subresources" => webhooks::webhook_subresources(s).await,
         "webhook_match_conditions" => webhooks::webhook_match_conditions(s).await,
+        "webhook_answers" => webhooks::webhook_answers(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

@@ -580,3 +580,36 @@ pub(crate) async fn webhook_match_conditions(s: &mut Script<'_>) -> anyhow::Resu
     s.req("uninstall", "DELETE", &cfg, None).await?;
     Ok(())
 }
+
+pub(crate) async fn webhook_answers(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let server = super::hookserver::start().await?;
+    let cms = s.core("configmaps");
+    let mut hooks = Vec::new();
+    for case in ["deny-invalid", "deny-bare", "bad-uid"] {
+        let mut h = scoped(
+            s,
+            &format!("{case}.example.com"),
+            server.client_config(&format!("/{case}")),
+            &["CREATE"],
+        );
+        h["objectSelector"] = json!({"matchLabels": {"case": case}});
+        hooks.push(h);
+    }
+    let cfg = install(s, false, Value::Array(hooks)).await?;
+    for case in ["deny-invalid", "deny-bare", "bad-uid"] {
+        let mut cm = crate::script::config_map(case, json!({}));
+        cm["metadata"]["labels"] = json!({"case": case});
+        let r = s.req(case, "POST", &cms, Some(cm)).await?;
+        s.field("  code", &r.body, "/code");
+        let details = r
+            .body
+            .get("details")
+            .map_or_else(|| "-".to_owned(), Value::to_string);
+        s.note(format!(
+            "  details = {}",
+            kcache_conformance::normalise(&details)
+        ));
+    }
+    s.req("uninstall", "DELETE", &cfg, None).await?;
+    Ok(())
+}
