@@ -10,7 +10,8 @@
 //! object; then the validating webhooks are called and the write is done for real. A write
 //! refused by the server's own validation is refused before any webhook is called.
 //!
-//! Not admitted: `deletecollection`, the POST subresources (`eviction`, `binding`, `token`)
+//! A `deletecollection` admits each object it deletes as a DELETE. Not admitted: the POST
+//! subresources (`eviction`, `binding`, `token`)
 //! and the reviews (kube-apiserver calls webhooks for those too).
 
 use std::collections::HashMap;
@@ -45,7 +46,7 @@ fn operation(state: &AppState, target: &Target, method: &Method) -> Option<Opera
                 Operation::Create
             })
         }
-        (true, &Method::DELETE) if sub.is_none() => Some(Operation::Delete),
+        (_, &Method::DELETE) if sub.is_none() => Some(Operation::Delete),
         _ => None,
     }
 }
@@ -146,6 +147,70 @@ fn refusal(parts: &Parts, target: &Target, e: &ApiError, warnings: &[String]) ->
     add_warnings(resp, warnings)
 }
 
+/// `deletecollection`: each object it would delete is admitted as a DELETE of its own, in
+/// order; when all are admitted the collection is deleted, else the objects before the first
+/// refused one are deleted one by one and the refusal is the answer (kube-apiserver deletes
+/// the objects one after the other, with one worker by default, and stops at the first
+/// error).
+async fn delete_collection(
+    state: &Arc<AppState>,
+    parts: &Parts,
+    target: Target,
+    query: &HashMap<String, String>,
+    dry_query: &HashMap<String, String>,
+    body: Bytes,
+    attrs: Attributes,
+) -> Result<Response, ApiError> {
+    let json_parts = request_parts(Method::DELETE, parts, with_json(&parts.headers, false));
+    let listed = dispatch(state, &json_parts, target.clone(), dry_query, body.clone()).await?;
+    let items = body_json(listed).await["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut warnings = Vec::new();
+    let mut refused = None;
+    let mut admitted = Vec::new();
+    for item in items {
+        let meta = |k: &str| {
+            item.pointer(&format!("/metadata/{k}"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let one = Target {
+            name: meta("name"),
+            namespace: meta("namespace").or_else(|| target.namespace.clone()),
+            ..target.clone()
+        };
+        let mut a = attrs.clone();
+        a.name = one.name.clone().unwrap_or_default();
+        a.namespace = one.namespace.clone();
+        a.old_object = crud::get_object(state, &one).ok().map(|o| o.value());
+        let verdict = match admission::mutate(state, &a, &mut warnings).await {
+            Ok(_) => admission::validate(state, &a, &mut warnings).await,
+            Err(e) => Err(e),
+        };
+        match verdict {
+            Ok(()) => admitted.push(one),
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+        }
+    }
+    let Some(e) = refused else {
+        let resp = dispatch(state, parts, target, query, body).await?;
+        return Ok(add_warnings(resp, &warnings));
+    };
+    let mut each = query.clone();
+    each.remove("labelSelector");
+    each.remove("fieldSelector");
+    for one in admitted {
+        let p = request_parts(Method::DELETE, parts, parts.headers.clone());
+        let _ = dispatch(state, &p, one, &each, body.clone()).await;
+    }
+    Ok(refusal(parts, &target, &e, &warnings))
+}
+
 /// A resource request, through admission when it is admitted.
 pub(super) async fn dispatch_admitted(
     state: &Arc<AppState>,
@@ -175,6 +240,9 @@ pub(super) async fn dispatch_admitted(
     super::check_verb(&target, &parts.method, query)?;
     let mut dry_query = query.clone();
     dry_query.insert("dryRun".into(), "All".into());
+    if op == Operation::Delete && target.name.is_none() {
+        return delete_collection(state, parts, target, query, &dry_query, body, attrs).await;
+    }
     let old = if op == Operation::Create {
         None
     } else {

@@ -86,6 +86,7 @@ const SCENARIOS: &[&str] = &[
     "webhook_subresources",
     "webhook_match_conditions",
     "webhook_answers",
+    "webhook_delete_collection",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -154,6 +155,7 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "webhook_subresources" => webhooks::webhook_subresources(s).await,
         "webhook_match_conditions" => webhooks::webhook_match_conditions(s).await,
         "webhook_answers" => webhooks::webhook_answers(s).await,
+        "webhook_delete_collection" => webhooks::webhook_delete_collection(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

@@ -613,3 +613,45 @@ pub(crate) async fn webhook_answers(s: &mut Script<'_>) -> anyhow::Result<()> {
     s.req("uninstall", "DELETE", &cfg, None).await?;
     Ok(())
 }
+
+pub(crate) async fn webhook_delete_collection(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let server = super::hookserver::start().await?;
+    let cms = s.core("configmaps");
+    for (name, keep) in [("a", "no"), ("b", "yes"), ("c", "no")] {
+        let mut cm = crate::script::config_map(name, json!({}));
+        cm["metadata"]["labels"] = json!({"group": "g", "keep": keep});
+        s.req(&format!("create {name}"), "POST", &cms, Some(cm))
+            .await?;
+    }
+    let mut deny = scoped(
+        s,
+        "keep.example.com",
+        server.client_config("/deny"),
+        &["DELETE"],
+    );
+    deny["objectSelector"] = json!({"matchLabels": {"keep": "yes"}});
+    let cfg = install(s, false, json!([deny])).await?;
+    s.req(
+        "delete collection",
+        "DELETE",
+        &format!("{cms}?labelSelector=group%3Dg"),
+        None,
+    )
+    .await?;
+    let r = s.req("list", "GET", &cms, None).await?;
+    let names: Vec<&str> = r.body["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i.pointer("/metadata/name").and_then(Value::as_str))
+        .collect();
+    s.note(format!("left: {names:?}"));
+    let calls = server.take();
+    s.note(format!("webhook calls: {}", calls.len()));
+    for (_, req) in calls {
+        s.field("  operation", &req, "/operation");
+        s.field("  options", &req, "/options");
+    }
+    s.req("uninstall", "DELETE", &cfg, None).await?;
+    Ok(())
+}
