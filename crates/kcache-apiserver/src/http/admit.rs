@@ -10,8 +10,9 @@
 //! object; then the validating webhooks are called and the write is done for real. A write
 //! refused by the server's own validation is refused before any webhook is called.
 //!
-//! A `deletecollection` admits each object it deletes as a DELETE. Not admitted: the POST
-//! subresources (`eviction`, `binding`, `token`)
+//! A `deletecollection` admits each object it deletes as a DELETE; a POST of `eviction` or
+//! `binding` is a CREATE of the subresource with the posted object. Not admitted:
+//! `serviceaccounts/token`
 //! and the reviews (kube-apiserver calls webhooks for those too).
 
 use std::collections::HashMap;
@@ -47,6 +48,9 @@ fn operation(state: &AppState, target: &Target, method: &Method) -> Option<Opera
             })
         }
         (_, &Method::DELETE) if sub.is_none() => Some(Operation::Delete),
+        (true, &Method::POST) if matches!(sub, Some("eviction" | "binding")) => {
+            Some(Operation::Create)
+        }
         _ => None,
     }
 }
@@ -147,6 +151,39 @@ fn refusal(parts: &Parts, target: &Target, e: &ApiError, warnings: &[String]) ->
     add_warnings(resp, warnings)
 }
 
+/// A POST of a pod's `eviction` or `binding`: a CREATE of the subresource, the webhooks sent
+/// the request's Eviction or Binding (a mutated one is what is posted).
+async fn post_subresource(
+    state: &Arc<AppState>,
+    parts: &Parts,
+    target: Target,
+    query: &HashMap<String, String>,
+    body: Bytes,
+    mut attrs: Attributes,
+) -> Result<Response, ApiError> {
+    let Ok(sent) = serde_json::from_slice::<Value>(&body) else {
+        return dispatch(state, parts, target, query, body).await;
+    };
+    attrs.object = Some(sent);
+    let mut warnings = Vec::new();
+    let mutated = match admission::mutate(state, &attrs, &mut warnings).await {
+        Ok(m) => m,
+        Err(e) => return Ok(refusal(parts, &target, &e, &warnings)),
+    };
+    if let Some(m) = &mutated {
+        attrs.object = Some(m.clone());
+    }
+    if let Err(e) = admission::validate(state, &attrs, &mut warnings).await {
+        return Ok(refusal(parts, &target, &e, &warnings));
+    }
+    let body = match mutated {
+        Some(m) => Bytes::from(serde_json::to_vec(&m).unwrap_or_default()),
+        None => body,
+    };
+    let resp = dispatch(state, parts, target, query, body).await?;
+    Ok(add_warnings(resp, &warnings))
+}
+
 /// `deletecollection`: each object it would delete is admitted as a DELETE of its own, in
 /// order; when all are admitted the collection is deleted, else the objects before the first
 /// refused one are deleted one by one and the refusal is the answer (kube-apiserver deletes
@@ -240,6 +277,9 @@ pub(super) async fn dispatch_admitted(
     super::check_verb(&target, &parts.method, query)?;
     let mut dry_query = query.clone();
     dry_query.insert("dryRun".into(), "All".into());
+    if target.name.is_some() && parts.method == Method::POST {
+        return post_subresource(state, parts, target, query, body, attrs).await;
+    }
     if op == Operation::Delete && target.name.is_none() {
         return delete_collection(state, parts, target, query, &dry_query, body, attrs).await;
     }

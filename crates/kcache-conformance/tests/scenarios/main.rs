@@ -87,6 +87,7 @@ const SCENARIOS: &[&str] = &[
     "webhook_match_conditions",
     "webhook_answers",
     "webhook_delete_collection",
+    "webhook_eviction",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -156,6 +157,7 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "webhook_match_conditions" => webhooks::webhook_match_conditions(s).await,
         "webhook_answers" => webhooks::webhook_answers(s).await,
         "webhook_delete_collection" => webhooks::webhook_delete_collection(s).await,
+        "webhook_eviction" => webhooks::webhook_eviction(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

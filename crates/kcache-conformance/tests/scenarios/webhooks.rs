@@ -655,3 +655,57 @@ pub(crate) async fn webhook_delete_collection(s: &mut Script<'_>) -> anyhow::Res
     s.req("uninstall", "DELETE", &cfg, None).await?;
     Ok(())
 }
+
+pub(crate) async fn webhook_eviction(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let server = super::hookserver::start().await?;
+    let pods = s.core("pods");
+    for name in ["p1", "p2"] {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"guard": if name == "p1" { "yes" } else { "no" }}},
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+        s.req(&format!("create {name}"), "POST", &pods, Some(pod))
+            .await?;
+    }
+    let mut h = scoped(
+        s,
+        "evict.example.com",
+        server.client_config("/deny"),
+        &["CREATE"],
+    );
+    h["rules"] = json!([{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+        "resources": ["pods/eviction"]}]);
+    // The object is the Eviction, whose labels an objectSelector would see (none here).
+    let cfg = install(s, false, json!([h])).await?;
+    let ev = |name: &str| json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name}});
+    s.req(
+        "evict guarded",
+        "POST",
+        &format!("{pods}/p1/eviction"),
+        Some(ev("p1")),
+    )
+    .await?;
+    s.req(
+        "evict other",
+        "POST",
+        &format!("{pods}/p2/eviction"),
+        Some(ev("p2")),
+    )
+    .await?;
+    for (_, req) in server.take() {
+        for f in [
+            "/operation",
+            "/kind",
+            "/resource",
+            "/subResource",
+            "/name",
+            "/object/kind",
+            "/oldObject",
+        ] {
+            s.field(f, &req, f);
+        }
+    }
+    s.req("get guarded", "GET", &format!("{pods}/p1"), None)
+        .await?;
+    s.req("uninstall", "DELETE", &cfg, None).await?;
+    Ok(())
+}
