@@ -109,6 +109,52 @@ impl TestEnv {
         self.install_crd(serde_json::to_value(K::crd())?).await
     }
 
+    /// Registers `server` as a webhook: a MutatingWebhookConfiguration (`mutating`) or a
+    /// ValidatingWebhookConfiguration named `name`, with one webhook `name` calling `path` for
+    /// `operations` (`CREATE`, `UPDATE`, `DELETE`, `*`) on `resources` of every group and
+    /// version (`sideEffects: None`, `failurePolicy: Fail`). It is effective at once.
+    ///
+    /// # Errors
+    /// [`Error::Create`] when the configuration is refused (a `name` without three dotted
+    /// segments, an unknown operation).
+    pub fn install_webhook(
+        &self,
+        mutating: bool,
+        name: &str,
+        server: &crate::WebhookServer,
+        path: &str,
+        operations: &[&str],
+        resources: &[&str],
+    ) -> Result<(), Error> {
+        let (kind, plural) = if mutating {
+            (
+                "MutatingWebhookConfiguration",
+                "mutatingwebhookconfigurations",
+            )
+        } else {
+            (
+                "ValidatingWebhookConfiguration",
+                "validatingwebhookconfigurations",
+            )
+        };
+        let config = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+            "metadata": {"name": name},
+            "webhooks": [{"name": name, "clientConfig": server.client_config(path),
+                "rules": [{"operations": operations, "apiGroups": ["*"], "apiVersions": ["*"],
+                           "resources": resources}],
+                "sideEffects": "None", "admissionReviewVersions": ["v1"]}]});
+        self.handle()
+            .create(
+                &format!("/apis/admissionregistration.k8s.io/v1/{plural}"),
+                config,
+            )
+            .map(|_| ())
+            .map_err(|e| Error::Create {
+                what: format!("{kind} {name:?}"),
+                source: Box::new(e),
+            })
+    }
+
     /// A kube-rs client for the server.
     #[must_use]
     pub fn kube_client(&self) -> kube_client::Client {

@@ -7,7 +7,8 @@
 //!
 //! Unlike envtest's bare kube-apiserver, the server garbage-collects owned objects and
 //! finishes namespace deletions; [`Config::garbage_collector`] turns the collector off for
-//! tests that want envtest's behaviour.
+//! tests that want envtest's behaviour. [`WebhookServer`] serves an admission webhook from a
+//! Rust function; [`TestEnv::install_webhook`] registers it.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -38,9 +39,11 @@
 
 mod config;
 mod env;
+mod webhook;
 
 pub use config::Config;
 pub use env::TestEnv;
+pub use webhook::{Handler, WebhookServer};
 
 /// Errors starting or using a [`TestEnv`].
 #[derive(Debug, thiserror::Error)]
@@ -73,6 +76,9 @@ pub enum Error {
     /// The kcache client could not be built.
     #[error("building the kcache client: {0}")]
     Client(#[from] kcache_client::Error),
+    /// A webhook server could not be set up (its certificate).
+    #[error("starting the webhook server: {0}")]
+    Webhook(String),
     /// The kubeconfig directory could not be made.
     #[error("writing the kubeconfig: {0}")]
     Io(#[from] std::io::Error),

@@ -187,7 +187,8 @@ async fn post(ep: &Endpoint, url: &str, body: Vec<u8>) -> Result<(u16, Vec<u8>),
 async fn call_once(
     hook: &Hook,
     attrs: &Attributes,
-) -> Result<(Option<Value>, Vec<String>), ApiError> {
+    warnings: &mut Vec<String>,
+) -> Result<Option<Value>, ApiError> {
     if attrs.dry_run && !matches!(hook.side_effects.as_str(), "None" | "NoneOnDryRun") {
         return Err(ApiError::bad_request(format!(
             "admission webhook \"{}\" does not support dry run",
@@ -235,10 +236,11 @@ async fn call_once(
             "expected response.uid=\"{uid}\", got \"{got_uid}\""
         )));
     }
-    let patch = resp
-        .get("patch")
-        .and_then(Value::as_str)
-        .filter(|p| !p.is_empty());
+    let patch = resp.get("patch").filter(|p| match p {
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        _ => false,
+    });
     let patch_type = resp.get("patchType").and_then(Value::as_str);
     if hook.mutating {
         match (patch, patch_type) {
@@ -263,19 +265,20 @@ async fn call_once(
             "validating webhook may not return response.patchType".into(),
         ));
     }
-    let warnings = resp
-        .get("warnings")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect();
+    // Warnings are passed on even with a denial, as kube-apiserver does.
+    warnings.extend(
+        resp.get("warnings")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned),
+    );
     if resp.get("allowed").and_then(Value::as_bool) != Some(true) {
         return Err(denial(&hook.name, resp.get("status")));
     }
     let Some(patch) = patch else {
-        return Ok((None, warnings));
+        return Ok(None);
     };
     if patch_type != Some("JSONPatch") {
         return Err(failed(
@@ -292,26 +295,28 @@ async fn call_once(
             hook.name
         )));
     };
-    super::patch::apply(&hook.name, obj, patch).map(|o| (Some(o), warnings))
+    super::patch::apply(&hook.name, obj, patch).map(Some)
 }
 
 /// Calls one webhook; a failed call of a webhook with `failurePolicy: Ignore` is ignored
 /// (the object is left as it was), denials never are.
 ///
 /// # Errors
-/// The denial or the failure to answer the request with.
+/// The denial or the failure to answer the request with. The webhook's warnings are added
+/// to `warnings` either way.
 pub(crate) async fn call(
     hook: &Hook,
     attrs: &Attributes,
-) -> Result<(Option<Value>, Vec<String>), ApiError> {
-    match call_once(hook, attrs).await {
+    warnings: &mut Vec<String>,
+) -> Result<Option<Value>, ApiError> {
+    match call_once(hook, attrs, warnings).await {
         Err(e)
             if hook.ignore_failures
                 && e.reason == "InternalError"
                 && e.message.contains("failed calling webhook") =>
         {
             tracing::warn!(webhook = %hook.name, error = %e.message, "webhook call failed, ignored (failurePolicy Ignore)");
-            Ok((None, Vec::new()))
+            Ok(None)
         }
         other => other,
     }

@@ -100,23 +100,23 @@ pub(crate) fn may_apply(state: &AppState, attrs: &Attributes) -> bool {
     matching::any_rule_matches(state, attrs)
 }
 
-/// Runs the mutating webhooks; returns the object they produced (`None`: unchanged).
+/// Runs the mutating webhooks; returns the object they produced (`None`: unchanged). Their
+/// warnings are added to `warnings`.
 ///
 /// # Errors
 /// A denial, or a failed call of a webhook whose `failurePolicy` is `Fail`.
 pub(crate) async fn mutate(
     state: &AppState,
     attrs: &Attributes,
-) -> Result<(Option<Value>, Vec<String>), ApiError> {
+    warnings: &mut Vec<String>,
+) -> Result<Option<Value>, ApiError> {
     let hooks = matching::hooks(state, true, attrs)?;
-    let mut warnings = Vec::new();
     let mut current = attrs.clone();
     let mut changed_any = false;
     let mut reinvocable = Vec::new();
     let mut changed_after: Vec<bool> = Vec::new();
     for hook in &hooks {
-        let (patched, w) = call::call(hook, &current).await?;
-        warnings.extend(w);
+        let patched = call::call(hook, &current, warnings).await?;
         let changed = match patched {
             Some(obj) if Some(&obj) != current.object.as_ref() => {
                 current.object = Some(obj);
@@ -138,28 +138,27 @@ pub(crate) async fn mutate(
             if !(reinvocable[i] && changed_after[i]) {
                 continue;
             }
-            let (patched, w) = call::call(hook, &current).await?;
-            warnings.extend(w);
+            let patched = call::call(hook, &current, warnings).await?;
             if let Some(obj) = patched {
                 current.object = Some(obj);
             }
         }
     }
-    Ok((current.object.filter(|_| changed_any), warnings))
+    Ok(current.object.filter(|_| changed_any))
 }
 
-/// Runs the validating webhooks, in order; the first denial or failure is the answer.
+/// Runs the validating webhooks, in order; the first denial or failure is the answer. Their
+/// warnings are added to `warnings`.
 ///
 /// # Errors
 /// A denial, or a failed call of a webhook whose `failurePolicy` is `Fail`.
 pub(crate) async fn validate(
     state: &AppState,
     attrs: &Attributes,
-) -> Result<Vec<String>, ApiError> {
-    let mut warnings = Vec::new();
+    warnings: &mut Vec<String>,
+) -> Result<(), ApiError> {
     for hook in matching::hooks(state, false, attrs)? {
-        let (_, w) = call::call(&hook, attrs).await?;
-        warnings.extend(w);
+        call::call(&hook, attrs, warnings).await?;
     }
-    Ok(warnings)
+    Ok(())
 }

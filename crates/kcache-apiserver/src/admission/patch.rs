@@ -1,24 +1,41 @@
-//! A mutating webhook's patch: base64 of a JSON patch (RFC 6902), applied to the object it
-//! was sent.
+//! A mutating webhook's patch: a JSON patch (RFC 6902) as Go's `[]byte` decodes it — a base64
+//! string, or an array of byte values (what kube-rs' `AdmissionResponse` sends) — applied to
+//! the object it was sent.
 
 use base64::Engine;
 use serde_json::Value;
 
 use crate::status::ApiError;
 
-/// `obj` with the webhook `name`'s base64 JSON patch applied.
+/// The bytes of a `[]byte` JSON field: base64 text, or an array of numbers 0..=255.
+fn bytes(v: &Value) -> Result<Vec<u8>, String> {
+    match v {
+        Value::String(s) => base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .map_err(|e| e.to_string()),
+        Value::Array(a) => a
+            .iter()
+            .map(|b| {
+                b.as_u64()
+                    .and_then(|n| u8::try_from(n).ok())
+                    .ok_or_else(|| format!("{b} is not a byte"))
+            })
+            .collect(),
+        other => Err(format!("a patch cannot be {other}")),
+    }
+}
+
+/// `obj` with the webhook `name`'s JSON patch (`response.patch`) applied.
 ///
 /// # Errors
 /// 500 when the patch does not decode or does not apply, worded as kube-apiserver.
-pub(crate) fn apply(name: &str, obj: &Value, patch_b64: &str) -> Result<Value, ApiError> {
+pub(crate) fn apply(name: &str, obj: &Value, patch: &Value) -> Result<Value, ApiError> {
     let undecodable = |e: String| {
         ApiError::internal(format!(
             "failed calling webhook \"{name}\": received undecodable patch in webhook response: {e}"
         ))
     };
-    let raw = base64::engine::general_purpose::STANDARD
-        .decode(patch_b64)
-        .map_err(|e| undecodable(e.to_string()))?;
+    let raw = bytes(patch).map_err(undecodable)?;
     let patch: json_patch::Patch =
         serde_json::from_slice(&raw).map_err(|e| undecodable(e.to_string()))?;
     let mut out = obj.clone();
@@ -31,8 +48,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn b64(v: &Value) -> String {
-        base64::engine::general_purpose::STANDARD.encode(v.to_string())
+    fn b64(v: &Value) -> Value {
+        Value::String(base64::engine::general_purpose::STANDARD.encode(v.to_string()))
     }
 
     #[test]
@@ -45,12 +62,22 @@ mod tests {
     }
 
     #[test]
+    fn a_patch_may_come_as_an_array_of_bytes() {
+        let obj = json!({"metadata": {}});
+        let text = json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}]);
+        let bytes: Vec<Value> = text.to_string().bytes().map(|b| json!(b)).collect();
+        let out = apply("x.example.com", &obj, &Value::Array(bytes)).unwrap();
+        assert_eq!(out["metadata"]["labels"]["a"], "b");
+        assert!(apply("x.example.com", &obj, &json!([300])).is_err());
+    }
+
+    #[test]
     fn a_patch_that_does_not_apply_or_decode_is_an_internal_error() {
         let obj = json!({"metadata": {}});
         let p = json!([{"op": "replace", "path": "/spec/x", "value": 1}]);
         let e = apply("x.example.com", &obj, &b64(&p)).unwrap_err();
         assert_eq!(e.code, 500);
-        let e = apply("x.example.com", &obj, "not base64!").unwrap_err();
+        let e = apply("x.example.com", &obj, &json!("not base64!")).unwrap_err();
         assert!(
             e.message.contains("received undecodable patch"),
             "{}",

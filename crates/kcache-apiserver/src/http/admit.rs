@@ -10,7 +10,9 @@
 //! object; then the validating webhooks are called and the write is done for real. A write
 //! refused by the server's own validation is refused before any webhook is called.
 //!
-//! Not admitted: `deletecollection`, the POST subresources (`eviction`, `binding`, `token`)
+//! A `deletecollection` admits each object it deletes as a DELETE; a POST of `eviction` or
+//! `binding` is a CREATE of the subresource with the posted object. Not admitted:
+//! `serviceaccounts/token`
 //! and the reviews (kube-apiserver calls webhooks for those too).
 
 use std::collections::HashMap;
@@ -45,7 +47,10 @@ fn operation(state: &AppState, target: &Target, method: &Method) -> Option<Opera
                 Operation::Create
             })
         }
-        (true, &Method::DELETE) if sub.is_none() => Some(Operation::Delete),
+        (_, &Method::DELETE) if sub.is_none() => Some(Operation::Delete),
+        (true, &Method::POST) if matches!(sub, Some("eviction" | "binding")) => {
+            Some(Operation::Create)
+        }
         _ => None,
     }
 }
@@ -133,6 +138,116 @@ fn options(op: Operation, query: &HashMap<String, String>, dry: bool) -> Value {
     o
 }
 
+/// A webhook's refusal as the answer, in the negotiated form, with the webhooks' warnings.
+fn refusal(parts: &Parts, target: &Target, e: &ApiError, warnings: &[String]) -> Response {
+    let protobuf =
+        super::negotiate::output(&parts.headers, super::protobuf::supports(&target.info))
+            == Ok(super::negotiate::Output::Protobuf);
+    let resp = if protobuf {
+        super::protobuf_error_response(e)
+    } else {
+        super::error_response(e)
+    };
+    add_warnings(resp, warnings)
+}
+
+/// A POST of a pod's `eviction` or `binding`: a CREATE of the subresource, the webhooks sent
+/// the request's Eviction or Binding (a mutated one is what is posted).
+async fn post_subresource(
+    state: &Arc<AppState>,
+    parts: &Parts,
+    target: Target,
+    query: &HashMap<String, String>,
+    body: Bytes,
+    mut attrs: Attributes,
+) -> Result<Response, ApiError> {
+    let Ok(sent) = serde_json::from_slice::<Value>(&body) else {
+        return dispatch(state, parts, target, query, body).await;
+    };
+    attrs.object = Some(sent);
+    let mut warnings = Vec::new();
+    let mutated = match admission::mutate(state, &attrs, &mut warnings).await {
+        Ok(m) => m,
+        Err(e) => return Ok(refusal(parts, &target, &e, &warnings)),
+    };
+    if let Some(m) = &mutated {
+        attrs.object = Some(m.clone());
+    }
+    if let Err(e) = admission::validate(state, &attrs, &mut warnings).await {
+        return Ok(refusal(parts, &target, &e, &warnings));
+    }
+    let body = match mutated {
+        Some(m) => Bytes::from(serde_json::to_vec(&m).unwrap_or_default()),
+        None => body,
+    };
+    let resp = dispatch(state, parts, target, query, body).await?;
+    Ok(add_warnings(resp, &warnings))
+}
+
+/// `deletecollection`: each object it would delete is admitted as a DELETE of its own, in
+/// order; when all are admitted the collection is deleted, else the objects before the first
+/// refused one are deleted one by one and the refusal is the answer (kube-apiserver deletes
+/// the objects one after the other, with one worker by default, and stops at the first
+/// error).
+async fn delete_collection(
+    state: &Arc<AppState>,
+    parts: &Parts,
+    target: Target,
+    query: &HashMap<String, String>,
+    dry_query: &HashMap<String, String>,
+    body: Bytes,
+    attrs: Attributes,
+) -> Result<Response, ApiError> {
+    let json_parts = request_parts(Method::DELETE, parts, with_json(&parts.headers, false));
+    let listed = dispatch(state, &json_parts, target.clone(), dry_query, body.clone()).await?;
+    let items = body_json(listed).await["items"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut warnings = Vec::new();
+    let mut refused = None;
+    let mut admitted = Vec::new();
+    for item in items {
+        let meta = |k: &str| {
+            item.pointer(&format!("/metadata/{k}"))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        let one = Target {
+            name: meta("name"),
+            namespace: meta("namespace").or_else(|| target.namespace.clone()),
+            ..target.clone()
+        };
+        let mut a = attrs.clone();
+        a.name = one.name.clone().unwrap_or_default();
+        a.namespace = one.namespace.clone();
+        a.old_object = crud::get_object(state, &one).ok().map(|o| o.value());
+        let verdict = match admission::mutate(state, &a, &mut warnings).await {
+            Ok(_) => admission::validate(state, &a, &mut warnings).await,
+            Err(e) => Err(e),
+        };
+        match verdict {
+            Ok(()) => admitted.push(one),
+            Err(e) => {
+                refused = Some(e);
+                break;
+            }
+        }
+    }
+    let Some(e) = refused else {
+        let resp = dispatch(state, parts, target, query, body).await?;
+        return Ok(add_warnings(resp, &warnings));
+    };
+    let mut each = query.clone();
+    each.remove("labelSelector");
+    each.remove("fieldSelector");
+    for one in admitted {
+        let p = request_parts(Method::DELETE, parts, parts.headers.clone());
+        let _ = dispatch(state, &p, one, &each, body.clone()).await;
+    }
+    Ok(refusal(parts, &target, &e, &warnings))
+}
+
 /// A resource request, through admission when it is admitted.
 pub(super) async fn dispatch_admitted(
     state: &Arc<AppState>,
@@ -162,6 +277,12 @@ pub(super) async fn dispatch_admitted(
     super::check_verb(&target, &parts.method, query)?;
     let mut dry_query = query.clone();
     dry_query.insert("dryRun".into(), "All".into());
+    if target.name.is_some() && parts.method == Method::POST {
+        return post_subresource(state, parts, target, query, body, attrs).await;
+    }
+    if op == Operation::Delete && target.name.is_none() {
+        return delete_collection(state, parts, target, query, &dry_query, body, attrs).await;
+    }
     let old = if op == Operation::Create {
         None
     } else {
@@ -197,7 +318,11 @@ pub(super) async fn dispatch_admitted(
     }
     attrs.object = object;
     attrs.old_object = old.clone();
-    let (mutated, mut warnings) = admission::mutate(state, &attrs).await?;
+    let mut warnings = Vec::new();
+    let mutated = match admission::mutate(state, &attrs, &mut warnings).await {
+        Ok(m) => m,
+        Err(e) => return Ok(refusal(parts, &target, &e, &warnings)),
+    };
 
     // The write that replaces the request when a webhook changed the object.
     let rewrite = mutated.map(|obj| {
@@ -218,7 +343,9 @@ pub(super) async fn dispatch_admitted(
         let checked = dispatch(state, &p, t.clone(), &dry_query, b.clone()).await?;
         attrs.object = Some(as_sent(body_json(checked).await, op));
     }
-    warnings.extend(admission::validate(state, &attrs).await?);
+    if let Err(e) = admission::validate(state, &attrs, &mut warnings).await {
+        return Ok(refusal(parts, &target, &e, &warnings));
+    }
 
     let resp = match rewrite {
         Some((method, t, b)) => {

@@ -1,6 +1,8 @@
 //! A test admission webhook: HTTPS on 127.0.0.1 with a certificate made for the test (rcgen),
-//! answering AdmissionReviews by path — `/allow`, `/deny` (a 403 with a message), `/label`
-//! (a JSON patch adding the label `hooked: "yes"`), `/slow` (allows after 3 s) — and
+//! answering AdmissionReviews by path — `/allow`, `/deny` (a 403 with a message),
+//! `/deny-invalid` (a 422 Invalid, with a warning), `/deny-bare` (no status), `/bad-uid` (an
+//! answer for another request), `/label`
+//! (a JSON patch adding the label `hooked: "yes"`, with a warning), `/slow` (allows after 3 s) — and
 //! recording every request it gets.
 
 use std::sync::Arc;
@@ -49,6 +51,13 @@ fn answer(path: &str, req: &Value) -> Value {
             resp["allowed"] = json!(false);
             resp["status"] = json!({"code": 403, "message": "no thanks"});
         }
+        "/deny-invalid" => {
+            resp["allowed"] = json!(false);
+            resp["status"] = json!({"code": 422, "reason": "Invalid", "message": "bad field"});
+            resp["warnings"] = json!(["denied with a warning"]);
+        }
+        "/deny-bare" => resp["allowed"] = json!(false),
+        "/bad-uid" => resp["uid"] = json!("not-the-request-uid"),
         "/label" => {
             let has_labels = req
                 .pointer("/object/metadata/labels")
@@ -61,6 +70,7 @@ fn answer(path: &str, req: &Value) -> Value {
             resp["patch"] =
                 json!(base64::engine::general_purpose::STANDARD.encode(patch.to_string()));
             resp["patchType"] = json!("JSONPatch");
+            resp["warnings"] = json!(["labelled by the test webhook"]);
         }
         _ => {}
     }

@@ -20,6 +20,7 @@ mod resources;
 mod script;
 mod validation;
 mod webhooks;
+mod webhooks_more;
 mod workloads;
 
 use kcache_conformance::{Target, upstream_kubeconfig};
@@ -87,6 +88,9 @@ const SCENARIOS: &[&str] = &[
     "webhook_reinvocation",
     "webhook_subresources",
     "webhook_match_conditions",
+    "webhook_answers",
+    "webhook_delete_collection",
+    "webhook_eviction",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -154,10 +158,13 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "webhook_selectors" => webhooks::webhook_selectors(s).await,
         "webhook_dry_run" => webhooks::webhook_dry_run(s).await,
         "webhook_review_fields" => webhooks::webhook_review_fields(s).await,
-        "webhook_timeout" => webhooks::webhook_timeout(s).await,
-        "webhook_reinvocation" => webhooks::webhook_reinvocation(s).await,
-        "webhook_subresources" => webhooks::webhook_subresources(s).await,
-        "webhook_match_conditions" => webhooks::webhook_match_conditions(s).await,
+        "webhook_timeout" => webhooks_more::webhook_timeout(s).await,
+        "webhook_reinvocation" => webhooks_more::webhook_reinvocation(s).await,
+        "webhook_subresources" => webhooks_more::webhook_subresources(s).await,
+        "webhook_match_conditions" => webhooks_more::webhook_match_conditions(s).await,
+        "webhook_answers" => webhooks_more::webhook_answers(s).await,
+        "webhook_delete_collection" => webhooks_more::webhook_delete_collection(s).await,
+        "webhook_eviction" => webhooks_more::webhook_eviction(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

@@ -1,5 +1,7 @@
-//! Admission webhook configurations (admissionregistration.k8s.io/v1): their defaults and
-//! validation.
+//! Admission webhooks (admissionregistration.k8s.io/v1): the configurations' defaults and
+//! validation, and the calls — denials, JSON patches, failure policies, selectors, dry run and
+//! the AdmissionReview's fields — against the test webhook of `hookserver.rs`; more in
+//! `webhooks_more.rs`.
 
 use serde_json::{Value, json};
 
@@ -104,13 +106,13 @@ pub(crate) async fn webhook_configuration_defaults_and_validation(
 }
 
 /// Admission configurations become effective after kube-apiserver's informer sees them.
-async fn settle() {
+pub(crate) async fn settle() {
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
 }
 
 /// A webhook of `server` at `path` for `operations` on ConfigMaps of the scenario's
 /// namespace only (configurations are cluster-wide; other scenarios must not see them).
-fn scoped(s: &Script<'_>, name: &str, cc: Value, operations: &[&str]) -> Value {
+pub(crate) fn scoped(s: &Script<'_>, name: &str, cc: Value, operations: &[&str]) -> Value {
     let mut h = hook(name, "https://unused", operations);
     h["clientConfig"] = cc;
     h["namespaceSelector"] = json!({"matchLabels": {"kubernetes.io/metadata.name": s.ns.clone()}});
@@ -118,7 +120,11 @@ fn scoped(s: &Script<'_>, name: &str, cc: Value, operations: &[&str]) -> Value {
 }
 
 /// Creates a configuration, waits until it is effective; returns its path.
-async fn install(s: &mut Script<'_>, mutating: bool, hooks: Value) -> anyhow::Result<String> {
+pub(crate) async fn install(
+    s: &mut Script<'_>,
+    mutating: bool,
+    hooks: Value,
+) -> anyhow::Result<String> {
     let (kind, plural) = if mutating {
         (
             "MutatingWebhookConfiguration",
@@ -142,7 +148,7 @@ async fn install(s: &mut Script<'_>, mutating: bool, hooks: Value) -> anyhow::Re
     Ok(format!("{}/{name}", configs(plural)))
 }
 
-fn paths(server: &super::hookserver::HookServer) -> String {
+pub(crate) fn paths(server: &super::hookserver::HookServer) -> String {
     let got: Vec<String> = server.take().into_iter().map(|(p, _)| p).collect();
     format!("webhook calls: {got:?}")
 }
@@ -395,188 +401,6 @@ pub(crate) async fn webhook_review_fields(s: &mut Script<'_>) -> anyhow::Result<
         }
         s.present("uid", &req, "/uid");
     }
-    s.req("uninstall", "DELETE", &cfg, None).await?;
-    Ok(())
-}
-
-pub(crate) async fn webhook_timeout(s: &mut Script<'_>) -> anyhow::Result<()> {
-    let server = super::hookserver::start().await?;
-    let cms = s.core("configmaps");
-    let mut ignore = scoped(
-        s,
-        "slow-ignore.example.com",
-        server.client_config("/slow"),
-        &["CREATE"],
-    );
-    ignore["timeoutSeconds"] = json!(1);
-    ignore["failurePolicy"] = json!("Ignore");
-    let mut fail = scoped(
-        s,
-        "slow-fail.example.com",
-        server.client_config("/slow"),
-        &["UPDATE"],
-    );
-    fail["timeoutSeconds"] = json!(1);
-    let cfg = install(s, false, json!([ignore, fail])).await?;
-    s.req(
-        "create past an ignored timeout",
-        "POST",
-        &cms,
-        Some(crate::script::config_map("a", json!({}))),
-    )
-    .await?;
-    s.req(
-        "update past a failing timeout",
-        "PATCH",
-        &format!("{cms}/a"),
-        Some(json!({"data": {"k": "v"}})),
-    )
-    .await?;
-    s.req("uninstall", "DELETE", &cfg, None).await?;
-    Ok(())
-}
-
-pub(crate) async fn webhook_reinvocation(s: &mut Script<'_>) -> anyhow::Result<()> {
-    let server = super::hookserver::start().await?;
-    let cms = s.core("configmaps");
-    let mut first = scoped(
-        s,
-        "first.example.com",
-        server.client_config("/allow"),
-        &["CREATE"],
-    );
-    first["reinvocationPolicy"] = json!("IfNeeded");
-    let second = scoped(
-        s,
-        "second.example.com",
-        server.client_config("/label"),
-        &["CREATE"],
-    );
-    let cfg = install(s, true, json!([first, second])).await?;
-    let r = s
-        .req(
-            "create",
-            "POST",
-            &cms,
-            Some(crate::script::config_map("a", json!({}))),
-        )
-        .await?;
-    s.field("labels", &r.body, "/metadata/labels");
-    let calls = server.take();
-    for (path, req) in &calls {
-        s.note(format!("call {path}"));
-        s.field("  object labels", req, "/object/metadata/labels");
-    }
-    s.req("uninstall", "DELETE", &cfg, None).await?;
-    Ok(())
-}
-
-pub(crate) async fn webhook_subresources(s: &mut Script<'_>) -> anyhow::Result<()> {
-    let server = super::hookserver::start().await?;
-    let deploys = format!("/apis/apps/v1/namespaces/{}/deployments", s.ns);
-    let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "d"}},
-            "template": {"metadata": {"labels": {"app": "d"}},
-                "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
-    s.req("create deployment", "POST", &deploys, Some(deploy))
-        .await?;
-    let mut deny = scoped(
-        s,
-        "status.example.com",
-        server.client_config("/deny"),
-        &["UPDATE"],
-    );
-    deny["rules"] = json!([{"operations": ["UPDATE"], "apiGroups": ["apps"],
-        "apiVersions": ["v1"], "resources": ["deployments/status"]}]);
-    let mut record = scoped(
-        s,
-        "scale.example.com",
-        server.client_config("/allow"),
-        &["UPDATE"],
-    );
-    record["rules"] = json!([{"operations": ["UPDATE"], "apiGroups": ["apps"],
-        "apiVersions": ["*"], "resources": ["*/scale"]}]);
-    let cfg = install(s, false, json!([deny, record])).await?;
-    s.req(
-        "patch status denied",
-        "PATCH",
-        &format!("{deploys}/d/status"),
-        Some(json!({"status": {"observedGeneration": 1}})),
-    )
-    .await?;
-    s.req(
-        "patch spec not matched",
-        "PATCH",
-        &format!("{deploys}/d"),
-        Some(json!({"metadata": {"labels": {"a": "b"}}})),
-    )
-    .await?;
-    let r = s
-        .req(
-            "patch scale",
-            "PATCH",
-            &format!("{deploys}/d/scale"),
-            Some(json!({"spec": {"replicas": 2}})),
-        )
-        .await?;
-    s.field("scale replicas", &r.body, "/spec/replicas");
-    for (path, req) in server.take() {
-        s.note(format!("call {path}"));
-        for f in [
-            "/kind",
-            "/resource",
-            "/subResource",
-            "/requestKind",
-            "/name",
-            "/object/spec/replicas",
-            "/oldObject/spec/replicas",
-            "/object/status/observedGeneration",
-            "/object/kind",
-        ] {
-            s.field(f, &req, f);
-        }
-    }
-    s.req("uninstall", "DELETE", &cfg, None).await?;
-    Ok(())
-}
-
-pub(crate) async fn webhook_match_conditions(s: &mut Script<'_>) -> anyhow::Result<()> {
-    let server = super::hookserver::start().await?;
-    let cms = s.core("configmaps");
-    let mut named = scoped(
-        s,
-        "named.example.com",
-        server.client_config("/deny"),
-        &["CREATE"],
-    );
-    named["matchConditions"] = json!([
-        {"name": "not-skipped", "expression": "object.metadata.name != 'skipped'"},
-        {"name": "creates", "expression": "request.operation == 'CREATE' && oldObject == null"}]);
-    let mut broken = scoped(
-        s,
-        "broken.example.com",
-        server.client_config("/deny"),
-        &["CREATE"],
-    );
-    broken["failurePolicy"] = json!("Ignore");
-    broken["matchConditions"] =
-        json!([{"name": "missing", "expression": "object.nosuchfield == 'x'"}]);
-    let cfg = install(s, false, json!([named, broken])).await?;
-    s.req(
-        "create skipped",
-        "POST",
-        &cms,
-        Some(crate::script::config_map("skipped", json!({}))),
-    )
-    .await?;
-    s.req(
-        "create other",
-        "POST",
-        &cms,
-        Some(crate::script::config_map("other", json!({}))),
-    )
-    .await?;
-    s.note(paths(&server));
     s.req("uninstall", "DELETE", &cfg, None).await?;
     Ok(())
 }
