@@ -154,7 +154,7 @@ pub(crate) async fn list(
         filter: &filter,
         count_remaining,
     };
-    let page = match state.store.list(&id, &q) {
+    let mut page = match state.store.list(&id, &q) {
         Ok(page) => page,
         Err(StoreError::TooOld { .. }) => {
             return Err(match &start_after {
@@ -166,6 +166,18 @@ pub(crate) async fn list(
             return Err(ApiError::too_large_rv(requested, current));
         }
     };
+    if target
+        .info
+        .schema
+        .as_deref()
+        .is_some_and(crate::registry::crd::has_defaults)
+    {
+        for item in &mut page.items {
+            if let Some(d) = crate::registry::crd::defaulted_on_read(&target.info, item) {
+                *item = Arc::new(d);
+            }
+        }
+    }
     let token = page
         .continue_after
         .as_deref()

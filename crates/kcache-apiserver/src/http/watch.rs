@@ -96,6 +96,8 @@ impl Renderer {
     }
 
     fn event(&self, kind: &str, obj: &StoredObject) -> Bytes {
+        let defaulted = crate::registry::crd::defaulted_on_read(&self.info, obj);
+        let obj = defaulted.as_ref().unwrap_or(obj);
         match self.out {
             Output::Protobuf => match protobuf::encode::object(obj) {
                 Ok(env) => protobuf::encode::watch_frame(kind, env),

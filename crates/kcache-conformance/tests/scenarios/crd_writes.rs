@@ -2,7 +2,7 @@
 //! every patch type, defaults, ratcheting after the schema tightens, CEL rules and the scale
 //! subresource (the scenarios of [`crate::crd_schema`], sharing its helpers).
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::crd_schema::{creates, install, install_with, judged, widget};
 use crate::script::Script;
@@ -138,6 +138,56 @@ pub(crate) async fn defaults(s: &mut Script<'_>) -> anyhow::Result<()> {
     let mut w = r.body;
     w["spec"] = json!({});
     judged(s, "put-empty-spec", "PUT", &one, "application/json", w).await?;
+    Ok(())
+}
+
+/// A `default` added to the schema after an object was stored shows on reads - GET, LIST
+/// and WATCH - as apiextensions-apiserver defaults every object it reads from storage.
+pub(crate) async fn defaults_on_read(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let plain = json!({"type": "object", "properties": {
+        "replicas": {"type": "integer"}, "mode": {"type": "string"}}});
+    let url = install(s, plain).await?;
+    let mut w = widget("w", json!({"replicas": 2}));
+    w["apiVersion"] = json!(api_version(s));
+    judged(s, "create", "POST", &url, "application/json", w).await?;
+    let crd = format!(
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/widgets.{}.example.com",
+        s.ns
+    );
+    let mut def = s.t.send("GET", &crd, None).await?.body;
+    let mode = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/mode";
+    if let Some(m) = def.pointer_mut(mode) {
+        *m = json!({"type": "string", "default": "fast"});
+    }
+    s.req("add a default", "PUT", &crd, Some(def)).await?;
+    // The new schema takes effect shortly after the update (kube-apiserver rebuilds its
+    // handler for the CRD): wait until a GET shows the default, for at most 10 s.
+    let one = format!("{url}/w");
+    let mut got = Value::Null;
+    for _ in 0..100 {
+        got = s.t.send("GET", &one, None).await?.body;
+        if got.pointer("/spec/mode").is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    s.field("get", &got, "/spec");
+    let list = s.t.send("GET", &url, None).await?.body;
+    s.field("list", &list, "/items/0/spec");
+    let r =
+        s.t.send(
+            "GET",
+            &format!("{url}?watch=true&resourceVersion=0&timeoutSeconds=1"),
+            None,
+        )
+        .await?;
+    let specs: Vec<String> = r
+        .events
+        .iter()
+        .filter(|e| e["type"] != "BOOKMARK")
+        .map(|e| format!("{} {}", e["type"], e["object"]["spec"]))
+        .collect();
+    s.note(format!("watch {}", specs.join(" | ")));
     Ok(())
 }
 

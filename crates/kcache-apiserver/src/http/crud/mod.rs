@@ -58,6 +58,8 @@ fn render_object(
     out: Output,
     include_object: Option<&str>,
 ) -> Response {
+    let defaulted = crate::registry::crd::defaulted_on_read(info, obj);
+    let obj = defaulted.as_ref().unwrap_or(obj);
     match out {
         Output::Table(api_version) => {
             let include = IncludeObject::parse(include_object);

@@ -32,6 +32,34 @@ pub(crate) fn default(obj: &mut Value, schema: &Value) {
     defaults::apply(obj, schema);
 }
 
+/// Whether a schema declares a `default` anywhere (only then do reads default).
+pub(crate) fn has_defaults(schema: &Value) -> bool {
+    let Some(m) = schema.as_object() else {
+        return false;
+    };
+    m.get("default").is_some_and(|d| !d.is_null())
+        || m.get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|p| p.values().any(has_defaults))
+        || m.get("additionalProperties").is_some_and(has_defaults)
+        || m.get("items").is_some_and(has_defaults)
+}
+
+/// A stored custom resource as reads serve it: apiextensions-apiserver defaults every object
+/// it decodes from storage, so a `default` added to the schema after the object was written
+/// shows on GET, LIST and WATCH (the stored bytes keep what was written). `None` when the
+/// kind has no defaults or they change nothing.
+pub(crate) fn defaulted_on_read(
+    info: &ResourceInfo,
+    obj: &crate::object::StoredObject,
+) -> Option<crate::object::StoredObject> {
+    let schema = info.schema.as_deref().filter(|s| has_defaults(s))?;
+    let mut v = obj.value();
+    let before = v.clone();
+    default(&mut v, schema);
+    (v != before).then(|| crate::object::StoredObject::new(v, obj.rv()))
+}
+
 /// The failures of a custom resource `new` against its schema, as kube-apiserver reports them:
 /// the structural schema (ratcheted against `old` on an update), then the list types (on an
 /// update only when `old` had no list-type failure). A `/status` write (`status_only`) checks
