@@ -109,24 +109,17 @@ impl TestEnv {
         self.install_crd(serde_json::to_value(K::crd())?).await
     }
 
-    /// Registers `server` as a webhook: a MutatingWebhookConfiguration (`mutating`) or a
-    /// ValidatingWebhookConfiguration named `name`, with one webhook `name` calling `path` for
-    /// `operations` (`CREATE`, `UPDATE`, `DELETE`, `*`) on `resources` of every group and
-    /// version (`sideEffects: None`, `failurePolicy: Fail`). It is effective at once.
+    /// Registers `webhook`, served by `server`; it is effective at once.
     ///
     /// # Errors
-    /// [`Error::Create`] when the configuration is refused (a `name` without three dotted
+    /// [`Error::Create`] when the configuration is refused (a name without three dotted
     /// segments, an unknown operation).
     pub fn install_webhook(
         &self,
-        mutating: bool,
-        name: &str,
         server: &crate::WebhookServer,
-        path: &str,
-        operations: &[&str],
-        resources: &[&str],
+        webhook: &crate::Webhook,
     ) -> Result<(), Error> {
-        let (kind, plural) = if mutating {
+        let (kind, plural) = if webhook.is_mutating() {
             (
                 "MutatingWebhookConfiguration",
                 "mutatingwebhookconfigurations",
@@ -137,11 +130,12 @@ impl TestEnv {
                 "validatingwebhookconfigurations",
             )
         };
+        let name = webhook.name();
         let config = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
             "metadata": {"name": name},
-            "webhooks": [{"name": name, "clientConfig": server.client_config(path),
-                "rules": [{"operations": operations, "apiGroups": ["*"], "apiVersions": ["*"],
-                           "resources": resources}],
+            "webhooks": [{"name": name, "clientConfig": server.client_config(webhook.path_str()),
+                "rules": [{"operations": webhook.operation_list(), "apiGroups": ["*"],
+                           "apiVersions": ["*"], "resources": webhook.resource_list()}],
                 "sideEffects": "None", "admissionReviewVersions": ["v1"]}]});
         self.handle()
             .create(

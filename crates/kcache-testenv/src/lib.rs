@@ -8,7 +8,7 @@
 //! Unlike envtest's bare kube-apiserver, the server garbage-collects owned objects and
 //! finishes namespace deletions; [`Config::garbage_collector`] turns the collector off for
 //! tests that want envtest's behaviour. [`WebhookServer`] serves an admission webhook from a
-//! Rust function; [`TestEnv::install_webhook`] registers it.
+//! Rust function; [`TestEnv::install_webhook`] registers it as a [`Webhook`].
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
@@ -39,10 +39,12 @@
 
 mod config;
 mod env;
+mod registration;
 mod webhook;
 
 pub use config::Config;
 pub use env::TestEnv;
+pub use registration::Webhook;
 pub use webhook::{Handler, WebhookServer};
 
 /// Errors starting or using a [`TestEnv`].

@@ -23,7 +23,7 @@ pub type Handler =
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), kcache_testenv::Error> {
-/// use kcache_testenv::{TestEnv, WebhookServer};
+/// use kcache_testenv::{TestEnv, Webhook, WebhookServer};
 /// use kube_core::admission::AdmissionResponse;
 ///
 /// let env = TestEnv::builder().start().await?;
@@ -33,7 +33,10 @@ pub type Handler =
 ///     if name == "forbidden" { res.deny("not this one") } else { res }
 /// })
 /// .await?;
-/// env.install_webhook(false, "deny.example.com", &hook, "/", &["CREATE"], &["configmaps"])?;
+/// let deny = Webhook::validating("deny.example.com")
+///     .operations(["CREATE"])
+///     .resources(["configmaps"]);
+/// env.install_webhook(&hook, &deny)?;
 /// env.stop().await;
 /// # Ok(())
 /// # }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kcache_testenv::{TestEnv, WebhookServer};
+use kcache_testenv::{TestEnv, Webhook, WebhookServer};
 use kube_client::Api;
 use kube_client::api::{ObjectMeta, PostParams};
 use kube_core::admission::AdmissionResponse;
@@ -37,14 +37,10 @@ async fn a_validating_webhook_denies_with_its_message() -> anyhow::Result<()> {
         }
     })
     .await?;
-    env.install_webhook(
-        false,
-        "deny.example.com",
-        &hook,
-        "/",
-        &["CREATE"],
-        &["configmaps"],
-    )?;
+    let deny = Webhook::validating("deny.example.com")
+        .operations(["CREATE"])
+        .resources(["configmaps"]);
+    env.install_webhook(&hook, &deny)?;
     let cms: Api<ConfigMap> = Api::namespaced(env.kube_client(), "default");
     cms.create(&PostParams::default(), &config_map("fine"))
         .await?;
