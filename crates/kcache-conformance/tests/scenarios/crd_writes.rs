@@ -191,6 +191,38 @@ pub(crate) async fn defaults_on_read(s: &mut Script<'_>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `oneOf`, `anyOf`, `allOf` and `not` of value validations (the only form a structural
+/// schema allows them in): each failing composition is reported at the root, with the
+/// failures of an alternative.
+pub(crate) async fn composition(s: &mut Script<'_>) -> anyhow::Result<()> {
+    let url = install(
+        s,
+        json!({"type": "object", "properties": {
+            "a": {"type": "string"}, "b": {"type": "string"},
+            "size": {"type": "integer"}, "tier": {"type": "string"}},
+            "oneOf": [{"required": ["a"]}, {"required": ["b"]}],
+            "anyOf": [{"properties": {"size": {"minimum": 10}}},
+                      {"properties": {"tier": {"enum": ["gold"]}}}],
+            "allOf": [{"properties": {"size": {"maximum": 100}}}],
+            "not": {"required": ["forbidden"]}}),
+    )
+    .await?;
+    creates(
+        s,
+        &url,
+        &[
+            ("one-a", json!({"a": "x", "size": 10})),
+            ("none-of-one", json!({"size": 10})),
+            ("both-of-one", json!({"a": "x", "b": "y", "size": 10})),
+            ("any-by-tier", json!({"a": "x", "size": 1, "tier": "gold"})),
+            ("none-of-any", json!({"a": "x", "size": 1, "tier": "tin"})),
+            ("not-all", json!({"a": "x", "size": 200})),
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
 pub(crate) async fn ratcheting(s: &mut Script<'_>) -> anyhow::Result<()> {
     let loose = json!({"type": "object", "properties": {
         "color": {"type": "string"}, "size": {"type": "integer"}}});

@@ -162,6 +162,7 @@ impl Validator<'_> {
             return;
         }
         self.type_check(schema, &types, value, name);
+        self.composite(schema, value, name);
         if let Value::String(s) = value {
             self.string(schema, s, name);
         }
@@ -174,6 +175,85 @@ impl Validator<'_> {
         self.enumeration(schema, value, name);
         if let Value::Object(map) = value {
             self.object(schema, map, old.and_then(Value::as_object), name);
+        }
+    }
+
+    /// The failures of `value` against a sub-schema of `allOf`/`anyOf`/`oneOf`/`not`.
+    fn sub(&self, schema: &Value, value: &Value, name: &str) -> Vec<Cause> {
+        let mut v = Validator {
+            prefix: self.prefix,
+            out: Vec::new(),
+        };
+        v.node(schema, value, None, name);
+        v.out
+    }
+
+    /// kube-openapi's composite checks, in its order (anyOf, oneOf, allOf, not): a failed one
+    /// is reported at the root (`field.Invalid` at a nil path, as apiextensions turns errors
+    /// that are not a validation of one value), with the failures of the first
+    /// alternative that failed (kube-openapi keeps the one with the most passing checks).
+    fn composite(&mut self, schema: &Value, value: &Value, name: &str) {
+        let list = |k: &str| {
+            schema
+                .get(k)
+                .and_then(Value::as_array)
+                .filter(|a| !a.is_empty())
+        };
+        // The root is Go's nil field path, printed `<nil>`.
+        let root = |this: &mut Self, message: String| {
+            this.out.push(Cause::new(
+                "FieldValueInvalid",
+                format!("Invalid value: \"\": {message}"),
+                "<nil>",
+            ));
+        };
+        let quoted = gofmt::quote(name);
+        if let Some(alts) = list("anyOf") {
+            let results: Vec<Vec<Cause>> = alts.iter().map(|a| self.sub(a, value, name)).collect();
+            if !results.iter().any(Vec::is_empty) {
+                root(
+                    self,
+                    format!("{quoted} must validate at least one schema (anyOf)"),
+                );
+                self.out
+                    .extend(results.into_iter().next().unwrap_or_default());
+            }
+        }
+        if let Some(alts) = list("oneOf") {
+            let results: Vec<Vec<Cause>> = alts.iter().map(|a| self.sub(a, value, name)).collect();
+            let valid = results.iter().filter(|r| r.is_empty()).count();
+            if valid != 1 {
+                let more = if valid == 0 {
+                    "Found none valid".to_owned()
+                } else {
+                    format!("Found {valid} valid alternatives")
+                };
+                root(
+                    self,
+                    format!("{quoted} must validate one and only one schema (oneOf). {more}"),
+                );
+                if valid == 0 {
+                    self.out
+                        .extend(results.into_iter().next().unwrap_or_default());
+                }
+            }
+        }
+        if let Some(alts) = list("allOf") {
+            let results: Vec<Vec<Cause>> = alts.iter().map(|a| self.sub(a, value, name)).collect();
+            let valid = results.iter().filter(|r| r.is_empty()).count();
+            if valid != results.len() {
+                self.out.extend(results.into_iter().flatten());
+                let none = if valid == 0 { ". None validated" } else { "" };
+                root(
+                    self,
+                    format!("{quoted} must validate all the schemas (allOf){none}"),
+                );
+            }
+        }
+        if let Some(not) = schema.get("not").filter(|n| n.is_object())
+            && self.sub(not, value, name).is_empty()
+        {
+            root(self, format!("{quoted} must not validate the schema (not)"));
         }
     }
 
