@@ -8,7 +8,10 @@
 # the server's cost alone) ran in both modes and formats, saw every pod and read a body of
 # plausible size, and that the reports were written — never a speed.
 # Then `kcache bench` with its defaults (the embedded server, every peer) at 100 pods, 1 run:
-# it must pass as it is, protobuf configurations included.
+# it must pass as it is, protobuf configurations included. Then the custom-resource dataset
+# (`--dataset widgets`: the bench installs a CRD) against the upstream server, 200 objects,
+# 1 run: client-go's dynamic informer, kube-rs, kcache's typed, default and limit lines, all
+# in JSON, each holding every object and seeing every update.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -98,4 +101,31 @@ assert "Sync wall × limit" in md, "no × limit table in results.md"
 for f in ("results.md", "chart-500.png"):
     assert os.path.getsize(os.path.join(out, f)) > 0, f
 print(f"bench-smoke: {len(runs)} peer runs, all valid: " + ", ".join(sorted(x['label'] for x in runs)))
+PY
+
+cargo run --locked -q -p kcache-cli --bin kcache -- bench --dataset widgets \
+  --server kubeconfig "$KCACHE_UPSTREAM_KUBECONFIG" --objects 200 --runs 1 \
+  --peers kcache,kube-rs,client-go --client-go-peer "$client_go_peer" --out "$out/widgets" \
+  || fail "kcache bench --dataset widgets (peer logs: see the lines above)"
+python3 - "$out/widgets" <<'PY' || fail "custom-resource results in $out/widgets"
+import json, os, sys
+r = json.load(open(os.path.join(sys.argv[1], "results.json")))
+runs = r["runs"]
+assert "Dataset: widgets" in r["server"], r["server"]
+bad = [x for x in runs if "error" in x["line"]]
+assert not bad, bad
+labels = {x["label"] for x in runs}
+want = {f"{p} {m}" for p in ("client-go", "kube-rs") for m in ("list-watch", "streaming")}
+want |= {f"kcache {m} {s}" for m in ("list-watch", "streaming") for s in ("typed", "default", "limit")}
+assert labels == want, sorted(labels ^ want)
+for x in runs:
+    line = x["line"]
+    assert line["n"] == 200 and not x["protobuf"], x
+    if x["storage"] == "limit":
+        assert line["update_events"] is None and line["body_bytes"] >= 3000 * 200, x
+    else:
+        assert line["update_events"] == 200, x
+    if x["peer"] == "kcache":
+        assert line["protobuf_responses"] == 0 and line["json_responses"] > 0, x
+print(f"bench-smoke: custom resources: {len(runs)} peer runs, all valid")
 PY

@@ -5,15 +5,20 @@ import (
 	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
 // newClient builds a clientset from the kubeconfig (TLS verification as the kubeconfig says),
 // with the chosen wire format and a transport wrapper that counts list/watch requests.
-func newClient(o options, counts *requestCounts) (*kubernetes.Clientset, error) {
+func newClient(o options, counts *requestCounts) (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("load --kubeconfig %s: %w", o.kubeconfig, err)
@@ -26,24 +31,63 @@ func newClient(o options, counts *requestCounts) (*kubernetes.Clientset, error) 
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return countingTransport{next: rt, counts: counts}
 	})
+	return cfg, nil
+}
+
+// widgets is the resource of the custom-resource dataset (kcache bench's CRD).
+var widgets = schema.GroupVersionResource{Group: "bench.kcache.io", Version: "v1", Resource: "widgets"}
+
+// informer is one factory's informer with the factory's Start and WaitForCacheSync.
+type informer struct {
+	cache.SharedIndexInformer
+	start func(stop <-chan struct{})
+	// waitSync reports the resource that did not sync ("" when all did).
+	waitSync func(stop <-chan struct{}) string
+}
+
+// newInformer returns the informer of the dataset's objects in namespace, from a factory
+// with no resync: pods through the typed clientset's factory, widgets through the dynamic
+// client's factory (unstructured objects, JSON: custom resources have no protobuf).
+func newInformer(cfg *rest.Config, dataset, namespace string) (informer, error) {
+	if dataset == "widgets" {
+		dc, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return informer{}, fmt.Errorf("create dynamic client: %w", err)
+		}
+		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dc, 0, namespace, nil)
+		inf := f.ForResource(widgets).Informer()
+		return informer{inf, f.Start, func(stop <-chan struct{}) string {
+			for gvr, ok := range f.WaitForCacheSync(stop) {
+				if !ok {
+					return gvr.String()
+				}
+			}
+			return ""
+		}}, nil
+	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("create client: %w", err)
+		return informer{}, fmt.Errorf("create client: %w", err)
 	}
-	return cs, nil
+	f := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace))
+	inf := f.Core().V1().Pods().Informer()
+	return informer{inf, f.Start, func(stop <-chan struct{}) string {
+		for typ, ok := range f.WaitForCacheSync(stop) {
+			if !ok {
+				return typ.String()
+			}
+		}
+		return ""
+	}}, nil
 }
 
-// newPodInformer returns a factory (no resync) and its informer for the pods of namespace.
-func newPodInformer(cs kubernetes.Interface, namespace string) (informers.SharedInformerFactory, cache.SharedIndexInformer) {
-	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(namespace))
-	return factory, factory.Core().V1().Pods().Informer()
-}
-
-// handler counts updates of pods after sync; adds and deletes are not measured.
+// handler counts updates of pods (or unstructured widgets) after sync; adds and deletes are
+// not measured.
 func (u *updateCounter) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(_, newObj interface{}) {
-			if _, ok := newObj.(*corev1.Pod); ok {
+			switch newObj.(type) {
+			case *corev1.Pod, *unstructured.Unstructured:
 				u.onUpdate()
 			}
 		},

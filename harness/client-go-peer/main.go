@@ -1,6 +1,8 @@
 // Command client-go-peer is the reference point for kcache's benchmarks: client-go's own
-// SharedInformerFactory watching the pods of one namespace. It syncs, measures, optionally waits
-// for a number of update events, and prints ONE JSON line on stdout:
+// SharedInformerFactory watching the pods of one namespace (or, with --dataset=widgets, the
+// dynamic informer factory watching kcache bench's custom resources as unstructured
+// objects). It syncs, measures, optionally waits for a number of update events, and prints
+// ONE JSON line on stdout:
 //
 //	{"peer":"client-go","client_go":"v0.36.5","namespace":"bench","mode":"list-watch","protobuf":false,"n":1000,
 //	 "expected_n":1000,"sync_ms":...,"sync_cpu_s":...,"vmhwm_bytes":...,"rss_after_sync_bytes":...,
@@ -56,6 +58,7 @@ var clientGoVersion = func() string {
 type options struct {
 	kubeconfig string
 	namespace  string
+	dataset    string
 	n          int
 	mode       string
 	protobuf   bool
@@ -90,7 +93,8 @@ func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("client-go-peer", flag.ContinueOnError)
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to a kubeconfig (required)")
-	fs.StringVar(&o.namespace, "namespace", "default", "namespace whose pods are watched")
+	fs.StringVar(&o.namespace, "namespace", "default", "namespace whose objects are watched")
+	fs.StringVar(&o.dataset, "dataset", "pods", "objects to cache: pods (typed informer) or widgets (kcache bench's custom resources, dynamic informer, JSON only)")
 	fs.IntVar(&o.n, "n", -1, "expected number of pods after sync (checked when >= 0)")
 	fs.StringVar(&o.mode, "mode", "list-watch", "initial load: list-watch (paged LIST, then WATCH) or streaming (WATCH with sendInitialEvents)")
 	fs.BoolVar(&o.protobuf, "protobuf", false, "use application/vnd.kubernetes.protobuf instead of JSON")
@@ -106,6 +110,10 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	case o.kubeconfig == "":
 		return o, errors.New("--kubeconfig is required")
+	case o.dataset != "pods" && o.dataset != "widgets":
+		return o, fmt.Errorf("--dataset must be pods or widgets, not %q", o.dataset)
+	case o.dataset == "widgets" && o.protobuf:
+		return o, errors.New("--dataset=widgets is JSON only: custom resources have no protobuf")
 	case o.mode != "list-watch" && o.mode != "streaming":
 		return o, fmt.Errorf("--mode must be list-watch or streaming, not %q", o.mode)
 	case o.updates < 0:
@@ -156,13 +164,16 @@ func run(o options) error {
 	}()
 
 	counts := &requestCounts{}
-	cs, err := newClient(o, counts)
+	cfg, err := newClient(o, counts)
 	if err != nil {
 		return err
 	}
 
 	upd := newUpdateCounter(o.updates)
-	factory, informer := newPodInformer(cs, o.namespace)
+	informer, err := newInformer(cfg, o.dataset, o.namespace)
+	if err != nil {
+		return err
+	}
 	if _, err := informer.AddEventHandler(upd.handler()); err != nil {
 		return fmt.Errorf("add event handler: %w", err)
 	}
@@ -172,17 +183,15 @@ func run(o options) error {
 		return err
 	}
 	start := time.Now()
-	factory.Start(runCtx.Done())
-	synced := factory.WaitForCacheSync(ctx.Done())
+	informer.start(runCtx.Done())
+	notSynced := informer.waitSync(ctx.Done())
 	syncWall := time.Since(start)
 	cpu1, err := cpuSeconds()
 	if err != nil {
 		return err
 	}
-	for typ, ok := range synced {
-		if !ok {
-			return fmt.Errorf("informer for %v did not sync within --timeout=%s", typ, o.timeout)
-		}
+	if notSynced != "" {
+		return fmt.Errorf("informer for %v did not sync within --timeout=%s", notSynced, o.timeout)
 	}
 	upd.markSynced()
 	mem, err := memory()
@@ -237,7 +246,7 @@ func run(o options) error {
 	case waitErr != nil:
 		return waitErr
 	case o.n >= 0 && res.N != o.n:
-		return fmt.Errorf("synced %d pods in namespace %q, expected --n=%d", res.N, o.namespace, o.n)
+		return fmt.Errorf("synced %d %s in namespace %q, expected --n=%d", res.N, o.dataset, o.namespace, o.n)
 	case o.mode == "streaming" && res.WatchListRequests == 0:
 		return errors.New("--mode=streaming but client-go sent no watch-list (sendInitialEvents) request")
 	case o.mode == "list-watch" && res.ListRequests == 0:

@@ -16,6 +16,8 @@ func TestParseFlagsRejectsBadInput(t *testing.T) {
 		{"--kubeconfig", "k", "--timeout", "0s"},
 		{"--kubeconfig", "k", "extra"},
 		{"--kubeconfig", "k", "--follow", "--updates", "2"},
+		{"--kubeconfig", "k", "--dataset", "nodes"},
+		{"--kubeconfig", "k", "--dataset", "widgets", "--protobuf"},
 	} {
 		if _, err := parseFlags(args); err == nil {
 			t.Errorf("parseFlags(%q) accepted bad input", args)

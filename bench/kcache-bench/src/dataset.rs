@@ -1,18 +1,24 @@
-//! The benchmark's dataset: realistic pods (~8 KB of JSON each as the server returns them,
+//! The benchmark's datasets: realistic pods (~8 KB of JSON each as the server returns them,
 //! `managedFields` included), loaded at high concurrency into a fresh namespace, and an updater
 //! that changes every pod once (a merge patch of one annotation) so that each peer's update
-//! phase sees exactly one event per pod.
+//! phase sees exactly one event per pod. The custom-resource dataset ([`Dataset::Widgets`],
+//! see [`widgets`](mod@crate::widgets)) is loaded, updated and deleted the same way.
 
 use std::path::Path;
 
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube_client::{
     Api, Client,
-    api::{Patch, PatchParams, PostParams},
+    api::{DeleteParams, Patch, PatchParams, PostParams},
     config::{KubeConfigOptions, Kubeconfig},
 };
+use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Value, json};
+
+pub use crate::peer::Dataset;
+use crate::widgets::{self, Widget};
 
 /// The field manager the loader and updater write as.
 pub const FIELD_MANAGER: &str = "kcache-bench";
@@ -41,9 +47,12 @@ pub enum DatasetError {
         /// The client's error.
         source: kube_client::Error,
     },
-    /// The pod template did not convert to a typed Pod (a bug in the template).
-    #[error("pod template: {0}")]
+    /// An object template did not convert to its typed form (a bug in the template).
+    #[error("object template: {0}")]
     Template(#[from] serde_json::Error),
+    /// The widgets CRD was not served within a minute of its creation.
+    #[error("CustomResourceDefinition {0} was not Established and served within 60 s")]
+    NotServed(String),
 }
 
 /// A kube-client [`Client`] for the kubeconfig at `path` (its current context).
@@ -177,24 +186,23 @@ pub fn pod(namespace: &str, i: usize) -> Value {
     })
 }
 
-/// Creates `namespace` (an existing one is reused) and pods `0..n` in it, `concurrency`
-/// requests in flight, then waits until a list at resourceVersion "0" returns them all.
+/// Creates `namespace` (an existing one is reused) and objects `0..n` of `dataset` in it
+/// (for [`Dataset::Widgets`], after installing the CRD and waiting until it is served),
+/// `concurrency` requests in flight, then waits until a list at resourceVersion "0" returns
+/// them all.
 ///
 /// # Errors
 /// [`DatasetError::Api`] for the first failed request.
 pub async fn load(
     client: &Client,
+    dataset: Dataset,
     namespace: &str,
     n: usize,
     concurrency: usize,
 ) -> Result<(), DatasetError> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}}))?;
-    let params = PostParams {
-        dry_run: false,
-        field_manager: Some(FIELD_MANAGER.into()),
-    };
-    match namespaces.create(&params, &ns).await {
+    match namespaces.create(&post_params(), &ns).await {
         Ok(_) => {}
         Err(kube_client::Error::Api(s)) if s.code == 409 => {}
         Err(source) => {
@@ -204,40 +212,118 @@ pub async fn load(
             });
         }
     }
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    match dataset {
+        Dataset::Pods => {
+            let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+            create_all(&pods, n, concurrency, |i| pod(namespace, i)).await?;
+            cached(&pods, namespace, n).await
+        }
+        Dataset::Widgets => {
+            install_crd(client).await?;
+            let widgets: Api<Widget> = Api::namespaced(client.clone(), namespace);
+            create_all(&widgets, n, concurrency, |i| widgets::widget(namespace, i)).await?;
+            cached(&widgets, namespace, n).await
+        }
+    }
+}
+
+fn post_params() -> PostParams {
+    PostParams {
+        dry_run: false,
+        field_manager: Some(FIELD_MANAGER.into()),
+    }
+}
+
+/// Creates objects `0..n` made by `make`, `concurrency` requests in flight.
+async fn create_all<K>(
+    api: &Api<K>,
+    n: usize,
+    concurrency: usize,
+    make: impl Fn(usize) -> Value,
+) -> Result<(), DatasetError>
+where
+    K: Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    let params = post_params();
+    let make = &make;
     stream::iter(0..n)
         .map(|i| {
-            let pods = pods.clone();
-            let params = params.clone();
+            let (api, params) = (api.clone(), &params);
             async move {
-                let pod: Pod = serde_json::from_value(pod(namespace, i))?;
-                pods.create(&params, &pod)
+                let value = make(i);
+                let what = format!("create {}", value["metadata"]["name"]);
+                let object: K = serde_json::from_value(value)?;
+                api.create(params, &object)
                     .await
                     .map(drop)
-                    .map_err(|source| DatasetError::Api {
-                        what: format!("create pod {}", pod_name(i)),
-                        source,
-                    })
+                    .map_err(|source| DatasetError::Api { what, source })
             }
         })
         .buffer_unordered(concurrency.max(1))
         .try_collect::<()>()
-        .await?;
-    cached(&pods, namespace, n).await
+        .await
 }
 
-/// Waits (up to 60 s) until kube-apiserver's watch cache serves all `n` pods, so that the
+/// Creates the widgets CRD (an existing one is kept) and waits (up to 60 s) until it is
+/// Established and its resource answers a list.
+async fn install_crd(client: &Client) -> Result<(), DatasetError> {
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = widgets::crd();
+    let name = crd.metadata.name.clone().unwrap_or_default();
+    match crds.create(&post_params(), &crd).await {
+        Ok(_) => {}
+        Err(kube_client::Error::Api(s)) if s.code == 409 => {}
+        Err(source) => {
+            return Err(DatasetError::Api {
+                what: format!("create CustomResourceDefinition {name}"),
+                source,
+            });
+        }
+    }
+    let all: Api<Widget> = Api::all(client.clone());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let established = crds.get(&name).await.ok().is_some_and(|crd| {
+            crd.status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+        });
+        let listed = all
+            .list(&kube_client::api::ListParams::default().limit(1))
+            .await;
+        match listed {
+            Ok(_) if established => return Ok(()),
+            Err(source) if std::time::Instant::now() >= deadline => {
+                return Err(DatasetError::Api {
+                    what: format!("list widgets after installing {name}"),
+                    source,
+                });
+            }
+            _ if std::time::Instant::now() >= deadline => {
+                return Err(DatasetError::NotServed(name));
+            }
+            _ => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// Waits (up to 60 s) until kube-apiserver's watch cache serves all `n` objects, so that the
 /// first peer's initial list at resourceVersion "0" (served from that cache, which may lag the
 /// last writes by a moment) sees the whole dataset like every later peer.
-async fn cached(pods: &Api<Pod>, namespace: &str, n: usize) -> Result<(), DatasetError> {
+async fn cached<K>(api: &Api<K>, namespace: &str, n: usize) -> Result<(), DatasetError>
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug,
+{
     let params = kube_client::api::ListParams::default().match_any();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
-        let listed = pods
+        let listed = api
             .list(&params)
             .await
             .map_err(|source| DatasetError::Api {
-                what: format!("list pods of {namespace} from the watch cache"),
+                what: format!("list {namespace} from the watch cache"),
                 source,
             })?;
         if listed.items.len() >= n || std::time::Instant::now() >= deadline {
@@ -247,38 +333,78 @@ async fn cached(pods: &Api<Pod>, namespace: &str, n: usize) -> Result<(), Datase
     }
 }
 
-/// The size of pod 0 as the server returns it (JSON bytes, re-encoded from the typed object),
-/// and the part of it that is `metadata.managedFields`.
+/// The size of object 0 of `dataset` as the server returns it (JSON bytes, re-encoded from
+/// the typed object), and the part of it that is `metadata.managedFields`.
 ///
 /// # Errors
-/// [`DatasetError::Api`] when the pod cannot be read.
-pub async fn sample_size(client: &Client, namespace: &str) -> Result<(usize, usize), DatasetError> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    let pod = pods
-        .get(&pod_name(0))
-        .await
-        .map_err(|source| DatasetError::Api {
-            what: format!("get pod {}", pod_name(0)),
+/// [`DatasetError::Api`] when the object cannot be read.
+pub async fn sample_size(
+    client: &Client,
+    dataset: Dataset,
+    namespace: &str,
+) -> Result<(usize, usize), DatasetError> {
+    async fn size<K>(api: Api<K>, name: &str) -> Result<(usize, usize), DatasetError>
+    where
+        K: kube_core::Resource + Clone + DeserializeOwned + Serialize + std::fmt::Debug,
+    {
+        let object = api.get(name).await.map_err(|source| DatasetError::Api {
+            what: format!("get {name}"),
             source,
         })?;
-    let total = serde_json::to_vec(&pod)?.len();
-    let managed = serde_json::to_vec(&pod.metadata.managed_fields)?.len();
-    Ok((total, managed))
+        let total = serde_json::to_vec(&object)?.len();
+        let managed = serde_json::to_vec(&object.meta().managed_fields)?.len();
+        Ok((total, managed))
+    }
+    match dataset {
+        Dataset::Pods => {
+            size(
+                Api::<Pod>::namespaced(client.clone(), namespace),
+                &pod_name(0),
+            )
+            .await
+        }
+        Dataset::Widgets => {
+            let api = Api::<Widget>::namespaced(client.clone(), namespace);
+            size(api, &widgets::name(0)).await
+        }
+    }
 }
 
-/// Changes pods `0..n` of `namespace` once each (merge patch of [`TOUCH_ANNOTATION`] to
-/// `tag`), `concurrency` requests in flight.
+/// Changes objects `0..n` of `dataset` in `namespace` once each (merge patch of
+/// [`TOUCH_ANNOTATION`] to `tag`), `concurrency` requests in flight.
 ///
 /// # Errors
 /// [`DatasetError::Api`] for the first failed request.
 pub async fn touch_all(
     client: &Client,
+    dataset: Dataset,
     namespace: &str,
     n: usize,
     tag: &str,
     concurrency: usize,
 ) -> Result<(), DatasetError> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    match dataset {
+        Dataset::Pods => {
+            let api = Api::<Pod>::namespaced(client.clone(), namespace);
+            touch(api, n, tag, concurrency, pod_name).await
+        }
+        Dataset::Widgets => {
+            let api = Api::<Widget>::namespaced(client.clone(), namespace);
+            touch(api, n, tag, concurrency, widgets::name).await
+        }
+    }
+}
+
+async fn touch<K>(
+    api: Api<K>,
+    n: usize,
+    tag: &str,
+    concurrency: usize,
+    name: fn(usize) -> String,
+) -> Result<(), DatasetError>
+where
+    K: Clone + DeserializeOwned + std::fmt::Debug,
+{
     let patch = json!({"metadata": {"annotations": {TOUCH_ANNOTATION: tag}}});
     let params = PatchParams {
         field_manager: Some(FIELD_MANAGER.into()),
@@ -286,13 +412,13 @@ pub async fn touch_all(
     };
     stream::iter(0..n)
         .map(|i| {
-            let (pods, patch, params) = (pods.clone(), &patch, &params);
+            let (api, patch, params) = (api.clone(), &patch, &params);
             async move {
-                pods.patch(&pod_name(i), params, &Patch::Merge(patch))
+                api.patch(&name(i), params, &Patch::Merge(patch))
                     .await
                     .map(drop)
                     .map_err(|source| DatasetError::Api {
-                        what: format!("patch pod {}", pod_name(i)),
+                        what: format!("patch {}", name(i)),
                         source,
                     })
             }
@@ -300,6 +426,45 @@ pub async fn touch_all(
         .buffer_unordered(concurrency.max(1))
         .try_collect::<()>()
         .await
+}
+
+/// Deletes the dataset's objects and namespace (best effort: without a namespace controller
+/// the namespace stays Terminating, the objects are gone). The widgets CRD stays.
+///
+/// # Errors
+/// The first failed request.
+pub async fn delete(
+    client: &Client,
+    dataset: Dataset,
+    namespace: &str,
+) -> Result<(), DatasetError> {
+    let (dp, lp) = (
+        DeleteParams::default(),
+        kube_client::api::ListParams::default(),
+    );
+    let what = |source| DatasetError::Api {
+        what: format!("delete the objects of {namespace}"),
+        source,
+    };
+    match dataset {
+        Dataset::Pods => {
+            let api = Api::<Pod>::namespaced(client.clone(), namespace);
+            api.delete_collection(&dp, &lp).await.map_err(what)?;
+        }
+        Dataset::Widgets => {
+            let api = Api::<Widget>::namespaced(client.clone(), namespace);
+            api.delete_collection(&dp, &lp).await.map_err(what)?;
+        }
+    }
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .delete(namespace, &dp)
+        .await
+        .map_err(|source| DatasetError::Api {
+            what: format!("delete namespace {namespace}"),
+            source,
+        })?;
+    Ok(())
 }
 
 #[cfg(test)]

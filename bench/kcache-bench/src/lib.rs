@@ -5,12 +5,14 @@
 //!   every Rust peer;
 //! - [`peer`]: the command-line flags every peer shares and the sync / update timers;
 //! - [`dataset`]: the realistic pods the benchmark loads and the updater that changes each
-//!   of them once.
+//!   of them once;
+//! - [`widgets`]: the custom-resource dataset (a CRD and its `Widget`s).
 #![doc(test(attr(deny(warnings))))]
 
 pub mod dataset;
 pub mod line;
 pub mod metrics;
 pub mod peer;
+pub mod widgets;
 
 pub use line::PeerLine;

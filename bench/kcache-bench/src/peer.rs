@@ -30,15 +30,39 @@ impl Mode {
     }
 }
 
+/// Which objects the benchmark loads and the peers cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Dataset {
+    /// Realistic pods (~8 KB of JSON each), see [`crate::dataset::pod`].
+    #[default]
+    Pods,
+    /// `Widget` custom resources of the CRD `widgets.bench.kcache.io` (JSON only, ~5–6 KB
+    /// each), see [`crate::widgets`].
+    Widgets,
+}
+
+impl Dataset {
+    /// The name on the command line and in results: `pods` or `widgets`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dataset::Pods => "pods",
+            Dataset::Widgets => "widgets",
+        }
+    }
+}
+
 /// The flags every peer takes (the same as `client-go-peer`'s).
 #[derive(Debug, Clone, clap::Args)]
 pub struct PeerArgs {
     /// Kubeconfig of the server to read from.
     #[arg(long)]
     pub kubeconfig: PathBuf,
-    /// Namespace whose pods are cached.
+    /// Namespace whose objects are cached.
     #[arg(long, default_value = "default")]
     pub namespace: String,
+    /// Which objects: pods, or the custom resources of the widgets CRD.
+    #[arg(long, value_enum, default_value_t = Dataset::Pods)]
+    pub dataset: Dataset,
     /// The number of pods expected; sync is done when the cache is synced and holds this many.
     #[arg(long)]
     pub n: u64,

@@ -30,7 +30,8 @@ use http_body_util::BodyExt as _;
 use k8s_openapi::api::core::v1::Pod;
 use kcache_bench::{
     metrics,
-    peer::{Mode, PeerArgs, SyncTimer},
+    peer::{Dataset, Mode, PeerArgs, SyncTimer},
+    widgets::Widget,
 };
 use kcache_client::{lister_watcher::ACCEPT_JSON, protobuf};
 use kube_client::client::Body;
@@ -86,7 +87,10 @@ pub(crate) async fn run(
         bail!("--storage=limit times no updates: pass --updates 0");
     }
     let kube = client.kube();
-    let path = Pod::url_path(&(), Some(&args.namespace));
+    let path = match args.dataset {
+        Dataset::Pods => Pod::url_path(&(), Some(&args.namespace)),
+        Dataset::Widgets => Widget::url_path(&(), Some(&args.namespace)),
+    };
     let timer = SyncTimer::start();
     let sync = async {
         match args.mode {

@@ -1,6 +1,7 @@
 //! kcache peer of `kcache bench`: a kcache [`SharedIndexInformer`]
-//! (through [`SharedInformerFactory`]) of the pods of one namespace, fed by kcache-client's
-//! [`HttpListerWatcher`].
+//! (through [`SharedInformerFactory`]) of the pods of one namespace (or, with
+//! `--dataset widgets`, the `Widget` custom resources: storages `typed`, `default` and
+//! `limit`, JSON only), fed by kcache-client's [`HttpListerWatcher`].
 //!
 //! It prints one JSON line on stdout with the fields and the measuring windows of
 //! `harness/client-go-peer`, plus `storage` (how objects are kept) and the reflector's request
@@ -41,7 +42,8 @@ use kcache::{
 };
 use kcache_bench::{
     PeerLine, metrics,
-    peer::{Mode, PeerArgs, SyncTimer, UpdateWindow},
+    peer::{Dataset, Mode, PeerArgs, SyncTimer, UpdateWindow},
+    widgets::Widget,
 };
 use kcache_client::{Client, Compact, CompactDecoder, HttpListerWatcher, Typed};
 use kube_core::{PartialObjectMeta, Resource};
@@ -153,6 +155,9 @@ fn main() -> anyhow::Result<()> {
             protobuf: pb,
             counts,
         };
+        if run_args.args.dataset == Dataset::Widgets {
+            return run_widgets(run_args, client, &ns).await;
+        }
         match cli.storage {
             Storage::Typed => run(run_args, typed(client, &ns, pb), count_updates).await,
             Storage::Stripped => run(run_args, stripped(client, &ns, pb), count_updates).await,
@@ -169,6 +174,31 @@ fn main() -> anyhow::Result<()> {
             }
         }
     })
+}
+
+/// The custom-resource dataset: `typed` (`Widget`s), `default` (lean `Compact<Widget>`, as
+/// `factory.informer::<Widget>(&client)` builds) or `limit`; all over JSON.
+async fn run_widgets(run_args: RunArgs, client: Client, ns: &str) -> anyhow::Result<()> {
+    if run_args.protobuf {
+        bail!("--dataset widgets is JSON only: custom resources have no protobuf");
+    }
+    match run_args.storage {
+        Storage::Typed => {
+            let lw = HttpListerWatcher::<Widget>::namespaced(client, ns);
+            run(run_args, lw, count_updates).await
+        }
+        Storage::Default => {
+            let lw = default::widget_lister_watcher(&client, ns);
+            run(run_args, lw, default::register_key_handler).await
+        }
+        Storage::Limit => {
+            tokio::spawn(limit::run(client, run_args.args, false, run_args.counts)).await?
+        }
+        other => bail!(
+            "--storage={} has no custom-resource form (widgets: typed, default, limit)",
+            other.as_str()
+        ),
+    }
 }
 
 fn typed(client: Client, ns: &str, protobuf: bool) -> HttpListerWatcher<Pod> {
@@ -348,8 +378,9 @@ fn check_wire(asked_protobuf: bool, wire: wire::Counts) -> anyhow::Result<()> {
 fn check(args: &PeerArgs, line: &PeerLine, window: &UpdateWindow) -> anyhow::Result<()> {
     if line.n != args.n {
         bail!(
-            "synced {} pods in namespace {:?}, expected --n={}",
+            "synced {} {} in namespace {:?}, expected --n={}",
             line.n,
+            args.dataset.as_str(),
             args.namespace,
             args.n
         );

@@ -1,5 +1,6 @@
-//! kube-rs peer of `kcache bench`: kube-runtime's reflector store of the pods of one namespace,
-//! in its ListWatch or StreamingList initial-list strategy.
+//! kube-rs peer of `kcache bench`: kube-runtime's reflector store of the pods of one namespace
+//! (or, with `--dataset widgets`, of the typed `Widget` custom resources, as a kube-rs operator
+//! derives them), in its ListWatch or StreamingList initial-list strategy.
 //!
 //! It prints one JSON line on stdout, with the fields and the measuring windows of
 //! `harness/client-go-peer`: sync is from the start of the watcher to the store being ready
@@ -13,7 +14,8 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kcache_bench::{
     dataset,
-    peer::{Mode, PeerArgs, SyncTimer, UpdateWindow},
+    peer::{Dataset, Mode, PeerArgs, SyncTimer, UpdateWindow},
+    widgets::Widget,
 };
 use kube::Api;
 use kube_runtime::{WatchStreamExt, reflector, watcher};
@@ -31,17 +33,31 @@ fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(run(cli.peer))
+    runtime.block_on(async move {
+        let client = dataset::client(&cli.peer.kubeconfig).await?;
+        let ns = cli.peer.namespace.clone();
+        match cli.peer.dataset {
+            Dataset::Pods => run(cli.peer, Api::<Pod>::namespaced(client, &ns)).await,
+            Dataset::Widgets => run(cli.peer, Api::<Widget>::namespaced(client, &ns)).await,
+        }
+    })
 }
 
-async fn run(args: PeerArgs) -> anyhow::Result<()> {
-    let client = dataset::client(&args.kubeconfig).await?;
-    let api: Api<Pod> = Api::namespaced(client, &args.namespace);
+async fn run<K>(args: PeerArgs, api: Api<K>) -> anyhow::Result<()>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
     let mut config = watcher::Config::default();
     if args.mode == Mode::Streaming {
         config = config.streaming_lists();
     }
-    let (reader, writer) = reflector::store::<Pod>();
+    let (reader, writer) = reflector::store::<K>();
 
     let timer = SyncTimer::start();
     let events = reflector(writer, watcher(api, config).default_backoff());
@@ -88,8 +104,9 @@ async fn run(args: PeerArgs) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string(&line)?);
     if line.n != args.n {
         bail!(
-            "synced {} pods in namespace {:?}, expected --n={}",
+            "synced {} {} in namespace {:?}, expected --n={}",
             line.n,
+            args.dataset.as_str(),
             args.namespace,
             args.n
         );

@@ -15,6 +15,11 @@ pub(super) struct JsonList {
     /// The last bytes of the previous chunk (a mark split between two chunks).
     carry: Vec<u8>,
     items: u64,
+    /// Whether the envelope's `metadata` came after its items (custom resources' lists are
+    /// encoded with sorted keys: `apiVersion`, `items`, `kind`, `metadata`).
+    trailing_metadata: bool,
+    /// The body's last [`TAIL`] bytes, kept when the metadata trails.
+    tail: Vec<u8>,
     pub(super) continue_: Option<String>,
 }
 
@@ -22,6 +27,11 @@ const ITEMS_KEY: &[u8] = b"\"items\":[";
 const ITEM_MARK: &[u8] = b"\"resourceVersion\":\"";
 /// A list envelope without `"items":[` in its first this many bytes is refused.
 const MAX_HEAD: usize = 1 << 20;
+/// The envelope's `metadata` key.
+const METADATA_KEY: &[u8] = b"\"metadata\":{";
+/// Bytes kept from the end of a list whose metadata trails its items (enough for the
+/// envelope's metadata: a resourceVersion and a continue token).
+const TAIL: usize = 16 * 1024;
 
 impl JsonList {
     pub(super) fn push(&mut self, data: &[u8]) -> anyhow::Result<()> {
@@ -37,6 +47,7 @@ impl JsonList {
             return Ok(());
         };
         self.continue_ = json_string_after(&self.head[..at], b"\"continue\":\"");
+        self.trailing_metadata = memmem::find(&self.head[..at], METADATA_KEY).is_none();
         self.in_items = true;
         let rest = self.head.split_off(at + ITEMS_KEY.len());
         self.head = Vec::new();
@@ -45,6 +56,16 @@ impl JsonList {
     }
 
     fn count(&mut self, data: &[u8]) {
+        if self.trailing_metadata {
+            if data.len() >= TAIL {
+                self.tail.clear();
+            } else {
+                let drop = (self.tail.len() + data.len()).saturating_sub(TAIL);
+                self.tail.drain(..drop);
+            }
+            self.tail
+                .extend_from_slice(&data[data.len().saturating_sub(TAIL)..]);
+        }
         let k = ITEM_MARK.len() - 1;
         // A mark across the boundary: neither the carry nor `data`'s first k bytes can hold
         // one alone, so nothing is counted twice.
@@ -59,9 +80,21 @@ impl JsonList {
         };
     }
 
-    pub(super) fn finish(&self) -> anyhow::Result<u64> {
+    /// The items counted. A trailing envelope `metadata` (the last one in the body) has its
+    /// `resourceVersion` taken off the count and its `continue` read.
+    pub(super) fn finish(&mut self) -> anyhow::Result<u64> {
         if !self.in_items {
             bail!("the list body has no \"items\":[");
+        }
+        if self.trailing_metadata {
+            let Some(at) = memmem::rfind(&self.tail, METADATA_KEY) else {
+                bail!("the list has no metadata before or after its items");
+            };
+            let meta = &self.tail[at..];
+            if memmem::find(meta, ITEM_MARK).is_some() {
+                self.items = self.items.saturating_sub(1);
+            }
+            self.continue_ = json_string_after(meta, b"\"continue\":\"");
         }
         Ok(self.items)
     }
@@ -163,6 +196,22 @@ mod tests {
             }
             assert_eq!(c.finish().unwrap(), 3, "chunks of {size}");
             assert_eq!(c.continue_.as_deref(), Some("abc"));
+        }
+    }
+
+    #[test]
+    fn a_custom_resource_list_with_its_metadata_after_the_items_counts_only_the_items() {
+        let cr = r#"{"apiVersion":"b/v1","kind":"W","metadata":{"name":"w","resourceVersion":"7"},"spec":{"metadata":{"x":1}}}"#;
+        let body = format!(
+            r#"{{"apiVersion":"b/v1","items":[{cr},{cr},{cr}],"kind":"WList","metadata":{{"continue":"next","resourceVersion":"9"}}}}"#
+        );
+        for size in (1..8).chain([body.len()]) {
+            let mut c = JsonList::default();
+            for chunk in body.as_bytes().chunks(size) {
+                c.push(chunk).unwrap();
+            }
+            assert_eq!(c.finish().unwrap(), 3, "chunks of {size}");
+            assert_eq!(c.continue_.as_deref(), Some("next"), "chunks of {size}");
         }
     }
 

@@ -1,8 +1,9 @@
 //! `kcache bench`: kcache, client-go and kube-rs side by side, against the same server and the
 //! same dataset, in one run.
 //!
-//! For each `--objects` N the dataset (N realistic pods, see [`kcache_bench::dataset`]) is
-//! loaded once into a fresh namespace; then every peer configuration — peer × initial-list
+//! For each `--objects` N the dataset (N realistic pods, see [`kcache_bench::dataset`], or
+//! with `--dataset widgets` N custom resources of a CRD the bench installs, see
+//! [`kcache_bench::widgets`]) is loaded once into a fresh namespace; then every peer configuration — peer × initial-list
 //! mode × kcache storage × wire format (JSON, and protobuf where the peer offers it: client-go,
 //! and the kcache storages that `kcache-peer --list-formats` lists with `protobuf`) — runs
 //! `--runs` times, alternating (A B C A B C …), each as its own process so that its memory
@@ -21,7 +22,10 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use anyhow::{Context, bail};
 use kcache_apiserver::ApiServer;
-use kcache_bench::{dataset, peer::parse_duration};
+use kcache_bench::{
+    dataset,
+    peer::{Dataset, parse_duration},
+};
 
 pub(crate) use runner::PeerKind;
 
@@ -32,7 +36,11 @@ pub(crate) struct BenchArgs {
     /// e.g. the upstream kube-apiserver of `scripts/kube-up.sh`).
     #[arg(long, num_args = 1..=2, value_names = ["embedded|kubeconfig", "PATH"], default_value = "embedded")]
     pub server: Vec<String>,
-    /// Pod counts to run with, comma-separated (the dataset is loaded once per count).
+    /// The objects: `pods` (realistic pods), or `widgets` (custom resources of a CRD the bench
+    /// installs; JSON only, as every custom resource, so no protobuf configuration runs).
+    #[arg(long, value_enum, default_value_t = Dataset::Pods)]
+    pub dataset: Dataset,
+    /// Object counts to run with, comma-separated (the dataset is loaded once per count).
     #[arg(long, value_delimiter = ',', default_value = "10000")]
     pub objects: Vec<usize>,
     /// Runs of each peer configuration per count.
@@ -127,6 +135,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
         Server::Embedded(_) => "embedded (kcache-apiserver)".to_owned(),
         Server::Kubeconfig => format!("kubeconfig {}", kubeconfig.display()),
     };
+    let server_label = format!("{server_label}. Dataset: {}", args.dataset.as_str());
     let client = dataset::client(&kubeconfig).await?;
     let configs = runner::configs(&args)?;
     let mut records = Vec::new();
@@ -134,12 +143,15 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
     for &n in &args.objects {
         let namespace = format!("kcache-bench-{n}-{}", std::process::id());
         let started = std::time::Instant::now();
-        eprintln!("bench: loading {n} pods into namespace {namespace}");
-        dataset::load(&client, &namespace, n, args.concurrency).await?;
+        let what = args.dataset.as_str();
+        eprintln!("bench: loading {n} {what} into namespace {namespace}");
+        dataset::load(&client, args.dataset, &namespace, n, args.concurrency).await?;
         eprintln!("bench: loaded in {:.1}s", started.elapsed().as_secs_f64());
-        match dataset::sample_size(&client, &namespace).await {
+        match dataset::sample_size(&client, args.dataset, &namespace).await {
             Ok((total, managed)) => {
-                eprintln!("bench: one pod is {total} bytes of JSON ({managed} of managedFields)");
+                eprintln!(
+                    "bench: one of the {what} is {total} bytes of JSON ({managed} of managedFields)"
+                );
                 pod_sizes.push((n, total, managed));
             }
             Err(e) => eprintln!("bench: reading one pod back: {e}"),
@@ -181,8 +193,8 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
             }
         }
         if args.keep_dataset {
-            eprintln!("bench: kept {n} pods in namespace {namespace} (--keep-dataset)");
-        } else if let Err(e) = runner::delete_pods(&client, &namespace).await {
+            eprintln!("bench: kept {n} {what} in namespace {namespace} (--keep-dataset)");
+        } else if let Err(e) = dataset::delete(&client, args.dataset, &namespace).await {
             eprintln!("bench: cleaning up {namespace}: {e}");
         }
     }

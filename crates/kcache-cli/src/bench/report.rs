@@ -235,13 +235,13 @@ pub(super) fn markdown(
     for (n, total, managed) in pod_sizes {
         let _ = writeln!(
             md,
-            "N = {n}: one pod is {total} bytes of JSON as read back, {managed} of them managedFields.\n"
+            "N = {n}: one object is {total} bytes of JSON as read back, {managed} of them managedFields.\n"
         );
     }
     let mut ns: Vec<usize> = rows.iter().map(|r| r.n).collect();
     ns.dedup();
     for n in ns {
-        let _ = writeln!(md, "### N = {n} pods\n");
+        let _ = writeln!(md, "### N = {n} objects\n");
         let _ = write!(md, "| configuration | runs ok |");
         for (_, title, _) in FIGURES {
             let _ = write!(md, " {title} |");

@@ -8,12 +8,11 @@ use std::{
 };
 
 use anyhow::{Context as _, bail};
-use k8s_openapi::api::core::v1::{Namespace, Pod};
-use kcache_bench::{PeerLine, dataset, peer::Mode};
-use kube_client::{
-    Api, Client,
-    api::{DeleteParams, ListParams},
+use kcache_bench::{
+    PeerLine, dataset,
+    peer::{Dataset, Mode},
 };
+use kube_client::Client;
 use serde::Serialize;
 use tokio::io::AsyncReadExt;
 
@@ -219,8 +218,12 @@ pub(super) fn configs(args: &BenchArgs) -> anyhow::Result<Vec<Config>> {
         };
         for mode in [Mode::ListWatch, Mode::Streaming] {
             for (storage, formats) in &storages {
+                if !offers(args.dataset, storage.as_deref()) {
+                    continue;
+                }
                 for &protobuf in formats {
-                    if protobuf && args.no_protobuf {
+                    // Custom resources are served in JSON only.
+                    if protobuf && (args.no_protobuf || args.dataset == Dataset::Widgets) {
                         continue;
                     }
                     configs.push(Config {
@@ -235,6 +238,19 @@ pub(super) fn configs(args: &BenchArgs) -> anyhow::Result<Vec<Config>> {
         }
     }
     select(configs, &args.only)
+}
+
+/// The kcache storages that have a custom-resource form: the typed `Widget`, the default
+/// (lean) line and the limit line; the others are Pod-specific comparisons.
+pub(super) const WIDGET_STORAGES: [&str; 3] = ["typed", "default", LIMIT_STORAGE];
+
+/// Whether a peer configuration with this storage (`None`: the peer has no storage choice)
+/// runs on `dataset`.
+fn offers(dataset: Dataset, storage: Option<&str>) -> bool {
+    match (dataset, storage) {
+        (Dataset::Pods, _) | (Dataset::Widgets, None) => true,
+        (Dataset::Widgets, Some(s)) => WIDGET_STORAGES.contains(&s),
+    }
 }
 
 /// Keeps the configurations whose label is in `only` (all of them when `only` is empty).
@@ -297,6 +313,7 @@ async fn run_peer(ctx: &Context<'_>, config: &Config, run: usize) -> anyhow::Res
             &updates,
         ])
         .args(["--mode", config.mode.as_str()])
+        .args(["--dataset", ctx.args.dataset.as_str()])
         .arg("--ready-file")
         .arg(&ready)
         .arg(format!("--timeout={}s", ctx.args.timeout.as_secs().max(1)));
@@ -330,6 +347,7 @@ async fn run_peer(ctx: &Context<'_>, config: &Config, run: usize) -> anyhow::Res
             let tag = format!("{slug}-r{run}");
             dataset::touch_all(
                 ctx.client,
+                ctx.args.dataset,
                 ctx.namespace,
                 update_count,
                 &tag,
@@ -374,24 +392,6 @@ async fn run_peer(ctx: &Context<'_>, config: &Config, run: usize) -> anyhow::Res
     }
     line.validate(ctx.n as u64, update_count as u64)?;
     Ok(line)
-}
-
-/// Deletes the dataset's pods and namespace (best effort: without a namespace controller the
-/// namespace stays Terminating, the pods are gone).
-///
-/// # Errors
-/// The first failed request.
-pub(super) async fn delete_pods(client: &Client, namespace: &str) -> anyhow::Result<()> {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    pods.delete_collection(&DeleteParams::default(), &ListParams::default())
-        .await
-        .context("deleting the pods")?;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .delete(namespace, &DeleteParams::default())
-        .await
-        .context("deleting the namespace")?;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -450,6 +450,18 @@ mod tests {
         );
         let err = select(all(), &["kcache list-watch typed json".to_owned()]).unwrap_err();
         assert!(err.to_string().contains("names no configuration"), "{err}");
+    }
+
+    #[test]
+    fn widgets_run_the_storages_with_a_custom_resource_form_only() {
+        assert!(offers(Dataset::Pods, Some("metadata")));
+        assert!(offers(Dataset::Widgets, None));
+        for s in ["typed", "default", "limit"] {
+            assert!(offers(Dataset::Widgets, Some(s)), "{s}");
+        }
+        for s in ["stripped", "metadata", "compact"] {
+            assert!(!offers(Dataset::Widgets, Some(s)), "{s}");
+        }
     }
 
     #[test]

@@ -98,16 +98,44 @@ impl CompactDecoder {
     }
 }
 
-/// `{"metadata": …}` with everything else skipped, and `managedFields` skipped in metadata.
+/// The object's `metadata` (without `managedFields`), read from the top-level map up to and
+/// including the `metadata` member: the members after it (`spec`, `status`, the bulk of an
+/// object, which both kube-apiserver's typed and unstructured encodings put after `metadata`)
+/// are not parsed. The caller has the whole object validated already (it came as a
+/// [`RawValue`]). An object without `metadata` has default metadata.
 fn parse_metadata(object: &str) -> Result<ObjectMeta, serde_json::Error> {
-    #[derive(Deserialize)]
-    struct MetaOnly {
-        #[serde(default)]
-        metadata: ObjectMeta,
-    }
+    let mut slot = None;
     let mut de = serde_json::Deserializer::from_str(object);
-    let m = MetaOnly::deserialize(StripManagedFields::new(&mut de))?;
-    Ok(m.metadata)
+    let read = StripManagedFields::new(&mut de).deserialize_map(MetadataFirst(&mut slot));
+    match (slot, read) {
+        // serde_json reports the members left after `metadata` as an error: they were not
+        // meant to be read.
+        (Some(metadata), _) => Ok(metadata),
+        (None, Ok(())) => Ok(ObjectMeta::default()),
+        (None, Err(e)) => Err(e),
+    }
+}
+
+/// Reads top-level members until `metadata`, parses it into the slot and stops.
+struct MetadataFirst<'a>(&'a mut Option<ObjectMeta>);
+
+impl<'de> Visitor<'de> for MetadataFirst<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a Kubernetes object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            if key.as_str() == "metadata" {
+                *self.0 = Some(map.next_value::<ObjectMeta>()?);
+                return Ok(());
+            }
+            map.next_value::<IgnoredAny>()?;
+        }
+        Ok(())
+    }
 }
 
 /// Walks the top-level map, keeping each value's raw bytes; the metadata map is re-assembled
@@ -189,4 +217,38 @@ fn write_key(out: &mut Vec<u8>, key: &str) {
     // Serialising a &str into a Vec cannot fail.
     let _ = serde_json::to_writer(&mut *out, key);
     out.push(b':');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_metadata;
+
+    #[test]
+    fn metadata_is_read_without_parsing_the_members_after_it() {
+        // What follows `metadata` is not parsed (the caller validated the object): even a
+        // truncated tail is not looked at. The old full parse failed here.
+        let meta =
+            parse_metadata(r#"{"kind":"W","metadata":{"name":"a","managedFields":[{}]},"spec":"#)
+                .unwrap();
+        assert_eq!(meta.name.as_deref(), Some("a"));
+        assert!(meta.managed_fields.is_none(), "managedFields are skipped");
+        // Members before it are skipped, whatever their shape.
+        let meta = parse_metadata(
+            r#"{"spec":{"a":[1,{"metadata":{"name":"inner"}}]},"metadata":{"name":"outer","labels":{"k":"v"}},"status":{}}"#,
+        )
+        .unwrap();
+        assert_eq!(meta.name.as_deref(), Some("outer"));
+        assert_eq!(meta.labels.unwrap()["k"], "v");
+    }
+
+    #[test]
+    fn no_metadata_is_default_and_bad_metadata_is_an_error() {
+        assert_eq!(
+            parse_metadata(r#"{"kind":"W"}"#).unwrap(),
+            Default::default()
+        );
+        assert!(parse_metadata(r#"{"metadata":{"name":1},"spec":{}}"#).is_err());
+        assert!(parse_metadata(r#"{"metadata":null}"#).is_err());
+        assert!(parse_metadata(r#"[1]"#).is_err());
+    }
 }

@@ -83,7 +83,24 @@ impl ListSplitter {
     pub(crate) fn push(&mut self, chunk: &[u8]) -> Result<Vec<Bytes>, SplitError> {
         let mut items = Vec::new();
         let mut start = 0; // where the bytes not yet copied into a buffer begin
-        for (i, &b) in chunk.iter().enumerate() {
+        let mut next = 0;
+        while next < chunk.len() {
+            if self.in_string && !self.escaped && !self.collecting_string {
+                // Most of a body is string contents: jump to the next quote or backslash.
+                let Some(j) = memchr::memchr2(b'"', b'\\', &chunk[next..]) else {
+                    break;
+                };
+                next += j + 1;
+                if chunk[next - 1] == b'\\' {
+                    self.escaped = true;
+                } else {
+                    self.in_string = false;
+                }
+                continue;
+            }
+            let i = next;
+            let b = chunk[i];
+            next += 1;
             if self.in_string {
                 if self.escaped {
                     self.escaped = false;
