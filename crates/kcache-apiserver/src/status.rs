@@ -31,6 +31,19 @@ impl Cause {
             field: field.to_owned(),
         }
     }
+
+    /// Go's `field.NotSupported`: `value` at `field` is none of `supported`.
+    pub(crate) fn not_supported(field: &str, value: &str, supported: &[&str]) -> Self {
+        let list: Vec<String> = supported.iter().map(|s| format!("\"{s}\"")).collect();
+        Self::new(
+            "FieldValueNotSupported",
+            format!(
+                "Unsupported value: \"{value}\": supported values: {}",
+                list.join(", ")
+            ),
+            field,
+        )
+    }
 }
 
 /// A failed request, rendered as a `metav1.Status` body with the same HTTP code.

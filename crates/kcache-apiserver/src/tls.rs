@@ -38,20 +38,6 @@ pub(crate) struct Material {
 
 /// A fresh CA and a serving certificate for the loopback names and `listen`'s address.
 pub(crate) fn generate(listen: SocketAddr) -> Result<Material, TlsError> {
-    let ca_key = KeyPair::generate()?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "kcache-apiserver-ca");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_cert = ca_params.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca_params, ca_key);
-
     let mut names: Vec<String> = [
         "localhost",
         "127.0.0.1",
@@ -67,11 +53,48 @@ pub(crate) fn generate(listen: SocketAddr) -> Result<Material, TlsError> {
     if !ip.is_unspecified() && !names.contains(&ip.to_string()) {
         names.push(ip.to_string());
     }
+    let (ca_pem, config) = self_signed("kube-apiserver", &names)?;
+    Ok(Material { ca_pem, config })
+}
+
+/// A CA generated now (`{common_name}-ca`) and a serving certificate it signs for `names`
+/// (DNS names or IP addresses; common name `common_name`), returned as the CA in PEM and a
+/// rustls server configuration offering HTTP/1.1 — what the embedded server serves with, and
+/// what a test's HTTPS webhook needs (its `caBundle` is the PEM, base64-encoded).
+///
+/// ```
+/// let (ca_pem, config) =
+///     kcache_apiserver::tls::self_signed("webhook", &["127.0.0.1".to_owned()])?;
+/// assert!(ca_pem.starts_with("-----BEGIN CERTIFICATE-----"));
+/// assert_eq!(config.alpn_protocols, vec![b"http/1.1".to_vec()]);
+/// # Ok::<(), kcache_apiserver::tls::TlsError>(())
+/// ```
+///
+/// # Errors
+/// [`TlsError`] when a key or certificate cannot be made or rustls refuses them.
+pub fn self_signed(
+    common_name: &str,
+    names: &[String],
+) -> Result<(String, Arc<rustls::ServerConfig>), TlsError> {
+    let ca_key = KeyPair::generate()?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, format!("{common_name}-ca"));
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let issuer = Issuer::new(ca_params, ca_key);
+
     let key = KeyPair::generate()?;
-    let mut params = CertificateParams::new(names)?;
+    let mut params = CertificateParams::new(names.to_vec())?;
     params
         .distinguished_name
-        .push(DnType::CommonName, "kube-apiserver");
+        .push(DnType::CommonName, common_name);
     params.key_usages = vec![
         KeyUsagePurpose::DigitalSignature,
         KeyUsagePurpose::KeyEncipherment,
@@ -88,10 +111,7 @@ pub(crate) fn generate(listen: SocketAddr) -> Result<Material, TlsError> {
             PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
         )?;
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Material {
-        ca_pem: ca_cert.pem(),
-        config: Arc::new(config),
-    })
+    Ok((ca_cert.pem(), Arc::new(config)))
 }
 
 /// A listener whose connections are TLS streams: TCP connections are accepted and their

@@ -110,44 +110,11 @@ impl WebhookServer {
     where
         F: Fn(&AdmissionRequest<DynamicObject>) -> AdmissionResponse + Send + Sync + 'static,
     {
-        use rcgen::{
-            BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
-            KeyPair, KeyUsagePurpose,
-        };
-        use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
-        let ca_key = KeyPair::generate().map_err(tls_error)?;
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(tls_error)?;
-        ca_params
-            .distinguished_name
-            .push(DnType::CommonName, "kcache-testenv-webhook-ca");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca_params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        let ca_cert = ca_params.self_signed(&ca_key).map_err(tls_error)?;
-        let issuer = Issuer::new(ca_params, ca_key);
         let mut sans = vec!["127.0.0.1".to_owned(), "localhost".to_owned()];
         sans.extend(names.iter().map(|n| (*n).to_owned()));
-        let key = KeyPair::generate().map_err(tls_error)?;
-        let mut params = CertificateParams::new(sans).map_err(tls_error)?;
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "kcache-testenv-webhook");
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        let cert = params.signed_by(&key, &issuer).map_err(tls_error)?;
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(tls_error)?
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![cert.der().clone()],
-                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-            )
+        let (ca_pem, config) = kcache_apiserver::tls::self_signed("kcache-testenv-webhook", &sans)
             .map_err(tls_error)?;
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let acceptor = tokio_rustls::TlsAcceptor::from(config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let port = listener.local_addr()?.port();
         let handler: Handler = Arc::new(handler);
@@ -165,11 +132,7 @@ impl WebhookServer {
                 });
             }
         });
-        Ok(Self {
-            port,
-            ca_pem: ca_cert.pem(),
-            task,
-        })
+        Ok(Self { port, ca_pem, task })
     }
 
     /// The loopback port it listens on.

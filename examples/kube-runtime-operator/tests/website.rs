@@ -190,11 +190,8 @@ async fn the_operator_creates_reports_and_cleans_up_a_website() -> Result<()> {
     Ok(())
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_standby_reconciles_nothing() -> Result<()> {
-    let env = env().await?;
-    let h = env.handle().clone();
-    // Another replica holds the lease (renewed now, for 15 s) when the operator starts.
+/// Creates the operator's Lease, held by "another-replica" for 15 s from `renewed`.
+async fn another_replica_holds_the_lease(env: &TestEnv, renewed: Timestamp) -> Result<()> {
     let lease = Lease {
         metadata: kube::api::ObjectMeta {
             name: Some("website-operator".into()),
@@ -203,12 +200,21 @@ async fn a_standby_reconciles_nothing() -> Result<()> {
         spec: Some(LeaseSpec {
             holder_identity: Some("another-replica".into()),
             lease_duration_seconds: Some(15),
-            renew_time: Some(MicroTime(Timestamp::now())),
+            renew_time: Some(MicroTime(renewed)),
             ..Default::default()
         }),
     };
     let leases: Api<Lease> = Api::namespaced(env.kube_client(), NS);
     leases.create(&PostParams::default(), &lease).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_reconciles_nothing() -> Result<()> {
+    let env = env().await?;
+    let h = env.handle().clone();
+    // Another replica holds the lease (renewed now, for 15 s) when the operator starts.
+    another_replica_holds_the_lease(&env, Timestamp::now()).await?;
     let (addr, shutdown, run) = start(&env).await?;
     create_website(&h)?;
 
@@ -246,22 +252,8 @@ async fn an_expired_lease_is_taken_over() -> Result<()> {
     let env = env().await?;
     let h = env.handle().clone();
     // Another replica held the lease and stopped renewing it a minute ago.
-    let lease = Lease {
-        metadata: kube::api::ObjectMeta {
-            name: Some("website-operator".into()),
-            ..Default::default()
-        },
-        spec: Some(LeaseSpec {
-            holder_identity: Some("another-replica".into()),
-            lease_duration_seconds: Some(15),
-            renew_time: Some(MicroTime(
-                Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(60),
-            )),
-            ..Default::default()
-        }),
-    };
-    let leases: Api<Lease> = Api::namespaced(env.kube_client(), NS);
-    leases.create(&PostParams::default(), &lease).await?;
+    let minute_ago = Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(60);
+    another_replica_holds_the_lease(&env, minute_ago).await?;
     let (addr, shutdown, run) = start(&env).await?;
     create_website(&h)?;
 

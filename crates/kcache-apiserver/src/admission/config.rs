@@ -93,18 +93,6 @@ fn invalid(field: &str, value: &str, detail: &str) -> Cause {
     )
 }
 
-fn not_supported(field: &str, value: &str, supported: &[&str]) -> Cause {
-    let list: Vec<String> = supported.iter().map(|s| format!("\"{s}\"")).collect();
-    Cause::new(
-        "FieldValueNotSupported",
-        format!(
-            "Unsupported value: \"{value}\": supported values: {}",
-            list.join(", ")
-        ),
-        field,
-    )
-}
-
 fn quoted(s: &str) -> String {
     format!("\"{s}\"")
 }
@@ -158,7 +146,11 @@ fn rule_causes(rule: &Value, path: &str) -> Vec<Cause> {
     const OPS: [&str; 5] = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"];
     for (i, op) in ops.iter().enumerate() {
         if !OPS.contains(&op.as_str()) {
-            out.push(not_supported(&format!("{path}.operations[{i}]"), op, &OPS));
+            out.push(Cause::not_supported(
+                &format!("{path}.operations[{i}]"),
+                op,
+                &OPS,
+            ));
         }
     }
     for (key, what) in [("apiGroups", "API groups"), ("apiVersions", "API versions")] {
@@ -211,7 +203,7 @@ fn rule_causes(rule: &Value, path: &str) -> Vec<Cause> {
     if let Some(scope) = rule.get("scope").and_then(Value::as_str)
         && !["*", "Cluster", "Namespaced"].contains(&scope)
     {
-        out.push(not_supported(
+        out.push(Cause::not_supported(
             &format!("{path}.scope"),
             scope,
             &["*", "Cluster", "Namespaced"],
@@ -304,7 +296,7 @@ fn hook_causes(hook: &Value, mutating: bool, path: &str) -> Vec<Cause> {
         if let Some(v) = hook.get(key).and_then(Value::as_str)
             && !allowed.contains(&v)
         {
-            out.push(not_supported(&format!("{path}.{key}"), v, allowed));
+            out.push(Cause::not_supported(&format!("{path}.{key}"), v, allowed));
         }
     };
     one_of("failurePolicy", &["Fail", "Ignore"]);
@@ -314,7 +306,7 @@ fn hook_causes(hook: &Value, mutating: bool, path: &str) -> Vec<Cause> {
             &format!("{path}.sideEffects"),
             "must specify one of None, NoneOnDryRun",
         )),
-        Some(v) if !["None", "NoneOnDryRun"].contains(&v) => out.push(not_supported(
+        Some(v) if !["None", "NoneOnDryRun"].contains(&v) => out.push(Cause::not_supported(
             &format!("{path}.sideEffects"),
             v,
             &["None", "NoneOnDryRun"],
@@ -334,7 +326,7 @@ fn hook_causes(hook: &Value, mutating: bool, path: &str) -> Vec<Cause> {
         && let Some(v) = hook.get("reinvocationPolicy").and_then(Value::as_str)
         && !["IfNeeded", "Never"].contains(&v)
     {
-        out.push(not_supported(
+        out.push(Cause::not_supported(
             &format!("{path}.reinvocationPolicy"),
             v,
             &["IfNeeded", "Never"],

@@ -141,18 +141,6 @@ fn forbidden(field: &str, msg: &str) -> Cause {
     Cause::new("FieldValueForbidden", format!("Forbidden: {msg}"), field)
 }
 
-fn not_supported(value: &str, supported: &[&str]) -> Cause {
-    let list: Vec<String> = supported.iter().map(|s| format!("\"{s}\"")).collect();
-    Cause::new(
-        "FieldValueNotSupported",
-        format!(
-            "Unsupported value: \"{value}\": supported values: {}",
-            list.join(", ")
-        ),
-        "resourceVersionMatch",
-    )
-}
-
 fn validate(p: &ListParams, rv_match: &str) -> Result<(), ApiError> {
     let mut causes = Vec::new();
     let rv = p.resource_version.as_deref().unwrap_or("");
@@ -171,7 +159,11 @@ fn validate(p: &ListParams, rv_match: &str) -> Result<(), ApiError> {
                 ));
             }
             if rv_match != "NotOlderThan" {
-                causes.push(not_supported(rv_match, &["NotOlderThan"]));
+                causes.push(Cause::not_supported(
+                    "resourceVersionMatch",
+                    rv_match,
+                    &["NotOlderThan"],
+                ));
             }
             if p.continue_token.is_some() {
                 causes.push(forbidden(
@@ -204,7 +196,11 @@ fn validate(p: &ListParams, rv_match: &str) -> Result<(), ApiError> {
                         ));
                     }
                 }
-                other => causes.push(not_supported(other, &["Exact", "NotOlderThan", ""])),
+                other => causes.push(Cause::not_supported(
+                    "resourceVersionMatch",
+                    other,
+                    &["Exact", "NotOlderThan", ""],
+                )),
             }
         }
         if p.send_initial_events.is_some() {

@@ -103,40 +103,9 @@ async fn serve(
 
 /// Starts a webhook server on a free loopback port.
 pub(crate) async fn start() -> anyhow::Result<HookServer> {
-    use rcgen::{
-        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
-        KeyPair, KeyUsagePurpose,
-    };
-    use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
-    let ca_key = KeyPair::generate()?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "test-webhook-ca");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_cert = ca_params.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate()?;
-    let mut params = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])?;
-    params
-        .distinguished_name
-        .push(DnType::CommonName, "webhook");
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let cert = params.signed_by(&key, &issuer)?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.der().clone()],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-        )?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let names = ["127.0.0.1".to_owned(), "localhost".to_owned()];
+    let (ca_pem, config) = kcache_apiserver::tls::self_signed("webhook", &names)?;
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let port = listener.local_addr()?.port();
     let recorded: Recorded = Arc::default();
@@ -161,7 +130,7 @@ pub(crate) async fn start() -> anyhow::Result<HookServer> {
     });
     Ok(HookServer {
         base: format!("https://127.0.0.1:{port}"),
-        ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca_cert.pem()),
+        ca_bundle: base64::engine::general_purpose::STANDARD.encode(ca_pem),
         recorded,
         task,
     })
