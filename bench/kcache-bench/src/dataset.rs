@@ -316,11 +316,13 @@ async fn cached<K>(api: &Api<K>, namespace: &str, n: usize) -> Result<(), Datase
 where
     K: Clone + DeserializeOwned + std::fmt::Debug,
 {
+    // Metadata only (`PartialObjectMetadataList`): a typed list of 100,000 pods held the
+    // driver's memory at several GB, for a count.
     let params = kube_client::api::ListParams::default().match_any();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
         let listed = api
-            .list(&params)
+            .list_metadata(&params)
             .await
             .map_err(|source| DatasetError::Api {
                 what: format!("list {namespace} from the watch cache"),
@@ -371,7 +373,9 @@ pub async fn sample_size(
 }
 
 /// Changes objects `0..n` of `dataset` in `namespace` once each (merge patch of
-/// [`TOUCH_ANNOTATION`] to `tag`), `concurrency` requests in flight.
+/// [`TOUCH_ANNOTATION`] to `tag`), `concurrency` requests in flight; with `rate`, the i-th
+/// patch is not sent before i / `rate` seconds (a steady event rate, as far as the server
+/// keeps up).
 ///
 /// # Errors
 /// [`DatasetError::Api`] for the first failed request.
@@ -382,15 +386,42 @@ pub async fn touch_all(
     n: usize,
     tag: &str,
     concurrency: usize,
+    rate: Option<f64>,
 ) -> Result<(), DatasetError> {
+    let pace = Pace::new(rate);
     match dataset {
         Dataset::Pods => {
             let api = Api::<Pod>::namespaced(client.clone(), namespace);
-            touch(api, n, tag, concurrency, pod_name).await
+            touch(api, n, tag, concurrency, pace, pod_name).await
         }
         Dataset::Widgets => {
             let api = Api::<Widget>::namespaced(client.clone(), namespace);
-            touch(api, n, tag, concurrency, widgets::name).await
+            touch(api, n, tag, concurrency, pace, widgets::name).await
+        }
+    }
+}
+
+/// When the i-th request of a paced series may start.
+#[derive(Clone, Copy)]
+struct Pace {
+    start: tokio::time::Instant,
+    interval: Option<std::time::Duration>,
+}
+
+impl Pace {
+    fn new(rate: Option<f64>) -> Self {
+        Self {
+            start: tokio::time::Instant::now(),
+            interval: rate
+                .filter(|r| r.is_finite() && *r > 0.0)
+                .map(|r| std::time::Duration::from_secs_f64(1.0 / r)),
+        }
+    }
+
+    async fn wait(self, i: usize) {
+        if let Some(interval) = self.interval {
+            let offset = interval.saturating_mul(u32::try_from(i).unwrap_or(u32::MAX));
+            tokio::time::sleep_until(self.start + offset).await;
         }
     }
 }
@@ -400,6 +431,7 @@ async fn touch<K>(
     n: usize,
     tag: &str,
     concurrency: usize,
+    pace: Pace,
     name: fn(usize) -> String,
 ) -> Result<(), DatasetError>
 where
@@ -414,6 +446,7 @@ where
         .map(|i| {
             let (api, patch, params) = (api.clone(), &patch, &params);
             async move {
+                pace.wait(i).await;
                 api.patch(&name(i), params, &Patch::Merge(patch))
                     .await
                     .map(drop)

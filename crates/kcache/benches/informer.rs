@@ -238,7 +238,7 @@ async fn one_run(n: usize, updates: usize) -> Run {
                     .on_delete(move |_| {
                         d.fetch_add(1, Ordering::Relaxed);
                     }),
-                informer::HandlerConfig::default().inline(true),
+                informer::HandlerConfig::default().delivery(informer::Delivery::Inline),
             )
             .unwrap();
     }

@@ -126,7 +126,7 @@ async fn run_seed(seed: u64) {
         informer
             .add_event_handler_with_options(
                 Arc::clone(&fast),
-                informer::HandlerConfig::default().inline(true),
+                informer::HandlerConfig::default().delivery(informer::Delivery::Inline),
             )
             .unwrap(),
         informer

@@ -1,4 +1,4 @@
-//! Log lines from an informer's tasks name its resource: the handler tasks and the process loop
+//! Log lines from an informer's tasks name its resource: the handler tasks and the FIFO's drain
 //! run in the `informer{resource=…}` span.
 //!
 //! A test binary of its own: tracing caches each call site's interest process-wide, and a

@@ -78,6 +78,11 @@ pub(crate) struct BenchArgs {
     /// peer's sync (default: every pod; 0 skips the update phase).
     #[arg(long)]
     pub updates: Option<usize>,
+    /// Send the update patches at this many per second (default: as fast as `--concurrency`
+    /// requests in flight and the server allow); the achieved rate is in the results
+    /// (`updates/s`).
+    #[arg(long, value_parser = parse_rate)]
+    pub update_rate: Option<f64>,
     /// Run only these configurations, comma-separated labels as in results.md (e.g.
     /// `client-go list-watch protobuf,kcache list-watch typed`); an unknown label is an error.
     #[arg(long, value_delimiter = ',')]
@@ -87,6 +92,15 @@ pub(crate) struct BenchArgs {
     /// `--server kubeconfig`: the embedded server goes away with the run.
     #[arg(long)]
     pub keep_dataset: bool,
+}
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!(
+            "{s:?} is not a positive number of updates per second"
+        )),
+    }
 }
 
 /// Where the peers read from.

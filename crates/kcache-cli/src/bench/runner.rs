@@ -352,6 +352,7 @@ async fn run_peer(ctx: &Context<'_>, config: &Config, run: usize) -> anyhow::Res
                 update_count,
                 &tag,
                 ctx.args.concurrency,
+                ctx.args.update_rate,
             )
             .await?;
             break;

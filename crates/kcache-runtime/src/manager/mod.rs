@@ -271,7 +271,7 @@ impl Manager {
         let _ = informer.add_event_handler_with_options(
             Wake(Arc::clone(&s.wake)),
             HandlerConfig::default()
-                .inline(true)
+                .delivery(kcache::informer::Delivery::Inline)
                 .name("read-your-writes"),
         );
         let namespace = s

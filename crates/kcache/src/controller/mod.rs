@@ -225,7 +225,7 @@ where
             .add_event_handler_with_options(
                 enqueue,
                 informer::HandlerConfig::default()
-                    .inline(true)
+                    .delivery(informer::Delivery::Inline)
                     .name(format!("controller {}", config.name)),
             )
             .expect("the primary informer has stopped");
@@ -268,7 +268,7 @@ where
             .add_event_handler_with_options(
                 enqueue,
                 informer::HandlerConfig::default()
-                    .inline(true)
+                    .delivery(informer::Delivery::Inline)
                     .name(format!("controller {}", self.config.name)),
             )
             .expect("the related informer has stopped");

@@ -135,7 +135,7 @@ where
                 deleted: Arc::clone(&deleted),
             },
             HandlerConfig::default()
-                .inline(true)
+                .delivery(crate::informer::Delivery::Inline)
                 .name(format!("controller {} shards", self.config.name)),
         ) {
             self.registrations.push(reg);

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::BufferMode;
+use super::{BufferMode, Delivery};
 use crate::{fifo::QueueKind, reflector};
 
 /// The smallest per-handler resync period (client-go's `minimumResyncPeriod`).
@@ -80,10 +80,9 @@ pub struct HandlerConfig {
     pub resync_period: Option<Duration>,
     /// How pending notifications are buffered.
     pub buffer: BufferMode,
-    /// Deliver on the listener's async task instead of tokio's blocking pool. Only for
-    /// handlers that never block (e.g. one that adds keys to a work queue); saves a thread hop
-    /// per batch.
-    pub inline: bool,
+    /// Where the handler is called: by default on the informer's own task while its calls
+    /// are quick, on tokio's blocking pool once one is slow ([`Delivery`]).
+    pub delivery: Delivery,
 }
 
 impl HandlerConfig {
@@ -108,10 +107,10 @@ impl HandlerConfig {
         self
     }
 
-    /// Sets [`HandlerConfig::inline`].
+    /// Sets [`HandlerConfig::delivery`].
     #[must_use]
-    pub fn inline(mut self, inline: bool) -> Self {
-        self.inline = inline;
+    pub fn delivery(mut self, delivery: Delivery) -> Self {
+        self.delivery = delivery;
         self
     }
 

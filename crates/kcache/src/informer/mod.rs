@@ -6,6 +6,11 @@
 //!                                                          └▶ processor ─▶ one listener per handler
 //! ```
 //!
+//! The FIFO is drained on the reflector's own task as soon as it is written (`run.rs`), and a
+//! handler is called where its [`Delivery`] says: by that same task ([`Delivery::Inline`]), on
+//! its listener's task while quick ([`Delivery::Adaptive`], the default), or on tokio's
+//! blocking pool.
+//!
 //! `handle_deltas` updates the indexer first, then notifies: for an added/updated/replaced/synced
 //! object, `on_update(old, new)` if the key was cached, else `on_add`; for a deleted one,
 //! `on_delete` with the final state or a [`DeletedObject::FinalStateUnknown`] tombstone. An
@@ -29,7 +34,7 @@ pub use builder::Builder;
 pub use config::{Config, HandlerConfig, MINIMUM_RESYNC_PERIOD};
 pub use error::Error;
 pub use handler::{DeletedObject, EventHandler, HandlerFns};
-pub use listener::BufferMode;
+pub use listener::{BufferMode, Delivery, SLOW_CALL};
 pub use registration::HandlerRegistration;
 pub use shared_informer::SharedIndexInformer;
 

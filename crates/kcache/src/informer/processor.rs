@@ -51,8 +51,8 @@ impl<K: Send + Sync + 'static> Processor<K> {
         before != listeners.len()
     }
 
-    /// Sends `n` to every listener, or for a resync notification only to those whose resync
-    /// is due.
+    /// Queues `n` for every listener, or for a resync notification only for those whose
+    /// resync is due. Nothing is delivered until [`flush`](Self::flush).
     ///
     /// A relist's unchanged objects are resync notifications too, so a handler without a
     /// resync period never receives them. client-go delivers them to every listener of an
@@ -66,6 +66,16 @@ impl<K: Send + Sync + 'static> Processor<K> {
         } else {
             let listeners = self.listeners.read();
             send_all(&listeners, n);
+        }
+    }
+
+    /// Delivers what was queued since the last flush (on the caller's task for idle, quick
+    /// handlers; the others' tasks are woken). Must not be called under `block_deltas`: a
+    /// handler may register another handler.
+    pub(crate) fn flush(&self) {
+        let listeners = self.listeners.read().clone();
+        for l in &listeners {
+            l.flush();
         }
     }
 
@@ -103,8 +113,8 @@ impl<K: Send + Sync + 'static> Processor<K> {
 fn send_all<K: Send + Sync + 'static>(listeners: &[Arc<Listener<K>>], n: Notification<K>) {
     if let Some((last, rest)) = listeners.split_last() {
         for l in rest {
-            l.add(n.clone());
+            l.push(n.clone());
         }
-        last.add(n);
+        last.push(n);
     }
 }

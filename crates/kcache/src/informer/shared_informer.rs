@@ -52,12 +52,14 @@ pub(crate) struct Inner<K> {
     /// Held while a popped batch is applied and distributed, and while a late handler gets its
     /// synthetic adds (client-go's `blockDeltas`).
     pub(super) block_deltas: Mutex<()>,
+    /// Held while the FIFO is drained (see `run.rs`): one consumer at a time.
+    pub(super) drain_lock: Mutex<()>,
     pub(super) start: Mutex<StartState<K>>,
     /// Raised by the FIFO when it turns synced, and by listeners as they finish their initial
     /// adds: what `wait_for_sync` and the registrations' `synced` wait on.
     pub(crate) sync_notify: Arc<Notify>,
     pub(super) reflector: Mutex<Option<ReflectorHandle>>,
-    /// `informer{resource}`: the span of the process loop and of every handler task.
+    /// `informer{resource}`: the span of the FIFO's drain (on the reflector's task) and of every handler task.
     pub(super) span: tracing::Span,
     /// Whether the cache was over its memory budget at the last check.
     pub(super) over_budget: AtomicBool,
@@ -165,6 +167,7 @@ where
             queue,
             config,
             block_deltas: Mutex::new(()),
+            drain_lock: Mutex::new(()),
             start: Mutex::new(StartState {
                 started: false,
                 stopped: false,
@@ -237,7 +240,7 @@ where
             options.name,
             Box::new(handler),
             options.buffer,
-            options.inline,
+            options.delivery,
             period,
             resync,
             Arc::clone(&inner.sync_notify),

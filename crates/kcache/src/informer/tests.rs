@@ -649,7 +649,7 @@ const WAIT: Duration = Duration::from_secs(60);
 /// buffered for it are never delivered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remove_and_wait_returns_only_once_the_handler_has_returned_and_is_called_no_more() {
-    for inline in [false, true] {
+    for delivery in [Delivery::BlockingPool, Delivery::Adaptive] {
         let src = FakeSource::new();
         for name in ["a", "b", "c"] {
             src.upsert(cm(name));
@@ -659,7 +659,7 @@ async fn remove_and_wait_returns_only_once_the_handler_has_returned_and_is_calle
         let reg = informer
             .add_event_handler_with_options(
                 Arc::clone(&gate),
-                HandlerConfig::default().inline(inline),
+                HandlerConfig::default().delivery(delivery),
             )
             .unwrap();
         let other = Arc::new(Recorder::default());
@@ -675,7 +675,7 @@ async fn remove_and_wait_returns_only_once_the_handler_has_returned_and_is_calle
         for _ in 0..50 {
             assert!(
                 futures::poll!(removal.as_mut()).is_pending(),
-                "inline {inline}: the removal returned while the handler was still in its call \
+                "{delivery:?}: the removal returned while the handler was still in its call \
                  on {first}"
             );
             tokio::task::yield_now().await;
@@ -685,9 +685,9 @@ async fn remove_and_wait_returns_only_once_the_handler_has_returned_and_is_calle
         let removed = tokio::time::timeout(WAIT, removal)
             .await
             .expect("the removal never returned");
-        assert!(removed, "inline {inline}: this call removed the handler");
-        assert!(!gate.in_call.load(Ordering::SeqCst), "inline {inline}");
-        assert_eq!(gate.calls.load(Ordering::SeqCst), 1, "inline {inline}");
+        assert!(removed, "{delivery:?}: this call removed the handler");
+        assert!(!gate.in_call.load(Ordering::SeqCst), "{delivery:?}");
+        assert_eq!(gate.calls.load(Ordering::SeqCst), 1, "{delivery:?}");
 
         // Later changes reach the other handler, never the removed one.
         src.upsert(cm("d"));
@@ -698,10 +698,10 @@ async fn remove_and_wait_returns_only_once_the_handler_has_returned_and_is_calle
         })
         .await
         .expect("the other handler never saw d");
-        assert_eq!(gate.calls.load(Ordering::SeqCst), 1, "inline {inline}");
+        assert_eq!(gate.calls.load(Ordering::SeqCst), 1, "{delivery:?}");
         assert!(
             !reg.remove_and_wait().await,
-            "inline {inline}: a second removal is a no-op"
+            "{delivery:?}: a second removal is a no-op"
         );
         drop(release);
         run.stop().await;
@@ -728,3 +728,5 @@ async fn remove_and_wait_before_start_and_after_stop_returns_at_once() {
         "the registration was still listed"
     );
 }
+
+mod delivery;

@@ -31,7 +31,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kcache::{
     SharedIndexInformer,
     fifo::{DeltaObject, DeltaType, Fifo, QueueKind, RealFifo},
-    informer::{self, DeletedObject, EventHandler, HandlerConfig, HandlerFns},
+    informer::{self, DeletedObject, Delivery, EventHandler, HandlerConfig, HandlerFns},
     reflector::{self, Reflector, ReflectorStore},
     store::{ObjectKey, Reader, ThreadSafeStore, meta_namespace_key},
     testing::{Call, FakeSource},
@@ -207,7 +207,7 @@ async fn example_new_informer() {
                         .unwrap_or_else(|_| "oops something went wrong with the key".into());
                     let _ = deletions.send(key);
                 }),
-            HandlerConfig::default().inline(true),
+            HandlerConfig::default().delivery(Delivery::Inline),
         )
         .unwrap();
     let run = Running::start(&informer);
@@ -429,7 +429,7 @@ async fn test_panic_propagated() {
     informer
         .add_event_handler_with_options(
             HandlerFns::new().on_add(|_: &Arc<Pod>, _| panic!("Just panic.")),
-            HandlerConfig::default().inline(true),
+            HandlerConfig::default().delivery(Delivery::Inline),
         )
         .unwrap();
     let run = Running::start(&informer);
@@ -555,7 +555,7 @@ async fn test_transforming_informer() {
     informer
         .add_event_handler_with_options(
             forwarding_handler(tx),
-            HandlerConfig::default().inline(true),
+            HandlerConfig::default().delivery(Delivery::Inline),
         )
         .unwrap();
     let run = Running::start(&informer);
@@ -751,7 +751,7 @@ async fn test_process_deltas_in_batch__all_transaction_succeeding_should_works()
                 .on_delete(move |obj: &DeletedObject<ConfigMap>| {
                     r3.lock().push((**obj.object()).clone())
                 }),
-            HandlerConfig::default().inline(true),
+            HandlerConfig::default().delivery(Delivery::Inline),
         )
         .unwrap();
     let run = Running::start(&informer);
@@ -899,7 +899,7 @@ async fn informer_with_recorder(
     informer
         .add_event_handler_with_options(
             Arc::clone(&recorder),
-            HandlerConfig::default().inline(true),
+            HandlerConfig::default().delivery(Delivery::Inline),
         )
         .unwrap();
     let run = Running::start(&informer);
@@ -1158,7 +1158,7 @@ async fn test_store_resource_version_with_non_meta_transform() {
     informer
         .add_event_handler_with_options(
             Arc::clone(&recorder),
-            HandlerConfig::default().inline(true),
+            HandlerConfig::default().delivery(Delivery::Inline),
         )
         .unwrap();
     let run = Running::start(&informer);

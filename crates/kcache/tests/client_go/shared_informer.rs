@@ -29,7 +29,9 @@ use std::{
 use k8s_openapi::api::core::v1::Pod;
 use kcache::{
     SharedIndexInformer,
-    informer::{self, Error, EventHandler, HandlerConfig, HandlerFns, HandlerRegistration},
+    informer::{
+        self, Delivery, Error, EventHandler, HandlerConfig, HandlerFns, HandlerRegistration,
+    },
     reflector,
     store::{IndexFunc, ObjectKey},
     testing::{FakeSource, status},
@@ -142,7 +144,7 @@ impl TestListener {
             Arc::clone(self),
             HandlerConfig::default()
                 .resync_period(self.resync_period)
-                .inline(true),
+                .delivery(Delivery::Inline),
         )
     }
 }
@@ -500,7 +502,7 @@ async fn test_shared_informer_transformer() {
     informer
         .add_event_handler_with_options(
             Arc::clone(&listener),
-            HandlerConfig::default().inline(true),
+            HandlerConfig::default().delivery(Delivery::Inline),
         )
         .unwrap();
     let run = Running::start(&informer);
@@ -798,7 +800,7 @@ async fn test_remove_while_active() {
     let handle = informer
         .add_event_handler_with_options(
             Arc::clone(&listener),
-            HandlerConfig::default().inline(true),
+            HandlerConfig::default().delivery(Delivery::Inline),
         )
         .unwrap();
     let run = Running::start(&informer);
@@ -831,7 +833,7 @@ async fn test_add_while_active() {
     let informer = informer_with_resync(&src, Duration::ZERO);
     let listener1 = TestListener::new("originalListener", Duration::ZERO, &["pod1"]);
     let listener2 = TestListener::new("listener2", Duration::ZERO, &["pod1", "pod2"]);
-    let inline = || HandlerConfig::default().inline(true);
+    let inline = || HandlerConfig::default().delivery(Delivery::Inline);
     let handle1 = informer
         .add_event_handler_with_options(Arc::clone(&listener1), inline())
         .unwrap();
@@ -991,7 +993,10 @@ async fn test_event_panics__simple() {
     src.upsert(pod("pod1"));
     let informer = informer_with_resync(&src, Duration::from_secs(1));
     let handle = informer
-        .add_event_handler_with_options(panicking_handler(), HandlerConfig::default().inline(true))
+        .add_event_handler_with_options(
+            panicking_handler(),
+            HandlerConfig::default().delivery(Delivery::Inline),
+        )
         .unwrap();
     let run = Running::start(&informer);
     wait_for_sync(&informer).await;
@@ -1022,13 +1027,17 @@ async fn test_event_panics__many() {
     let handle1 = informer
         .add_event_handler_with_options(
             panicking_handler(),
-            HandlerConfig::default().name(name1).inline(true),
+            HandlerConfig::default()
+                .name(name1)
+                .delivery(Delivery::Inline),
         )
         .unwrap();
     let handle2 = informer
         .add_event_handler_with_options(
             panicking_handler(),
-            HandlerConfig::default().name(name2).inline(true),
+            HandlerConfig::default()
+                .name(name2)
+                .delivery(Delivery::Inline),
         )
         .unwrap();
     let run = Running::start(&informer);

@@ -14,9 +14,9 @@
 //! that owns one, its task and its resync schedule are here.
 
 mod buffer;
+mod delivery;
 
 use std::{
-    panic::AssertUnwindSafe,
     sync::{
         Arc,
         atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
@@ -24,14 +24,13 @@ use std::{
     time::Duration,
 };
 
-use parking_lot::Mutex;
-use tokio::{sync::Notify, time::Instant};
-use tracing::error;
-
 use super::handler::EventHandler;
 use buffer::Buffer;
 pub use buffer::BufferMode;
 pub(crate) use buffer::Notification;
+pub use delivery::{Delivery, SLOW_CALL};
+use parking_lot::Mutex;
+use tokio::{sync::Notify, time::Instant};
 
 /// Counts what may still call a listener's handler: its task (from the moment it is spawned
 /// until it ends, or is dropped unpolled) and each batch it hands to the blocking pool (until
@@ -88,8 +87,12 @@ pub(crate) struct Listener<K> {
     pending_initial: AtomicUsize,
     delivered: AtomicU64,
     pub(crate) requested_resync: Duration,
-    /// Deliver on the listener's task rather than the blocking pool.
-    pub(crate) inline: bool,
+    /// Where the handler is called: set by the registration, `on_pool` once it runs there.
+    delivery: Delivery,
+    on_pool: AtomicBool,
+    /// Held by whoever is delivering (the writer's flush, the listener's task, or a batch on
+    /// the blocking pool): one delivery at a time, in order.
+    busy: AtomicBool,
     resync: Mutex<ResyncState>,
     /// Poked whenever sync progress may have changed (shared with the informer).
     sync_notify: Arc<Notify>,
@@ -109,7 +112,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         name: Option<String>,
         handler: Box<dyn EventHandler<K>>,
         mode: BufferMode,
-        inline: bool,
+        delivery: Delivery,
         requested_resync: Duration,
         resync_period: Duration,
         sync_notify: Arc<Notify>,
@@ -125,7 +128,9 @@ impl<K: Send + Sync + 'static> Listener<K> {
             pending_initial: AtomicUsize::new(0),
             delivered: AtomicU64::new(0),
             requested_resync,
-            inline,
+            delivery,
+            on_pool: AtomicBool::new(delivery == Delivery::BlockingPool),
+            busy: AtomicBool::new(false),
             resync: Mutex::new(ResyncState {
                 period: resync_period,
                 next: Instant::now() + resync_period,
@@ -135,8 +140,15 @@ impl<K: Send + Sync + 'static> Listener<K> {
         }
     }
 
-    /// Queues a notification; never blocks on the handler.
+    /// Queues a notification and wakes the listener's task; never blocks on the handler.
     pub(crate) fn add(&self, n: Notification<K>) {
+        self.push(n);
+        self.wake.notify_one();
+    }
+
+    /// Queues a notification without waking anything: the informer's writer calls
+    /// [`flush`](Self::flush) once its batch is distributed.
+    pub(crate) fn push(&self, n: Notification<K>) {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
@@ -149,7 +161,6 @@ impl<K: Send + Sync + 'static> Listener<K> {
             buffer.len()
         };
         self.max_depth.fetch_max(depth, Ordering::Relaxed);
-        self.wake.notify_one();
     }
 
     /// The largest [`pending`](Self::pending) reached so far.
@@ -186,93 +197,6 @@ impl<K: Send + Sync + 'static> Listener<K> {
         self.closed.load(Ordering::SeqCst)
     }
 
-    /// Delivers notifications until closed. The listener counts as active (see [`Activity`])
-    /// from this call, before the future is first polled, until the future ends or is dropped.
-    ///
-    /// Handlers are synchronous and may block, so by default each drained batch is delivered on
-    /// tokio's blocking pool: a blocking handler then never holds an async worker (and the
-    /// tasks queued behind it). `inline` delivers on this task instead, which saves a thread
-    /// hop per batch for handlers that never block.
-    pub(crate) fn run(self: Arc<Self>) -> impl Future<Output = ()> + Send + 'static {
-        let active = self.activity.enter();
-        async move {
-            let _active = active;
-            self.run_loop().await;
-        }
-    }
-
-    async fn run_loop(self: Arc<Self>) {
-        let inline = self.inline;
-        loop {
-            let (batch, initial) = self.buffer.lock().drain();
-            if batch.is_empty() && initial == 0 {
-                if self.is_closed() {
-                    return;
-                }
-                self.wake.notified().await;
-                continue;
-            }
-            let finished = if inline {
-                self.deliver_all(batch)
-            } else {
-                let this = Arc::clone(&self);
-                // The handler's log lines keep the informer's span (and a scoped subscriber)
-                // on the blocking thread.
-                let span = tracing::Span::current();
-                let dispatch = tracing::dispatcher::get_default(Clone::clone);
-                // The batch stays active until it returns, even if this task is dropped while
-                // it waits for it.
-                let active = self.activity.enter();
-                tokio::task::spawn_blocking(move || {
-                    let _active = active;
-                    tracing::dispatcher::with_default(&dispatch, || {
-                        span.in_scope(|| this.deliver_all(batch))
-                    })
-                })
-                .await
-                .unwrap_or(false)
-            };
-            if initial > 0 {
-                self.pending_initial.fetch_sub(initial, Ordering::AcqRel);
-                self.sync_notify.notify_waiters();
-            }
-            if !finished {
-                return;
-            }
-            tokio::task::yield_now().await;
-        }
-    }
-
-    /// Delivers a batch; `false` when the listener was closed meanwhile.
-    fn deliver_all(&self, batch: Vec<Notification<K>>) -> bool {
-        for n in batch {
-            if self.is_closed() {
-                return false;
-            }
-            self.deliver(n);
-            self.delivered.fetch_add(1, Ordering::Relaxed);
-        }
-        true
-    }
-
-    fn deliver(&self, n: Notification<K>) {
-        let handler = &self.handler;
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| match &n {
-            Notification::Add { obj, initial, .. } => handler.on_add(obj, *initial),
-            Notification::Update { old, new, .. } => handler.on_update(old, new),
-            Notification::Delete { obj, .. } => handler.on_delete(obj),
-        }));
-        if let Err(payload) = result {
-            let key = match &n {
-                Notification::Add { key, .. }
-                | Notification::Update { key, .. }
-                | Notification::Delete { key, .. } => key,
-            };
-            let panic = panic_message(payload.as_ref());
-            error!(handler = %self.name, %key, panic, "event handler panicked; the notification is dropped for this handler");
-        }
-    }
-
     /// Whether this listener's resync is due at `now`.
     pub(crate) fn resync_due(&self, now: Instant) -> bool {
         let r = self.resync.lock();
@@ -290,18 +214,6 @@ impl<K: Send + Sync + 'static> Listener<K> {
 
     pub(crate) fn resync_period(&self) -> Duration {
         self.resync.lock().period
-    }
-}
-
-/// The message a panic was raised with (`panic!("…")`'s text), or a placeholder for a payload
-/// of another type.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
-    if let Some(s) = payload.downcast_ref::<&'static str>() {
-        s
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s
-    } else {
-        "a non-string panic payload"
     }
 }
 
@@ -340,7 +252,7 @@ mod tests {
             name.map(str::to_owned),
             Box::new(HandlerFns::<ConfigMap>::new()),
             BufferMode::Unbounded,
-            true,
+            Delivery::Adaptive,
             Duration::ZERO,
             Duration::ZERO,
             Arc::new(Notify::new()),
