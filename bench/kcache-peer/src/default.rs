@@ -10,6 +10,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use kcache::{
     SharedIndexInformer, factory,
+    informer::{Delivery, HandlerConfig},
     store::{ObjectKey, meta_namespace_key},
     workqueue::RateLimitingQueue,
 };
@@ -61,7 +62,7 @@ where
         }
     });
     let (add, update, delete) = (enqueue.clone(), enqueue.clone(), enqueue);
-    informer.add_event_handler(
+    informer.add_event_handler_with_options(
         ObjectHandlerFns::<K>::new()
             .on_add(move |pod, _initial| add(pod))
             .on_update(move |_old, new| {
@@ -69,6 +70,20 @@ where
                 on_update();
             })
             .on_delete(move |pod, _unknown| delete(pod)),
+        HandlerConfig::default().delivery(delivery()?),
     )?;
     Ok(())
+}
+
+/// Where the handler is called: the default (`adaptive`), or `inline` / `pool` from
+/// `KCACHE_PEER_DELIVERY`, to measure each path of `informer::Delivery`.
+fn delivery() -> anyhow::Result<Delivery> {
+    match std::env::var("KCACHE_PEER_DELIVERY").as_deref() {
+        Err(_) | Ok("" | "adaptive") => Ok(Delivery::Adaptive),
+        Ok("inline") => Ok(Delivery::Inline),
+        Ok("pool") => Ok(Delivery::BlockingPool),
+        Ok(other) => {
+            anyhow::bail!("KCACHE_PEER_DELIVERY={other:?}: expected adaptive, inline or pool")
+        }
+    }
 }

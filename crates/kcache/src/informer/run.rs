@@ -92,7 +92,10 @@ where
 }
 
 /// The informer's side of the reflector: each write is queued in the FIFO, which is then
-/// drained on the writer's task.
+/// drained on the writer's task (the cache is up to date when the write returns). The
+/// handlers get a watch event's notifications at the reflector's next
+/// [`flush`](ReflectorStore::flush) — once per burst of events read together — and every
+/// other write's at once.
 struct Applier<K>(Arc<Inner<K>>);
 
 impl<K> Applier<K>
@@ -102,6 +105,12 @@ where
     fn then_drain(&self, queued: Result<(), StoreError>) -> Result<(), StoreError> {
         queued?;
         self.0.drain();
+        Ok(())
+    }
+
+    fn then_deliver(&self, queued: Result<(), StoreError>) -> Result<(), StoreError> {
+        self.then_drain(queued)?;
+        self.0.deliver();
         Ok(())
     }
 }
@@ -123,15 +132,19 @@ where
     }
 
     fn replace(&self, list: Vec<Arc<K>>, resource_version: String) -> Result<(), StoreError> {
-        self.then_drain(self.0.queue.replace(list, resource_version))
+        self.then_deliver(self.0.queue.replace(list, resource_version))
     }
 
     fn resync(&self) -> Result<(), StoreError> {
-        self.then_drain(self.0.queue.resync())
+        self.then_deliver(self.0.queue.resync())
     }
 
     fn bookmark(&self, resource_version: &str) -> Result<(), StoreError> {
-        self.then_drain(self.0.queue.bookmark(resource_version))
+        self.then_deliver(self.0.queue.bookmark(resource_version))
+    }
+
+    fn flush(&self) {
+        self.0.deliver();
     }
 }
 
@@ -139,7 +152,14 @@ impl<K> Inner<K>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
-    /// Pops and applies everything queued, on the caller's task, under the informer's span.
+    /// Hands the listeners what the drains queued for them, under the informer's span.
+    fn deliver(&self) {
+        let _span = self.span.enter();
+        self.processor.flush();
+    }
+
+    /// Pops and applies everything queued, on the caller's task, under the informer's span;
+    /// the notifications wait in the listeners' buffers for the next flush.
     /// `drain_lock` keeps one consumer even if writes ever came from two threads.
     fn drain(&self) {
         let _consumer = self.drain_lock.lock();
@@ -151,7 +171,7 @@ where
                 .pop_batch(|d, initial| self.handle_deltas(d, initial, one_key))
                 .now_or_never();
             match popped {
-                Some(Ok(())) => self.processor.flush(),
+                Some(Ok(())) => {}
                 // Nothing queued (the pop would wait), or closed and drained.
                 None | Some(Err(fifo::Error::Closed)) => return,
             }

@@ -2,7 +2,7 @@
 
 use std::{collections::HashMap, sync::Arc, sync::atomic::Ordering, time::Duration};
 
-use futures::StreamExt;
+use futures::{FutureExt as _, StreamExt};
 use kube_core::Resource;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -13,7 +13,7 @@ use crate::{
     lister_watcher::{
         self, INITIAL_EVENTS_END_ANNOTATION, ListerWatcher, WatchEvent, WatchParams, WatchStream,
     },
-    store::{ObjectKey, meta_namespace_key},
+    store::{ObjectKey, ReflectorStore, meta_namespace_key},
 };
 
 /// A watch that lived at least this long may close and be re-watched at once (client-go's
@@ -23,6 +23,20 @@ const HEALTHY_WATCH: Duration = Duration::from_secs(1);
 /// Events in a row that cannot be applied (unknown type, no key) before the watch is given up
 /// as a protocol error instead of being read on forever.
 const MAX_BAD_EVENTS_IN_A_ROW: u32 = 10;
+
+/// Watch events taken in a row without waiting before the loop looks at cancellation and
+/// resync again (and the store is flushed).
+const MAX_BURST: u32 = 256;
+
+/// Calls the store's [`flush`](ReflectorStore::flush) when dropped: at the end of a watch,
+/// however it ends.
+struct FlushOnDrop<'a, K>(&'a dyn ReflectorStore<K>);
+
+impl<K> Drop for FlushOnDrop<'_, K> {
+    fn drop(&mut self) {
+        self.0.flush();
+    }
+}
 
 /// How a watch stream ended without an error.
 pub(crate) enum WatchEnd<K> {
@@ -231,24 +245,45 @@ where
         let mut useful = 0u64;
         let mut bad_in_a_row = 0u32;
         let mut past_added = false;
+        // The store hears of the end of each burst of events (and of the watch, however it
+        // ends): the informer wakes its handlers once per burst.
+        let _flush = FlushOnDrop(&*self.store);
+        let mut burst = 0u32;
         loop {
-            let next = async {
-                if idle.is_zero() {
-                    Ok(stream.next().await)
-                } else {
-                    tokio::time::timeout(idle, stream.next()).await
-                }
+            // Events already read are taken without waiting (a bounded number in a row, so
+            // that cancellation and resync still get their turn); before waiting, flush.
+            let ready = if burst < MAX_BURST && !cancel.is_cancelled() {
+                stream.next().now_or_never()
+            } else {
+                None
             };
-            let item = tokio::select! {
-                biased;
-                () = cancel.cancelled() => return Ok(WatchEnd::Stopped),
-                () = due(resync.as_deref()) => {
-                    if let Some(r) = resync.as_deref_mut() {
-                        self.resync(r)?;
-                    }
-                    continue;
+            let item = match ready {
+                Some(item) => {
+                    burst += 1;
+                    Ok(item)
                 }
-                item = next => item,
+                None => {
+                    burst = 0;
+                    self.store.flush();
+                    let next = async {
+                        if idle.is_zero() {
+                            Ok(stream.next().await)
+                        } else {
+                            tokio::time::timeout(idle, stream.next()).await
+                        }
+                    };
+                    tokio::select! {
+                        biased;
+                        () = cancel.cancelled() => return Ok(WatchEnd::Stopped),
+                        () = due(resync.as_deref()) => {
+                            if let Some(r) = resync.as_deref_mut() {
+                                self.resync(r)?;
+                            }
+                            continue;
+                        }
+                        item = next => item,
+                    }
+                }
             };
             let event = match item {
                 Err(_elapsed) => {

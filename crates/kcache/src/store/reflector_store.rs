@@ -63,4 +63,10 @@ pub trait ReflectorStore<K>: Send + Sync {
         let _ = resource_version;
         Ok(())
     }
+
+    /// The reflector has handed over every watch event it had read and is about to wait for
+    /// more (or its watch ended): a sink that defers work per burst of events (the informer
+    /// wakes its handlers once per burst, not once per event) does it now. The default does
+    /// nothing.
+    fn flush(&self) {}
 }
