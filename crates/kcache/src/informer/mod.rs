@@ -8,8 +8,8 @@
 //!
 //! The FIFO is drained on the reflector's own task as soon as it is written (`run.rs`), and a
 //! handler is called where its [`Delivery`] says: by that same task ([`Delivery::Inline`]), on
-//! its listener's task while quick ([`Delivery::Adaptive`], the default), or on tokio's
-//! blocking pool.
+//! its listener's task once it has shown itself quick ([`Delivery::Adaptive`], the default),
+//! or on tokio's blocking pool.
 //!
 //! `handle_deltas` updates the indexer first, then notifies: for an added/updated/replaced/synced
 //! object, `on_update(old, new)` if the key was cached, else `on_add`; for a deleted one,
@@ -34,7 +34,7 @@ pub use builder::Builder;
 pub use config::{Config, HandlerConfig, MINIMUM_RESYNC_PERIOD};
 pub use error::Error;
 pub use handler::{DeletedObject, EventHandler, HandlerFns};
-pub use listener::{BufferMode, Delivery, SLOW_CALL};
+pub use listener::{BufferMode, Delivery, QUICK_CALLS_TO_MOVE, SLOW_CALL};
 pub use registration::HandlerRegistration;
 pub use shared_informer::SharedIndexInformer;
 

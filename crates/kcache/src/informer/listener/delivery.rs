@@ -12,10 +12,14 @@
 //! held by whoever delivers, so a handler sees its notifications one at a time and in order,
 //! whoever calls it.
 //!
-//! A [`Delivery::Adaptive`] handler moves to the blocking pool for good at its first call that
-//! takes longer than [`SLOW_CALL`], or that panics with tokio's "blocking inside the runtime"
-//! message (a `blocking_send`, a `Handle::block_on`): that notification is then delivered
-//! again, on the pool — the one case where a handler sees a notification twice.
+//! A [`Delivery::Adaptive`] handler starts on the blocking pool and moves to its listener's task
+//! after [`QUICK_CALLS_TO_MOVE`] quick calls in a row there: a handler that blocks on its first
+//! calls (waiting for a gate, a lock, I/O) never holds a runtime worker — a blocked worker can
+//! strand the task tokio put in its LIFO slot, which other workers cannot steal. It moves back
+//! to the pool for good at its first call on the task that takes longer than [`SLOW_CALL`], or
+//! that panics with tokio's "blocking inside the runtime" message (a `blocking_send`, a
+//! `Handle::block_on`): that notification is then delivered again, on the pool — the one case
+//! where a handler sees a notification twice.
 
 use std::{
     panic::AssertUnwindSafe,
@@ -32,6 +36,10 @@ use super::{Listener, Notification};
 /// never holds the writer (and the events behind it) for long.
 pub const SLOW_CALL: Duration = Duration::from_millis(1);
 
+/// Quick calls in a row (each under [`SLOW_CALL`]) after which a [`Delivery::Adaptive`] handler
+/// leaves the blocking pool for its listener's task.
+pub const QUICK_CALLS_TO_MOVE: u32 = 8;
+
 /// Where a handler is called ([`HandlerConfig::delivery`](crate::informer::HandlerConfig)).
 ///
 /// ```
@@ -45,11 +53,11 @@ pub const SLOW_CALL: Duration = Duration::from_millis(1);
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Delivery {
-    /// On the listener's own async task while every call is quick (under [`SLOW_CALL`]); from
-    /// the first slow call on (or the first that blocks inside the runtime), on tokio's
-    /// blocking pool. Its first slow call holds one runtime worker thread for its length: a
-    /// handler that waits for something only an async task on a single-threaded runtime can
-    /// provide must use [`Delivery::BlockingPool`].
+    /// On tokio's blocking pool for its first [`QUICK_CALLS_TO_MOVE`] quick calls, then on the
+    /// listener's own async task while every call stays under [`SLOW_CALL`]; from the first
+    /// slow call there on (or the first that blocks inside the runtime), on the pool for good.
+    /// That first slow call holds one runtime worker for its length: a handler that may block
+    /// at any time, for long, belongs on [`Delivery::BlockingPool`].
     #[default]
     Adaptive,
     /// On the informer's writer task, right after the cache is updated (no task wake-up per
@@ -205,14 +213,28 @@ impl<K: Send + Sync + 'static> Listener<K> {
         }
     }
 
-    /// Delivers on the pool: every notification, unless the listener is closed meanwhile.
+    /// Delivers on the pool: every notification, unless the listener is closed meanwhile. An
+    /// adaptive handler on probation counts its quick calls here.
     fn deliver_all(&self, batch: Vec<Notification<K>>) {
+        let probation =
+            self.delivery == Delivery::Adaptive && !self.demoted.load(Ordering::Acquire);
         for n in batch {
             if self.is_closed() {
                 return;
             }
+            let started = Instant::now();
             let _ = self.deliver(n, false);
             self.delivered.fetch_add(1, Ordering::Relaxed);
+            if probation {
+                if started.elapsed() > SLOW_CALL {
+                    self.quick_calls.store(0, Ordering::Relaxed);
+                } else if self.quick_calls.fetch_add(1, Ordering::Relaxed) + 1
+                    >= QUICK_CALLS_TO_MOVE
+                {
+                    // From the next batch on (this one stays here, in order).
+                    self.on_pool.store(false, Ordering::Release);
+                }
+            }
         }
     }
 
@@ -248,8 +270,9 @@ impl<K: Send + Sync + 'static> Listener<K> {
     }
 
     fn move_to_pool(&self, why: &str) {
-        if !self.on_pool.swap(true, Ordering::AcqRel) {
-            info!(handler = %self.name, why, "event handler moved to the blocking pool");
+        self.on_pool.store(true, Ordering::Release);
+        if !self.demoted.swap(true, Ordering::AcqRel) {
+            info!(handler = %self.name, why, "event handler moved to the blocking pool for good");
         }
     }
 

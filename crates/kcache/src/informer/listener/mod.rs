@@ -28,7 +28,7 @@ use super::handler::EventHandler;
 use buffer::Buffer;
 pub use buffer::BufferMode;
 pub(crate) use buffer::Notification;
-pub use delivery::{Delivery, SLOW_CALL};
+pub use delivery::{Delivery, QUICK_CALLS_TO_MOVE, SLOW_CALL};
 use parking_lot::Mutex;
 use tokio::{sync::Notify, time::Instant};
 
@@ -90,6 +90,10 @@ pub(crate) struct Listener<K> {
     /// Where the handler is called: set by the registration, `on_pool` once it runs there.
     delivery: Delivery,
     on_pool: AtomicBool,
+    /// An adaptive handler was slow on its task: it stays on the pool.
+    demoted: AtomicBool,
+    /// An adaptive handler's quick calls in a row on the pool, before it moves to its task.
+    quick_calls: std::sync::atomic::AtomicU32,
     /// Held by whoever is delivering (the writer's flush, the listener's task, or a batch on
     /// the blocking pool): one delivery at a time, in order.
     busy: AtomicBool,
@@ -129,7 +133,9 @@ impl<K: Send + Sync + 'static> Listener<K> {
             delivered: AtomicU64::new(0),
             requested_resync,
             delivery,
-            on_pool: AtomicBool::new(delivery == Delivery::BlockingPool),
+            on_pool: AtomicBool::new(delivery != Delivery::Inline),
+            demoted: AtomicBool::new(false),
+            quick_calls: std::sync::atomic::AtomicU32::new(0),
             busy: AtomicBool::new(false),
             resync: Mutex::new(ResyncState {
                 period: resync_period,

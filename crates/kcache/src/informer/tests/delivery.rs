@@ -1,23 +1,23 @@
-//! Where handlers are called ([`Delivery`]): on the runtime while quick, on the blocking pool
-//! once slow, again on the pool after blocking inside the runtime, and by the writer itself
+//! Where handlers are called ([`Delivery`]): on the pool until shown quick, then on the
+//! runtime, on the blocking pool for good once slow, again on the pool after blocking inside the runtime, and by the writer itself
 //! for inline handlers — always in order, nothing lost.
 
 use std::thread::ThreadId;
 
 use super::*;
 
-/// Records each added object's name with the thread it was delivered on; `on_first` runs on
-/// the first call only.
+/// Records each added object's name with the thread it was delivered on; `on_call(i)` runs
+/// first on the i-th call (from 0).
 struct Threads {
     seen: Mutex<Vec<(String, ThreadId)>>,
-    on_first: Box<dyn Fn() + Send + Sync>,
+    on_call: Box<dyn Fn(usize) + Send + Sync>,
 }
 
 impl Threads {
-    fn new(on_first: impl Fn() + Send + Sync + 'static) -> Arc<Self> {
+    fn new(on_call: impl Fn(usize) + Send + Sync + 'static) -> Arc<Self> {
         Arc::new(Self {
             seen: Mutex::new(Vec::new()),
-            on_first: Box::new(on_first),
+            on_call: Box::new(on_call),
         })
     }
 
@@ -28,9 +28,8 @@ impl Threads {
 
 impl EventHandler<ConfigMap> for Threads {
     fn on_add(&self, obj: &Arc<ConfigMap>, _initial: bool) {
-        if self.seen.lock().is_empty() {
-            (self.on_first)();
-        }
+        let i = self.seen.lock().len();
+        (self.on_call)(i);
         let name = obj.metadata.name.clone().unwrap_or_default();
         self.seen.lock().push((name, std::thread::current().id()));
     }
@@ -47,26 +46,39 @@ async fn add_all(src: &FakeSource<ConfigMap>, names: &[String]) {
     }
 }
 
+/// Calls after the probation on the pool, with room for a slow one (a loaded machine).
+const AFTER_PROBATION: usize = QUICK_CALLS_TO_MOVE as usize + 8;
+
+/// Adds each object once the handler has seen the one before: one notification per batch.
+async fn add_one_by_one(src: &FakeSource<ConfigMap>, names: &[String], handler: &Threads) {
+    for (i, name) in names.iter().enumerate() {
+        src.upsert(cm(name));
+        eventually(|| handler.seen.lock().len() > i).await;
+    }
+}
+
 #[tokio::test]
-async fn an_adaptive_handler_that_stays_quick_is_called_on_the_runtime_s_thread() {
+async fn an_adaptive_handler_that_stays_quick_moves_to_the_runtime_s_thread() {
     let src = FakeSource::new();
     let informer = SharedIndexInformer::new(src.clone(), config());
-    let handler = Threads::new(|| {});
+    let handler = Threads::new(|_| {});
     informer.add_event_handler(Arc::clone(&handler)).unwrap();
     let run = Running::start(&informer);
     informer.wait_for_sync().await;
-    let want = names(100);
-    add_all(&src, &want).await;
-    eventually(|| handler.seen.lock().len() == want.len()).await;
+    let want = names(AFTER_PROBATION + 20);
+    add_one_by_one(&src, &want, &handler).await;
     assert_eq!(handler.names(), want);
     let runtime_thread = std::thread::current().id();
+    let seen = handler.seen.lock().clone();
+    assert_ne!(seen[0].1, runtime_thread, "the first calls, on the pool");
     assert!(
-        handler
-            .seen
-            .lock()
+        seen[AFTER_PROBATION..]
             .iter()
             .all(|(_, t)| *t == runtime_thread),
-        "a quick handler never went to the blocking pool"
+        "once shown quick, on the runtime: {:?}",
+        seen.iter()
+            .map(|(_, t)| *t == runtime_thread)
+            .collect::<Vec<_>>()
     );
     run.stop().await;
 }
@@ -75,21 +87,33 @@ async fn an_adaptive_handler_that_stays_quick_is_called_on_the_runtime_s_thread(
 async fn an_adaptive_handler_moves_to_the_blocking_pool_after_a_slow_call_and_loses_nothing() {
     let src = FakeSource::new();
     let informer = SharedIndexInformer::new(src.clone(), config());
-    let handler = Threads::new(|| std::thread::sleep(SLOW_CALL * 5));
+    let runtime_thread = std::thread::current().id();
+    // Slow once it has moved to the runtime (its first call there after the probation).
+    let slowed = Arc::new(AtomicUsize::new(usize::MAX));
+    let s = Arc::clone(&slowed);
+    let handler = Threads::new(move |i| {
+        if i >= QUICK_CALLS_TO_MOVE as usize
+            && std::thread::current().id() == runtime_thread
+            && s.compare_exchange(usize::MAX, i, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        {
+            std::thread::sleep(SLOW_CALL * 5);
+        }
+    });
     informer.add_event_handler(Arc::clone(&handler)).unwrap();
     let run = Running::start(&informer);
     informer.wait_for_sync().await;
-    let want = names(50);
-    add_all(&src, &want).await;
-    eventually(|| handler.seen.lock().len() == want.len()).await;
+    let want = names(AFTER_PROBATION + 40);
+    add_one_by_one(&src, &want, &handler).await;
     assert_eq!(handler.names(), want, "in order, once each");
-    let runtime_thread = std::thread::current().id();
+    let slow_at = slowed.load(Ordering::SeqCst);
+    assert!(slow_at < want.len(), "the handler reached the runtime");
     let seen = handler.seen.lock().clone();
-    assert_eq!(seen[0].1, runtime_thread, "the first call, on the runtime");
-    assert_ne!(
-        seen[want.len() - 1].1,
-        runtime_thread,
-        "after a slow call, the pool"
+    assert!(
+        seen[slow_at + 1..]
+            .iter()
+            .all(|(_, t)| *t != runtime_thread),
+        "after a slow call on the runtime, the pool for good"
     );
     run.stop().await;
 }
