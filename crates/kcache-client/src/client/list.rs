@@ -147,8 +147,7 @@ pub(crate) fn malformed(e: &dyn std::fmt::Display) -> LwError {
 impl<K: Clone + Send + 'static, D: ItemDecoder<K>> Items<K> for JsonItems<D> {
     fn push(&mut self, chunk: &Bytes, out: &mut Vec<K>) -> Result<(), LwError> {
         for raw in self.splitter.push(chunk).map_err(|e| malformed(&e))? {
-            let mut de = serde_json::Deserializer::from_slice(&raw);
-            let item = self.decoder.decode_item(&mut de);
+            let item = self.decoder.decode_json_item(raw);
             out.push(item.map_err(super::decode_error)?);
         }
         Ok(())

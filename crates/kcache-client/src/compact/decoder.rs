@@ -2,7 +2,9 @@
 //! verbatim or re-assembled without `metadata.managedFields` (JSON by a visitor over the
 //! top-level map, protobuf by kcache-proto's wire walker), their metadata parsed once.
 
-use std::{fmt, marker::PhantomData, sync::Arc};
+use std::{fmt, marker::PhantomData};
+
+use bytes::Bytes;
 
 use kube_core::ObjectMeta;
 use serde::{
@@ -50,10 +52,29 @@ impl<K: 'static> ItemDecoder<Compact<K>> for CompactDecoder {
             let metadata = parse_metadata(raw.get()).map_err(de::Error::custom)?;
             Ok(Compact {
                 metadata,
-                repr: Repr::Json(Arc::from(raw.get().as_bytes())),
+                repr: Repr::Json(Bytes::copy_from_slice(raw.get().as_bytes())),
                 _k: PhantomData,
             })
         }
+    }
+
+    /// One pass over the item: its members are checked by the parser (skipped, not decoded)
+    /// and its `metadata` decoded on the way; the item's own buffer is kept, not copied.
+    fn decode_json_item(&self, item: Bytes) -> Result<Compact<K>, serde_json::Error> {
+        if self.strip_managed_fields {
+            return crate::decode::decode_object(&item, self);
+        }
+        // A JSON text is UTF-8 (as `RawValue`, which the other paths keep, checks).
+        std::str::from_utf8(&item).map_err(de::Error::custom)?;
+        let mut slot = None;
+        let mut de = serde_json::Deserializer::from_slice(&item);
+        StripManagedFields::new(&mut de).deserialize_map(CheckedMetadata(&mut slot))?;
+        de.end()?;
+        Ok(Compact {
+            metadata: slot.unwrap_or_default(),
+            repr: Repr::Json(item),
+            _k: PhantomData,
+        })
     }
 
     /// Keeps the object's protobuf message when the envelope holds `K`'s kind.
@@ -138,6 +159,31 @@ impl<'de> Visitor<'de> for MetadataFirst<'_> {
     }
 }
 
+/// Reads every top-level member: `metadata` is decoded into the slot, the others are checked
+/// and skipped.
+struct CheckedMetadata<'a>(&'a mut Option<ObjectMeta>);
+
+impl<'de> Visitor<'de> for CheckedMetadata<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a Kubernetes object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            if key.as_str() == "metadata" && self.0.is_none() {
+                *self.0 = Some(map.next_value::<ObjectMeta>()?);
+            } else if key.as_str() == "metadata" {
+                return Err(de::Error::duplicate_field("metadata"));
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Walks the top-level map, keeping each value's raw bytes; the metadata map is re-assembled
 /// without `managedFields` and parsed.
 struct StrippingVisitor<K>(PhantomData<fn() -> K>);
@@ -172,7 +218,7 @@ impl<'de, K> Visitor<'de> for StrippingVisitor<K> {
         out.push(b'}');
         Ok(Compact {
             metadata,
-            repr: Repr::Json(Arc::from(out)),
+            repr: Repr::Json(Bytes::from(out.into_boxed_slice())),
             _k: PhantomData,
         })
     }

@@ -37,7 +37,7 @@ mod decoder;
 #[cfg(test)]
 mod tests;
 
-use std::{borrow::Cow, fmt, marker::PhantomData, sync::Arc};
+use std::{borrow::Cow, fmt, marker::PhantomData};
 
 #[cfg(feature = "protobuf")]
 use bytes::Bytes;
@@ -76,7 +76,7 @@ pub enum Format {
 /// The held bytes.
 #[derive(Clone, PartialEq, Eq)]
 enum Repr {
-    Json(Arc<[u8]>),
+    Json(Bytes),
     #[cfg(feature = "protobuf")]
     Protobuf(Bytes),
 }
@@ -242,11 +242,8 @@ impl<K> Compact<K> {
     /// `informer.set_memory_sizer(Compact::<Pod>::heap_size)` or
     /// `InformerBuilder::memory_sizer(Compact::<Pod>::heap_size)` (see [`kcache::memory`]).
     pub fn heap_size(&self) -> usize {
-        // Arc's counts; a shared `Bytes`' header once the object has been cloned.
-        let header = match self.format() {
-            Format::Json => 16,
-            Format::Protobuf => 32,
-        };
+        // A shared `Bytes`' header once the object has been cloned.
+        let header = 32;
         std::mem::size_of::<Self>()
             + self.bytes().len()
             + header

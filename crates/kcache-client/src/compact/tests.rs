@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kcache::store::ObjectKey;
 
 use super::*;
-use crate::decode::{Typed, decode_list, decode_object};
+use crate::decode::{ItemDecoder, Typed, decode_list, decode_object};
 
 const POD: &str = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p","namespace":"ns",
     "labels":{"app":"web"},"managedFields":[{"manager":"kubectl","operation":"Update",
@@ -97,4 +97,28 @@ fn without_managed_fields_rewrites_the_bytes_and_keeps_the_metadata() {
     // Nothing to strip: the same bytes.
     let again = stripped.clone().without_managed_fields().unwrap();
     assert_eq!(again, stripped);
+}
+
+#[test]
+fn a_list_item_decoded_in_one_pass_equals_the_parsed_one() {
+    for strip in [false, true] {
+        let decoder = CompactDecoder::new().strip_managed_fields(strip);
+        let parsed: Compact<Pod> = decode_object(POD.as_bytes(), &decoder).unwrap();
+        let item = Bytes::from_static(POD.as_bytes());
+        let one_pass: Compact<Pod> = decoder.decode_json_item(item).unwrap();
+        assert_eq!(one_pass, parsed, "strip {strip}");
+    }
+    // The one pass still checks the whole item, after `metadata` too, and its text.
+    let decoder = CompactDecoder::new();
+    let bad: [&[u8]; 5] = [
+        br#"{"metadata":{"name":"a"},"spec":{"x":tru}}"#,
+        br#"{"metadata":{"name":"a"},"spec":{}} x"#,
+        br#"{"metadata":{"name":1}}"#,
+        br#"{"metadata":{"name":"a"},"metadata":{"name":"b"}}"#,
+        b"{\"metadata\":{\"name\":\"\xff\"}}",
+    ];
+    for item in bad {
+        let got: Result<Compact<Pod>, _> = decoder.decode_json_item(Bytes::from_static(item));
+        assert!(got.is_err(), "{}", String::from_utf8_lossy(item));
+    }
 }

@@ -21,6 +21,16 @@ pub trait ItemDecoder<K>: Clone + Send + Sync + 'static {
     /// The deserializer's error when the input is not a valid `K`.
     fn decode_item<'de, D: Deserializer<'de>>(&self, deserializer: D) -> Result<K, D::Error>;
 
+    /// Decodes one whole JSON object held in its own buffer (a list item split out of its
+    /// list). The default parses it with [`ItemDecoder::decode_item`]; a decoder that keeps
+    /// the object's bytes overrides it to keep `item` itself instead of a copy.
+    ///
+    /// # Errors
+    /// The JSON error when `item` is not one valid `K` (trailing bytes included).
+    fn decode_json_item(&self, item: bytes::Bytes) -> Result<K, serde_json::Error> {
+        decode_object(&item, self)
+    }
+
     /// Decodes one enveloped protobuf object (feature `protobuf`). `None` (the default) means
     /// this decoder takes JSON only: the lister-watcher then never asks for protobuf.
     #[cfg(feature = "protobuf")]

@@ -29,6 +29,7 @@ pub(crate) use stream::watch_events;
 #[doc(hidden)]
 pub mod internals {
     pub use super::list::decode_list;
+    pub use super::split::ListSplitter;
     pub use super::stream::watch_events;
 }
 

@@ -5,11 +5,12 @@
 //! its transfer and the whole body is never held.
 
 use bytes::Bytes;
+use serde::de::IgnoredAny;
 
 /// Why a body is not a JSON list.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("malformed list body at byte {at}: {what}")]
-pub(crate) struct SplitError {
+pub struct SplitError {
     /// Offset in the body.
     pub at: u64,
     /// What was wrong.
@@ -30,7 +31,7 @@ enum Phase {
 
 /// Splits a JSON list body into its items as chunks arrive (see the module docs).
 #[derive(Debug)]
-pub(crate) struct ListSplitter {
+pub struct ListSplitter {
     phase: Phase,
     depth: u32,
     in_string: bool,
@@ -53,7 +54,7 @@ impl Default for ListSplitter {
 impl ListSplitter {
     /// A splitter at the start of a body.
     #[must_use]
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self {
             phase: Phase::Envelope,
             depth: 0,
@@ -80,7 +81,7 @@ impl ListSplitter {
     /// # Errors
     /// A [`SplitError`] when the bytes cannot be a JSON list (an unbalanced bracket, an item
     /// that is not an object).
-    pub(crate) fn push(&mut self, chunk: &[u8]) -> Result<Vec<Bytes>, SplitError> {
+    pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<Bytes>, SplitError> {
         let mut items = Vec::new();
         let mut start = 0; // where the bytes not yet copied into a buffer begin
         let mut next = 0;
@@ -155,6 +156,13 @@ impl ListSplitter {
                 }
                 Phase::Between => match b {
                     b'{' => {
+                        if let Some(len) = whole_item(&chunk[i..]) {
+                            // The item is all in this chunk: serde's parser found its end.
+                            items.push(Bytes::copy_from_slice(&chunk[i..i + len]));
+                            next = i + len;
+                            start = next;
+                            continue;
+                        }
                         start = i;
                         self.depth += 1;
                         self.phase = Phase::Item;
@@ -175,9 +183,8 @@ impl ListSplitter {
                     b'}' | b']' => {
                         self.depth -= 1;
                         if self.depth == 2 {
-                            self.item.extend_from_slice(&chunk[start..=i]);
+                            items.push(self.take_item(&chunk[start..=i]));
                             start = i + 1;
-                            items.push(Bytes::from(std::mem::take(&mut self.item)));
                             self.phase = Phase::Between;
                         }
                     }
@@ -195,12 +202,22 @@ impl ListSplitter {
         Ok(items)
     }
 
+    /// The item whose last bytes are `tail`, in a buffer of its exact size (a kept item holds
+    /// no spare capacity, and a `Bytes` of an exact `Vec` needs no shared header).
+    fn take_item(&mut self, tail: &[u8]) -> Bytes {
+        if self.item.is_empty() {
+            return Bytes::copy_from_slice(tail);
+        }
+        self.item.extend_from_slice(tail);
+        Bytes::from(std::mem::take(&mut self.item).into_boxed_slice())
+    }
+
     /// Ends the body; returns the envelope with `"items":[]`, to be decoded as a list with
     /// no items.
     ///
     /// # Errors
     /// A [`SplitError`] when the body ended inside an item or a container.
-    pub(crate) fn finish(self) -> Result<Vec<u8>, SplitError> {
+    pub fn finish(self) -> Result<Vec<u8>, SplitError> {
         if self.phase != Phase::Envelope || self.depth != 0 || self.in_string {
             return Err(SplitError {
                 at: self.offset,
@@ -209,6 +226,17 @@ impl ListSplitter {
         }
         // The `[` of `items` was kept, and its `]` with what followed it.
         Ok(self.envelope)
+    }
+}
+
+/// The length of the JSON value `data` starts with, when it is whole and valid: serde_json's
+/// parser skips strings by 8 bytes at a time, several times faster than the byte-by-byte
+/// scan. `None` (the value goes on past `data`, or is malformed) leaves it to the scan.
+fn whole_item(data: &[u8]) -> Option<usize> {
+    let mut values = serde_json::Deserializer::from_slice(data).into_iter::<IgnoredAny>();
+    match values.next() {
+        Some(Ok(IgnoredAny)) => Some(values.byte_offset()),
+        _ => None,
     }
 }
 
@@ -267,10 +295,29 @@ mod tests {
         assert!(split(br#"{"items":[{"a":"#, &[3]).is_err());
     }
 
+    #[test]
+    fn items_serde_cannot_parse_are_split_by_the_scan() {
+        // Invalid JSON inside an item, and nesting deeper than serde_json's limit (128): the
+        // item still comes out whole, for its decoder to judge.
+        let deep = format!(
+            "{}{}",
+            "{\"a\":".repeat(200),
+            "1".to_owned() + &"}".repeat(200)
+        );
+        let body = format!(r#"{{"items":[{{"a":tru}},{deep},{{"b":2}}]}}"#);
+        let mut s = ListSplitter::new();
+        let items = s.push(body.as_bytes()).unwrap();
+        assert_eq!(items.len(), 3);
+        assert_eq!(&items[0][..], br#"{"a":tru}"#);
+        assert_eq!(&items[1][..], deep.as_bytes());
+        assert_eq!(&items[2][..], br#"{"b":2}"#);
+        s.finish().unwrap();
+    }
+
     proptest! {
         #[test]
         fn any_chunking_gives_what_one_chunk_gives(
-            names in proptest::collection::vec("[a-z\"\\\\{}\\[\\]:,]{0,12}", 0..8),
+            names in proptest::collection::vec("[a-z\"\\\\{}\\[\\]:,]{0,80}", 0..8),
             cuts in proptest::collection::vec(0usize..400, 0..12),
         ) {
             let items: Vec<Value> = names
