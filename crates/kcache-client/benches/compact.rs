@@ -4,8 +4,9 @@
 //!
 //! `cargo bench -p kcache-client --bench compact` (release). Env: `KCACHE_BENCH_PODS` (10000),
 //! `KCACHE_BENCH_RUNS` (5, the median is reported), `KCACHE_BENCH_REPEAT` (10: each run decodes
-//! the Pods this many times, so that a run lasts well beyond the 10 ms CPU-time tick). Bytes
-//! held per object: the `compact_memory` benchmark.
+//! the Pods this many times, so that a run lasts well beyond the 10 ms CPU-time tick),
+//! `KCACHE_BENCH_SPLIT_ONLY` (set: only the JSON list splitter, items split out and dropped).
+//! Bytes held per object: the `compact_memory` benchmark.
 //!
 //! The Pods are built as the generated prost type (`kcache-proto/benches/support/pb_pods.rs`, the ~8 KB Pod of
 //! kcache-proto's benchmark); the JSON pages are the same Pods through k8s-openapi's
@@ -20,7 +21,7 @@ use kcache_client::{
     compact::{Compact, CompactDecoder, Format},
     decode::{
         ItemDecoder,
-        internals::{ListSplitter, decode_list},
+        internals::{ItemSink, ListSplitter, decode_list},
     },
 };
 use kcache_proto::{
@@ -62,15 +63,25 @@ fn pb_page(body: &Bytes, decoder: &CompactDecoder) -> Vec<Compact<Pod>> {
 /// One JSON list page into compact Pods, as the lister-watcher decodes it: the body split into
 /// items chunk by chunk (64 KB, the inflater's chunk), each item decoded on its own.
 fn json_split_page(body: &[u8], decoder: &CompactDecoder) -> Vec<Compact<Pod>> {
-    let mut splitter = ListSplitter::new();
-    let mut out = Vec::new();
-    for chunk in body.chunks(64 * 1024) {
-        for raw in splitter.push(chunk).unwrap() {
-            out.push(ItemDecoder::<Compact<Pod>>::decode_json_item(decoder, raw).unwrap());
+    struct Sink<'a>(&'a CompactDecoder, Vec<Compact<Pod>>);
+    impl ItemSink for Sink<'_> {
+        fn whole(&mut self, data: &[u8]) -> Option<usize> {
+            let (item, len) = ItemDecoder::<Compact<Pod>>::decode_json_prefix(self.0, data)?;
+            self.1.push(item);
+            Some(len)
+        }
+        fn item(&mut self, item: Bytes) {
+            self.1
+                .push(ItemDecoder::<Compact<Pod>>::decode_json_item(self.0, item).unwrap());
         }
     }
+    let mut splitter = ListSplitter::new();
+    let mut sink = Sink(decoder, Vec::new());
+    for chunk in body.chunks(64 * 1024) {
+        splitter.push_into(chunk, &mut sink).unwrap();
+    }
     splitter.finish().unwrap();
-    out
+    sink.1
 }
 
 fn main() {

@@ -144,13 +144,45 @@ pub(crate) fn malformed(e: &dyn std::fmt::Display) -> LwError {
     LwError::decode(format!("list body: {e}"))
 }
 
+/// Decodes each item the splitter hands over into `out`; keeps the first error.
+struct JsonSink<'a, K, D> {
+    decoder: &'a D,
+    out: &'a mut Vec<K>,
+    error: Option<LwError>,
+}
+
+impl<K, D: ItemDecoder<K>> crate::decode::ItemSink for JsonSink<'_, K, D> {
+    fn whole(&mut self, data: &[u8]) -> Option<usize> {
+        if self.error.is_some() {
+            return None;
+        }
+        let (item, len) = self.decoder.decode_json_prefix(data)?;
+        self.out.push(item);
+        Some(len)
+    }
+
+    fn item(&mut self, item: Bytes) {
+        if self.error.is_some() {
+            return;
+        }
+        match self.decoder.decode_json_item(item) {
+            Ok(item) => self.out.push(item),
+            Err(e) => self.error = Some(super::decode_error(e)),
+        }
+    }
+}
+
 impl<K: Clone + Send + 'static, D: ItemDecoder<K>> Items<K> for JsonItems<D> {
     fn push(&mut self, chunk: &Bytes, out: &mut Vec<K>) -> Result<(), LwError> {
-        for raw in self.splitter.push(chunk).map_err(|e| malformed(&e))? {
-            let item = self.decoder.decode_json_item(raw);
-            out.push(item.map_err(super::decode_error)?);
-        }
-        Ok(())
+        let mut sink = JsonSink {
+            decoder: &self.decoder,
+            out,
+            error: None,
+        };
+        self.splitter
+            .push_into(chunk, &mut sink)
+            .map_err(|e| malformed(&e))?;
+        sink.error.map_or(Ok(()), Err)
     }
 
     fn finish(self: Box<Self>, items: Vec<K>) -> Result<ObjectList<K>, LwError> {

@@ -77,6 +77,25 @@ impl<K: 'static> ItemDecoder<Compact<K>> for CompactDecoder {
         })
     }
 
+    /// One pass over the item that finds its end too; the item is copied into its own buffer.
+    fn decode_json_prefix(&self, data: &[u8]) -> Option<(Compact<K>, usize)> {
+        if self.strip_managed_fields {
+            let len = crate::decode::whole_item(data)?;
+            let item = crate::decode::decode_object(&data[..len], self).ok()?;
+            return Some((item, len));
+        }
+        let mut values = serde_json::Deserializer::from_slice(data).into_iter::<CheckedItem>();
+        let CheckedItem(metadata) = values.next()?.ok()?;
+        let len = values.byte_offset();
+        std::str::from_utf8(&data[..len]).ok()?;
+        let item = Compact {
+            metadata: metadata.unwrap_or_default(),
+            repr: Repr::Json(Bytes::copy_from_slice(&data[..len])),
+            _k: PhantomData,
+        };
+        Some((item, len))
+    }
+
     /// Keeps the object's protobuf message when the envelope holds `K`'s kind.
     #[cfg(feature = "protobuf")]
     fn decode_protobuf(
@@ -156,6 +175,17 @@ impl<'de> Visitor<'de> for MetadataFirst<'_> {
             map.next_value::<IgnoredAny>()?;
         }
         Ok(())
+    }
+}
+
+/// An object checked whole, its metadata decoded (without `managedFields`).
+struct CheckedItem(Option<ObjectMeta>);
+
+impl<'de> Deserialize<'de> for CheckedItem {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut slot = None;
+        StripManagedFields::new(d).deserialize_map(CheckedMetadata(&mut slot))?;
+        Ok(Self(slot))
     }
 }
 

@@ -122,3 +122,22 @@ fn a_list_item_decoded_in_one_pass_equals_the_parsed_one() {
         assert!(got.is_err(), "{}", String::from_utf8_lossy(item));
     }
 }
+
+#[test]
+fn a_whole_item_at_the_front_of_a_chunk_is_decoded_with_its_length() {
+    for strip in [false, true] {
+        let decoder = CompactDecoder::new().strip_managed_fields(strip);
+        let parsed: Compact<Pod> = decode_object(POD.as_bytes(), &decoder).unwrap();
+        let chunk = format!("{POD},{{\"metadata\":{{\"name\":\"next\"}}}}]}}");
+        let (item, len): (Compact<Pod>, usize) =
+            decoder.decode_json_prefix(chunk.as_bytes()).unwrap();
+        assert_eq!((item, len), (parsed, POD.len()), "strip {strip}");
+        // Cut short, or not valid: left to the splitter's scan and `decode_json_item`.
+        let cut: Option<(Compact<Pod>, usize)> =
+            decoder.decode_json_prefix(&POD.as_bytes()[..POD.len() - 1]);
+        assert!(cut.is_none());
+        let bad: Option<(Compact<Pod>, usize)> =
+            decoder.decode_json_prefix(br#"{"metadata":{"name":"a"},"spec":{"x":tru}},{}"#);
+        assert!(bad.is_none());
+    }
+}

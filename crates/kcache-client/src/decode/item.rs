@@ -31,6 +31,22 @@ pub trait ItemDecoder<K>: Clone + Send + Sync + 'static {
         decode_object(&item, self)
     }
 
+    /// Decodes the JSON object `data` starts with (a list item, the rest of the list's bytes
+    /// after it) when `data` holds it whole and it is a valid `K`: returns the object and its
+    /// length in bytes. `None` leaves the item to [`ItemDecoder::decode_json_item`] once the
+    /// list splitter has found its end (which then reports the error, if any).
+    ///
+    /// The default finds the end with serde_json's skipping parser and calls
+    /// `decode_json_item` on a copy; a decoder that can decode while finding the end overrides
+    /// it to read the item once.
+    fn decode_json_prefix(&self, data: &[u8]) -> Option<(K, usize)> {
+        let len = super::split::whole_item(data)?;
+        let item = self
+            .decode_json_item(bytes::Bytes::copy_from_slice(&data[..len]))
+            .ok()?;
+        Some((item, len))
+    }
+
     /// Decodes one enveloped protobuf object (feature `protobuf`). `None` (the default) means
     /// this decoder takes JSON only: the lister-watcher then never asks for protobuf.
     #[cfg(feature = "protobuf")]

@@ -21,7 +21,7 @@ pub use strip::StripManagedFields;
 pub(crate) use event::{EventError, decode_event};
 pub(crate) use frame::{DEFAULT_MAX_FRAME_SIZE, JsonFrameDecoder};
 pub(crate) use list::decode_list;
-pub(crate) use split::ListSplitter;
+pub(crate) use split::{ItemSink, ListSplitter, whole_item};
 pub(crate) use stream::watch_events;
 
 /// The decoder's internals, reachable for this crate's benchmarks and property tests only: not
@@ -29,7 +29,7 @@ pub(crate) use stream::watch_events;
 #[doc(hidden)]
 pub mod internals {
     pub use super::list::decode_list;
-    pub use super::split::ListSplitter;
+    pub use super::split::{ItemSink, ListSplitter};
     pub use super::stream::watch_events;
 }
 

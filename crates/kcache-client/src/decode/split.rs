@@ -82,7 +82,29 @@ impl ListSplitter {
     /// A [`SplitError`] when the bytes cannot be a JSON list (an unbalanced bracket, an item
     /// that is not an object).
     pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<Bytes>, SplitError> {
-        let mut items = Vec::new();
+        struct Collect(Vec<Bytes>);
+        impl ItemSink for Collect {
+            fn whole(&mut self, data: &[u8]) -> Option<usize> {
+                let len = whole_item(data)?;
+                self.0.push(Bytes::copy_from_slice(&data[..len]));
+                Some(len)
+            }
+            fn item(&mut self, item: Bytes) {
+                self.0.push(item);
+            }
+        }
+        let mut items = Collect(Vec::new());
+        self.push_into(chunk, &mut items)?;
+        Ok(items.0)
+    }
+
+    /// Takes the next chunk, handing the items it completed to `items`, in order: an item
+    /// wholly inside the chunk is offered to [`ItemSink::whole`] first (which may decode it
+    /// while finding its end), the others are split out by the scan.
+    ///
+    /// # Errors
+    /// As [`ListSplitter::push`].
+    pub fn push_into(&mut self, chunk: &[u8], items: &mut impl ItemSink) -> Result<(), SplitError> {
         let mut start = 0; // where the bytes not yet copied into a buffer begin
         let mut next = 0;
         while next < chunk.len() {
@@ -156,9 +178,8 @@ impl ListSplitter {
                 }
                 Phase::Between => match b {
                     b'{' => {
-                        if let Some(len) = whole_item(&chunk[i..]) {
-                            // The item is all in this chunk: serde's parser found its end.
-                            items.push(Bytes::copy_from_slice(&chunk[i..i + len]));
+                        if let Some(len) = items.whole(&chunk[i..]) {
+                            // The item is all in this chunk: the sink's parser found its end.
                             next = i + len;
                             start = next;
                             continue;
@@ -183,7 +204,7 @@ impl ListSplitter {
                     b'}' | b']' => {
                         self.depth -= 1;
                         if self.depth == 2 {
-                            items.push(self.take_item(&chunk[start..=i]));
+                            items.item(self.take_item(&chunk[start..=i]));
                             start = i + 1;
                             self.phase = Phase::Between;
                         }
@@ -199,7 +220,7 @@ impl ListSplitter {
             Phase::Envelope | Phase::ItemsValue => self.envelope.extend_from_slice(&chunk[start..]),
         }
         self.offset += chunk.len() as u64;
-        Ok(items)
+        Ok(())
     }
 
     /// The item whose last bytes are `tail`, in a buffer of its exact size (a kept item holds
@@ -229,10 +250,22 @@ impl ListSplitter {
     }
 }
 
+/// Where [`ListSplitter::push_into`] hands its items.
+pub trait ItemSink {
+    /// Offered an item the chunk holds wholly, with the rest of the chunk (`data` starts at the
+    /// item's `{`): takes the item and returns its length in bytes, or `None` to leave it to
+    /// the scan (when the item goes on past `data`, or is not valid JSON), which then hands it
+    /// to [`ItemSink::item`].
+    fn whole(&mut self, data: &[u8]) -> Option<usize>;
+
+    /// Takes an item split out by the scan.
+    fn item(&mut self, item: Bytes);
+}
+
 /// The length of the JSON value `data` starts with, when it is whole and valid: serde_json's
 /// parser skips strings by 8 bytes at a time, several times faster than the byte-by-byte
 /// scan. `None` (the value goes on past `data`, or is malformed) leaves it to the scan.
-fn whole_item(data: &[u8]) -> Option<usize> {
+pub(crate) fn whole_item(data: &[u8]) -> Option<usize> {
     let mut values = serde_json::Deserializer::from_slice(data).into_iter::<IgnoredAny>();
     match values.next() {
         Some(Ok(IgnoredAny)) => Some(values.byte_offset()),
@@ -312,6 +345,27 @@ mod tests {
         assert_eq!(&items[1][..], deep.as_bytes());
         assert_eq!(&items[2][..], br#"{"b":2}"#);
         s.finish().unwrap();
+    }
+
+    #[test]
+    fn items_a_sink_declines_are_split_out_by_the_scan() {
+        struct Declines(Vec<Bytes>, usize);
+        impl ItemSink for Declines {
+            fn whole(&mut self, _: &[u8]) -> Option<usize> {
+                self.1 += 1;
+                None
+            }
+            fn item(&mut self, item: Bytes) {
+                self.0.push(item);
+            }
+        }
+        let body = br#"{"items":[{"a":"}"},{"b":[{}]}],"metadata":{}}"#;
+        let mut s = ListSplitter::new();
+        let mut sink = Declines(Vec::new(), 0);
+        s.push_into(body, &mut sink).unwrap();
+        s.finish().unwrap();
+        assert_eq!(sink.1, 2, "each item offered once");
+        assert_eq!(sink.0, [&br#"{"a":"}"}"#[..], &br#"{"b":[{}]}"#[..]]);
     }
 
     proptest! {
