@@ -66,12 +66,9 @@ impl<K: 'static> ItemDecoder<Compact<K>> for CompactDecoder {
         }
         // A JSON text is UTF-8 (as `RawValue`, which the other paths keep, checks).
         std::str::from_utf8(&item).map_err(de::Error::custom)?;
-        let mut slot = None;
-        let mut de = serde_json::Deserializer::from_slice(&item);
-        StripManagedFields::new(&mut de).deserialize_map(CheckedMetadata(&mut slot))?;
-        de.end()?;
+        let CheckedItem(metadata) = serde_json::from_slice(&item)?;
         Ok(Compact {
-            metadata: slot.unwrap_or_default(),
+            metadata: metadata.unwrap_or_default(),
             repr: Repr::Json(item),
             _k: PhantomData,
         })
@@ -146,7 +143,10 @@ impl CompactDecoder {
 fn parse_metadata(object: &str) -> Result<ObjectMeta, serde_json::Error> {
     let mut slot = None;
     let mut de = serde_json::Deserializer::from_str(object);
-    let read = StripManagedFields::new(&mut de).deserialize_map(MetadataFirst(&mut slot));
+    let read = StripManagedFields::new(&mut de).deserialize_map(ReadMetadata {
+        slot: &mut slot,
+        rest: false,
+    });
     match (slot, read) {
         // serde_json reports the members left after `metadata` as an error: they were not
         // meant to be read.
@@ -156,44 +156,28 @@ fn parse_metadata(object: &str) -> Result<ObjectMeta, serde_json::Error> {
     }
 }
 
-/// Reads top-level members until `metadata`, parses it into the slot and stops.
-struct MetadataFirst<'a>(&'a mut Option<ObjectMeta>);
-
-impl<'de> Visitor<'de> for MetadataFirst<'_> {
-    type Value = ();
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a Kubernetes object")
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<Key<'de>>()? {
-            if key.as_str() == "metadata" {
-                *self.0 = Some(map.next_value::<ObjectMeta>()?);
-                return Ok(());
-            }
-            map.next_value::<IgnoredAny>()?;
-        }
-        Ok(())
-    }
-}
-
 /// An object checked whole, its metadata decoded (without `managedFields`).
 struct CheckedItem(Option<ObjectMeta>);
 
 impl<'de> Deserialize<'de> for CheckedItem {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let mut slot = None;
-        StripManagedFields::new(d).deserialize_map(CheckedMetadata(&mut slot))?;
+        StripManagedFields::new(d).deserialize_map(ReadMetadata {
+            slot: &mut slot,
+            rest: true,
+        })?;
         Ok(Self(slot))
     }
 }
 
-/// Reads every top-level member: `metadata` is decoded into the slot, the others are checked
-/// and skipped.
-struct CheckedMetadata<'a>(&'a mut Option<ObjectMeta>);
+/// Reads top-level members into the slot's `metadata`: up to it and no further
+/// (`rest: false`), or all of them, the others checked and skipped (`rest: true`).
+struct ReadMetadata<'a> {
+    slot: &'a mut Option<ObjectMeta>,
+    rest: bool,
+}
 
-impl<'de> Visitor<'de> for CheckedMetadata<'_> {
+impl<'de> Visitor<'de> for ReadMetadata<'_> {
     type Value = ();
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -202,12 +186,15 @@ impl<'de> Visitor<'de> for CheckedMetadata<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(key) = map.next_key::<Key<'de>>()? {
-            if key.as_str() == "metadata" && self.0.is_none() {
-                *self.0 = Some(map.next_value::<ObjectMeta>()?);
-            } else if key.as_str() == "metadata" {
+            if key.as_str() != "metadata" {
+                map.next_value::<IgnoredAny>()?;
+            } else if self.slot.is_some() {
                 return Err(de::Error::duplicate_field("metadata"));
             } else {
-                map.next_value::<IgnoredAny>()?;
+                *self.slot = Some(map.next_value::<ObjectMeta>()?);
+                if !self.rest {
+                    return Ok(());
+                }
             }
         }
         Ok(())
