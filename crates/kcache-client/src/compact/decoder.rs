@@ -93,6 +93,16 @@ impl<K: 'static> ItemDecoder<Compact<K>> for CompactDecoder {
         Some((item, len))
     }
 
+    /// A watch event's object is read as a list item is: checked whole, its metadata decoded
+    /// and its end found in one pass (the event's parser would skip it whole, then the
+    /// metadata would be parsed again). Stripping decoders decode through the event.
+    fn decode_json_event_object(&self, data: &[u8]) -> Option<(Compact<K>, usize)> {
+        if self.strip_managed_fields {
+            return None;
+        }
+        self.decode_json_prefix(data)
+    }
+
     /// Keeps the object's protobuf message when the envelope holds `K`'s kind.
     #[cfg(feature = "protobuf")]
     fn decode_protobuf(

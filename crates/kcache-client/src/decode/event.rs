@@ -69,6 +69,9 @@ pub(crate) fn decode_event<K, D: ItemDecoder<K>>(
     frame: &[u8],
     decoder: &D,
 ) -> Result<WatchEvent<K>, EventError> {
+    if let Some(event) = object_event_as_written(frame, decoder) {
+        return Ok(event);
+    }
     let mut de = serde_json::Deserializer::from_slice(frame);
     let parsed = EventSeed {
         decoder,
@@ -91,6 +94,31 @@ pub(crate) fn decode_event<K, D: ItemDecoder<K>>(
         Parsed::UnknownType(ty) => Err(EventError::UnknownType(ty)),
         Parsed::Missing(what) => Err(EventError::Missing(what)),
     }
+}
+
+/// Makes an object event (`WatchEvent::Added` …) of its object.
+type ObjectEvent<K> = fn(K) -> WatchEvent<K>;
+
+/// The object event of a frame written as kube-apiserver writes them,
+/// `{"type":"ADDED|MODIFIED|DELETED","object":{…}}` with nothing else, decoded by the
+/// decoder's [`ItemDecoder::decode_json_event_object`]. `None` for any other frame, a decoder
+/// without that path, or an object it does not take: the frame is then parsed as a whole.
+fn object_event_as_written<K, D: ItemDecoder<K>>(
+    frame: &[u8],
+    decoder: &D,
+) -> Option<WatchEvent<K>> {
+    let rest = frame.strip_prefix(b"{\"type\":\"")?;
+    let kinds: [(&[u8], ObjectEvent<K>); 3] = [
+        (b"ADDED", WatchEvent::Added),
+        (b"MODIFIED", WatchEvent::Modified),
+        (b"DELETED", WatchEvent::Deleted),
+    ];
+    let (event, rest) = kinds.into_iter().find_map(|(name, event)| {
+        let rest = rest.strip_prefix(name)?.strip_prefix(b"\",\"object\":")?;
+        Some((event, rest))
+    })?;
+    let (object, len) = decoder.decode_json_event_object(rest)?;
+    (rest[len..].trim_ascii() == b"}").then(|| event(object))
 }
 
 /// An event's object, decoded: the event, or what an ERROR event carried instead of a Status.
@@ -286,6 +314,79 @@ mod tests {
             panic!("{err:?}")
         };
         assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
+    }
+
+    /// The frame shapes kube-apiserver writes take the decoder's one-pass object path; every
+    /// other shape goes through the event's parser; both decode the same event.
+    #[test]
+    fn object_events_as_written_are_read_apart_with_the_same_result() {
+        use crate::compact::{Compact, CompactDecoder};
+        let obj = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","namespace":"n","resourceVersion":"7","managedFields":[{"manager":"m"}]},"data":{"k":"v"}}"#;
+        let lean = CompactDecoder::new();
+        let as_written = format!(r#"{{"type":"MODIFIED","object":{obj}}}"#);
+        let fast = object_event_as_written::<Compact<ConfigMap>, _>(as_written.as_bytes(), &lean);
+        let Some(WatchEvent::Modified(fast)) = fast else {
+            panic!("the written shape takes the one-pass path: {fast:?}")
+        };
+        assert_eq!(
+            fast.json(),
+            Some(obj.as_bytes()),
+            "the object's bytes, verbatim"
+        );
+        assert_eq!(fast.metadata().resource_version.as_deref(), Some("7"));
+        assert!(fast.metadata().managed_fields.is_none());
+        for other in [
+            format!(r#"{{"object":{obj},"type":"MODIFIED"}}"#),
+            format!(r#"{{ "type":"MODIFIED","object":{obj}}}"#),
+            format!(r#"{{"type":"MODIFIED","object":{obj},"extra":1}}"#),
+        ] {
+            assert!(
+                object_event_as_written::<Compact<ConfigMap>, _>(other.as_bytes(), &lean).is_none(),
+                "{other}"
+            );
+            let Ok(WatchEvent::Modified(slow)) =
+                decode_event::<Compact<ConfigMap>, _>(other.as_bytes(), &lean)
+            else {
+                panic!("{other}")
+            };
+            assert_eq!(
+                (slow.json(), slow.metadata()),
+                (fast.json(), fast.metadata())
+            );
+        }
+        // Trailing whitespace is still the written shape; the typed decoder has no such path.
+        let spaced = format!("{as_written} \r");
+        assert!(
+            object_event_as_written::<Compact<ConfigMap>, _>(spaced.as_bytes(), &lean).is_some()
+        );
+        assert!(
+            object_event_as_written::<ConfigMap, _>(as_written.as_bytes(), &Typed::new()).is_none()
+        );
+        assert!(
+            matches!(decode(&as_written), Ok(WatchEvent::Modified(cm)) if cm.data.as_ref().is_some_and(|d| d["k"] == "v"))
+        );
+    }
+
+    /// A frame in the written shape whose object is broken fails as before: the event's
+    /// parser reports it.
+    #[test]
+    fn broken_objects_in_the_written_shape_are_errors() {
+        use crate::compact::{Compact, CompactDecoder};
+        let lean = CompactDecoder::new();
+        for frame in [
+            &br#"{"type":"ADDED","object":{"metadata":{"name":1}}}"#[..],
+            br#"{"type":"ADDED","object":{"metadata":{"name":"a"},"spec":{}"#,
+            br#"{"type":"ADDED","object":{"metadata":{"name":"a"}}}}"#,
+            b"{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"\xff\"}}}",
+            br#"{"type":"DELETED","object":[1]}"#,
+        ] {
+            let decoded = decode_event::<Compact<ConfigMap>, _>(frame, &lean);
+            assert!(
+                matches!(decoded, Err(EventError::Json(_))),
+                "{}: {decoded:?}",
+                String::from_utf8_lossy(frame)
+            );
+        }
     }
 
     #[test]
