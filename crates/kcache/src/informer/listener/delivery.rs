@@ -19,7 +19,9 @@
 //! to the pool for good at its first call on the task that takes longer than [`SLOW_CALL`], or
 //! that panics with tokio's "blocking inside the runtime" message (a `blocking_send`, a
 //! `Handle::block_on`): that notification is then delivered again, on the pool — the one case
-//! where a handler sees a notification twice.
+//! where a handler sees a notification twice. On Linux a long call counts as slow only when the
+//! thread waited or computed in it, not when the OS ran other threads meanwhile (see
+//! `usage.rs`).
 
 use std::{
     panic::AssertUnwindSafe,
@@ -29,7 +31,10 @@ use std::{
 
 use tracing::{error, info};
 
-use super::{Listener, Notification};
+use super::{
+    Listener, Notification,
+    usage::{Usage, held_against},
+};
 
 /// A handler call longer than this moves a [`Delivery::Adaptive`] handler to the blocking
 /// pool: about ten times what the informer's own work per event costs, so a quick handler
@@ -54,8 +59,9 @@ pub const QUICK_CALLS_TO_MOVE: u32 = 8;
 #[non_exhaustive]
 pub enum Delivery {
     /// On tokio's blocking pool for its first [`QUICK_CALLS_TO_MOVE`] quick calls, then on the
-    /// listener's own async task while every call stays under [`SLOW_CALL`]; from the first
-    /// slow call there on (or the first that blocks inside the runtime), on the pool for good.
+    /// listener's own async task while every call stays under [`SLOW_CALL`] (on Linux: a
+    /// longer call counts only if the handler waited or computed in it, not if the OS ran other
+    /// threads meanwhile); from the first slow call there on (or the first that blocks inside the runtime), on the pool for good.
     /// That first slow call holds one runtime worker for its length: a handler that may block
     /// at any time, for long, belongs on [`Delivery::BlockingPool`].
     #[default]
@@ -158,7 +164,11 @@ impl<K: Send + Sync + 'static> Listener<K> {
             if self.is_closed() {
                 return;
             }
-            tokio::task::yield_now().await;
+            // A batch costs one unit of the task's coop budget: the task yields once the budget
+            // is spent. Not `yield_now`: a yield after every batch leaves the worker searching
+            // for work when it polls the deferred task again, and tokio's last searcher wakes a
+            // parked worker — a futex wake and two context switches per event.
+            tokio::task::coop::consume_budget().await;
         }
     }
 
@@ -240,6 +250,9 @@ impl<K: Send + Sync + 'static> Listener<K> {
 
     /// Delivers on the calling task while the handler stays quick.
     fn deliver_quick(&self, batch: Vec<Notification<K>>) -> Quick<K> {
+        let adaptive = self.delivery == Delivery::Adaptive;
+        let batch_started = Instant::now();
+        let account = adaptive.then(Usage::of_this_thread).flatten();
         let mut batch = batch.into_iter();
         while let Some(n) = batch.next() {
             if self.is_closed() {
@@ -250,7 +263,10 @@ impl<K: Send + Sync + 'static> Listener<K> {
                 Ok(()) => {
                     self.delivered.fetch_add(1, Ordering::Relaxed);
                     let took = started.elapsed();
-                    if took > SLOW_CALL && self.delivery == Delivery::Adaptive {
+                    if took > SLOW_CALL
+                        && adaptive
+                        && held_against(account, Usage::of_this_thread(), started - batch_started)
+                    {
                         self.move_to_pool(&format!("a call took {took:?}"));
                         let rest: Vec<_> = batch.collect();
                         return if rest.is_empty() {

@@ -15,6 +15,7 @@
 
 mod buffer;
 mod delivery;
+mod usage;
 
 use std::{
     sync::{

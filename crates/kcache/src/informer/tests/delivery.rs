@@ -186,3 +186,111 @@ async fn an_inline_handler_added_during_churn_sees_every_key_added_first_and_end
     }
     run.stop().await;
 }
+
+/// A quick handler whose thread the OS hands to other threads in the middle of a call (the call
+/// then takes longer than [`SLOW_CALL`] though the handler neither waited nor computed for long)
+/// was not slow: it stays on the runtime. The test pins the runtime's thread and three spinning
+/// threads to one CPU; every tenth call on the runtime gives the CPU up to them (`sched_yield`,
+/// which the OS counts as an involuntary switch, like a preemption) until 3 ms have passed.
+/// Linux only: the check reads the thread's account from the OS.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn an_adaptive_handler_the_os_preempts_in_a_call_stays_on_the_runtime() {
+    use nix::{
+        sched::{CpuSet, sched_getaffinity, sched_setaffinity, sched_yield},
+        sys::resource::{UsageWho, getrusage},
+        time::{ClockId, clock_gettime},
+        unistd::Pid,
+    };
+    use std::{sync::atomic::AtomicBool, time::Instant};
+
+    let this_thread = Pid::from_raw(0);
+    let all = sched_getaffinity(this_thread).unwrap();
+    let cpu = (0..CpuSet::count())
+        .find(|&c| all.is_set(c).unwrap_or(false))
+        .unwrap();
+    let mut one = CpuSet::new();
+    one.set(cpu).unwrap();
+    sched_setaffinity(this_thread, &one).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let hogs: Vec<_> = (0..3)
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                sched_setaffinity(Pid::from_raw(0), &one).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+
+    let src = FakeSource::new();
+    let informer = SharedIndexInformer::new(src.clone(), config());
+    let runtime_thread = std::thread::current().id();
+    // Calls on the runtime that took longer than SLOW_CALL while the thread neither waited
+    // (no voluntary switch) nor ran for long: other threads had its CPU.
+    let preempted = Arc::new(AtomicUsize::new(0));
+    let p = Arc::clone(&preempted);
+    let handler = Threads::new(move |i| {
+        if std::thread::current().id() != runtime_thread || i % 10 != 5 {
+            return;
+        }
+        let waits = || {
+            getrusage(UsageWho::RUSAGE_THREAD)
+                .unwrap()
+                .voluntary_context_switches()
+        };
+        let cpu = || Duration::from(clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).unwrap());
+        let (waits_before, cpu_before) = (waits(), cpu());
+        let started = Instant::now();
+        while started.elapsed() < SLOW_CALL * 3 {
+            sched_yield().unwrap();
+        }
+        if waits() == waits_before && cpu() - cpu_before < SLOW_CALL / 2 {
+            p.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+    informer.add_event_handler(Arc::clone(&handler)).unwrap();
+    let run = Running::start(&informer);
+    informer.wait_for_sync().await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut added = Vec::new();
+    for name in names(300) {
+        src.upsert(cm(&name));
+        added.push(name);
+        while handler.seen.lock().len() < added.len() {
+            assert!(
+                Instant::now() < deadline,
+                "the handler stopped being called"
+            );
+            tokio::task::yield_now().await;
+        }
+        if preempted.load(Ordering::SeqCst) >= 3 {
+            break;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for h in hogs {
+        h.join().unwrap();
+    }
+    sched_setaffinity(this_thread, &all).unwrap();
+    assert!(
+        preempted.load(Ordering::SeqCst) >= 1,
+        "the OS never ran other threads in a call: nothing was shown"
+    );
+    assert_eq!(handler.names(), added, "in order, once each");
+    let seen = handler.seen.lock().clone();
+    let off_runtime = seen[AFTER_PROBATION..]
+        .iter()
+        .filter(|(_, t)| *t != runtime_thread)
+        .count();
+    assert_eq!(
+        off_runtime,
+        0,
+        "a call the OS interrupted is not a slow one: the handler stays on the runtime ({} such \
+         calls)",
+        preempted.load(Ordering::SeqCst)
+    );
+    run.stop().await;
+}
