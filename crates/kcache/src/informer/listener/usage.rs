@@ -7,9 +7,9 @@
 //! the middle of a quick call, for a time slice or more (measured: one run in three of the
 //! 10,000-pod benchmark on 2 cores, during the initial sync), and the handler then paid a
 //! thread hop on every event for good. So on Linux a long call is held against its handler only
-//! when the thread's account (its CPU clock, and `getrusage(RUSAGE_THREAD)`'s voluntary
-//! context switches) shows that it waited (a voluntary
-//! context switch: a lock, I/O, a sleep) or ran on the CPU for more than half of `SLOW_CALL`.
+//! when the thread's account shows that it waited in the call (a voluntary context switch in
+//! `getrusage(RUSAGE_THREAD)`: a lock, I/O, a sleep) or ran on the CPU for more than half of
+//! `SLOW_CALL` (its CPU clock). Two system calls per batch delivered off the pool.
 //! Elsewhere, and if the account cannot be read, every long call counts, as before.
 
 use std::time::Duration;
