@@ -8,6 +8,7 @@
 
 mod errors;
 mod list;
+mod read_buffer;
 mod redact;
 #[cfg(test)]
 mod tests;
