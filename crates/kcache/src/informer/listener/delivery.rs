@@ -61,7 +61,8 @@ pub enum Delivery {
     /// On tokio's blocking pool for its first [`QUICK_CALLS_TO_MOVE`] quick calls, then on the
     /// listener's own async task while every call stays under [`SLOW_CALL`] (on Linux: a
     /// longer call counts only if the handler waited or computed in it, not if the OS ran other
-    /// threads meanwhile); from the first slow call there on (or the first that blocks inside the runtime), on the pool for good.
+    /// threads meanwhile); from the first slow call there on (or the first that blocks inside
+    /// the runtime), on the pool for good.
     /// That first slow call holds one runtime worker for its length: a handler that may block
     /// at any time, for long, belongs on [`Delivery::BlockingPool`].
     #[default]
