@@ -34,13 +34,9 @@ impl<L> Counting<L> {
     }
 }
 
-impl<K, L> ListerWatcher<K> for Counting<L>
-where
-    K: Clone + Send + 'static,
-    L: ListerWatcher<K>,
-{
-    async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
-        let page = self.inner.list(params).await?;
+impl<L> Counting<L> {
+    /// Counts a listed page's objects (and, on the first page, the announced total).
+    fn count<K: Clone>(&self, params: &ListParams, page: ObjectList<K>) -> ObjectList<K> {
         let n = page.items.len() as u64;
         self.received.objects.fetch_add(n, Ordering::Relaxed);
         if params.continue_token.is_none()
@@ -51,7 +47,27 @@ where
                 .announced_total
                 .store(total, Ordering::Relaxed);
         }
-        Ok(page)
+        page
+    }
+}
+
+impl<K, L> ListerWatcher<K> for Counting<L>
+where
+    K: Clone + Send + 'static,
+    L: ListerWatcher<K>,
+{
+    async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
+        let page = self.inner.list(params).await?;
+        Ok(self.count(params, page))
+    }
+
+    async fn list_telling_continue(
+        &self,
+        params: &ListParams,
+        next: tokio::sync::oneshot::Sender<String>,
+    ) -> Result<ObjectList<K>, Error> {
+        let page = self.inner.list_telling_continue(params, next).await?;
+        Ok(self.count(params, page))
     }
 
     async fn watch(

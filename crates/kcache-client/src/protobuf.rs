@@ -128,6 +128,10 @@ impl<K: Clone + Send + 'static, D: ItemDecoder<K>> Items<K> for ListItems<D> {
         self.decode_waiting(out)
     }
 
+    fn early_continue(&mut self) -> Option<Option<String>> {
+        Some(self.splitter.list_meta_before_items()?.r#continue)
+    }
+
     fn finish(mut self: Box<Self>, mut items: Vec<K>) -> Result<ObjectList<K>, Error> {
         let splitter = std::mem::replace(&mut self.splitter, ListSplitter::new(0));
         let env = splitter.finish().map_err(|e| malformed_list(&e))?;

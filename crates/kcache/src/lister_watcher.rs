@@ -38,6 +38,26 @@ pub trait ListerWatcher<K: Clone>: Send + Sync + 'static {
         params: &ListParams,
     ) -> impl Future<Output = Result<ObjectList<K>, Error>> + Send;
 
+    /// Lists one page as [`list`](Self::list) does, and sends the page's `continue` token to
+    /// `next` as soon as it has been read, before the page's items are (a server sends the
+    /// list's metadata first). The reflector's pager then asks for the next page while this
+    /// one is still arriving and being decoded; a lister-watcher that cannot tell early drops
+    /// `next` (the default), and the pager asks for the next page once this one is done.
+    ///
+    /// Sending a token that differs from the page's `metadata.continue` is harmless: the pager
+    /// drops the request it started with it and asks again.
+    ///
+    /// # Errors
+    /// As [`list`](Self::list).
+    fn list_telling_continue(
+        &self,
+        params: &ListParams,
+        next: tokio::sync::oneshot::Sender<String>,
+    ) -> impl Future<Output = Result<ObjectList<K>, Error>> + Send {
+        drop(next);
+        self.list(params)
+    }
+
     /// Opens a watch from `resource_version`.
     ///
     /// # Errors

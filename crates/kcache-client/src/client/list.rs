@@ -16,6 +16,7 @@ use bytes::{Buf, Bytes};
 use http_body_util::BodyExt;
 use kcache::lister_watcher::Error as LwError;
 use kube_core::ObjectList;
+use tokio::sync::oneshot;
 
 use super::{BodyError, Client};
 use crate::decode::ItemDecoder;
@@ -77,8 +78,18 @@ fn split_body<K: Clone + 'static>(
     mut body: Batches,
     mut items: Box<dyn Items<K>>,
     gzip: bool,
+    mut next: Option<oneshot::Sender<String>>,
 ) -> Result<(ObjectList<K>, u64), LwError> {
     let mut out = Vec::new();
+    // Tells `next` the list's continue token as soon as `items` has read it.
+    let mut tell = |items: &mut Box<dyn Items<K>>| {
+        if next.is_some()
+            && let Some(token) = items.early_continue()
+            && let (Some(next), Some(token)) = (next.take(), token)
+        {
+            let _ = next.send(token);
+        }
+    };
     if gzip {
         let reader = std::io::BufReader::with_capacity(GUNZIP_CHUNK, &mut body);
         let mut inflate = flate2::bufread::MultiGzDecoder::new(reader);
@@ -93,11 +104,13 @@ fn split_body<K: Clone + 'static>(
             }
             inflated += n as u64;
             items.push(&Bytes::copy_from_slice(&buf[..n]), &mut out)?;
+            tell(&mut items);
         }
         return Ok((items.finish(out)?, inflated));
     }
     while let Some(chunk) = body.next_chunk() {
         items.push(&chunk, &mut out)?;
+        tell(&mut items);
     }
     Ok((items.finish(out)?, body.size))
 }
@@ -129,6 +142,10 @@ pub(crate) struct SplitList<K: Clone> {
 pub(crate) trait Items<K: Clone>: Send + 'static {
     /// Takes one chunk, decoding the items it completed into `out`.
     fn push(&mut self, chunk: &Bytes, out: &mut Vec<K>) -> Result<(), LwError>;
+    /// Once the list's metadata has been read, before its items are all read: its `continue`
+    /// token, if it has one (see [`kcache::ListerWatcher::list_telling_continue`]); `None`
+    /// while the metadata has not come. Asked after every chunk until it answers.
+    fn early_continue(&mut self) -> Option<Option<String>>;
     /// After the last chunk: the list's envelope decoded, with `items` as its items.
     fn finish(self: Box<Self>, items: Vec<K>) -> Result<ObjectList<K>, LwError>;
 }
@@ -185,6 +202,13 @@ impl<K: Clone + Send + 'static, D: ItemDecoder<K>> Items<K> for JsonItems<D> {
         sink.error.map_or(Ok(()), Err)
     }
 
+    fn early_continue(&mut self) -> Option<Option<String>> {
+        let mut head = self.splitter.envelope_before_items()?.to_vec();
+        head.extend_from_slice(b"]}");
+        let list = crate::decode::decode_list::<K, D>(&head, &self.decoder);
+        Some(list.ok().and_then(|l| l.metadata.continue_))
+    }
+
     fn finish(self: Box<Self>, items: Vec<K>) -> Result<ObjectList<K>, LwError> {
         let envelope = self.splitter.finish().map_err(|e| malformed(&e))?;
         let mut list: ObjectList<K> =
@@ -197,7 +221,8 @@ impl<K: Clone + Send + 'static, D: ItemDecoder<K>> Items<K> for JsonItems<D> {
 impl Client {
     /// Sends a list request and decodes its answer, JSON or protobuf as the `Content-Type`
     /// says, while it arrives (see the module docs); items of protobuf lists may be at most
-    /// `max_item` bytes.
+    /// `max_item` bytes. The list's continue token goes to `next` (taken once the server has
+    /// answered) as soon as it is read.
     ///
     /// # Errors
     /// As [`Client::send`]; [`LwError::transport`] when the body breaks off, decode errors for
@@ -207,6 +232,7 @@ impl Client {
         request: http::Request<Vec<u8>>,
         decoder: D,
         max_item: usize,
+        next: &mut Option<oneshot::Sender<String>>,
     ) -> Result<SplitList<K>, LwError>
     where
         K: Clone + Send + 'static,
@@ -237,6 +263,7 @@ impl Client {
                 decoder,
             })
         };
+        let next = next.take();
         let mut body = response.into_body();
         let (tx, rx) = tokio::sync::mpsc::channel::<Vec<Bytes>>(SPLIT_CHANNEL_BATCHES);
         let worker = tokio::task::spawn_blocking(move || {
@@ -245,11 +272,12 @@ impl Client {
                 pending: VecDeque::new(),
                 size: 0,
             };
-            split_body(body, items, gzip)
+            split_body(body, items, gzip, next)
         });
         let mut broke = None;
         let mut batch = Vec::new();
         let mut batched = 0;
+        let mut first = true;
         loop {
             let last = match body.frame().await {
                 Some(Ok(frame)) => {
@@ -265,8 +293,11 @@ impl Client {
                 }
                 None => true,
             };
-            if (last && !batch.is_empty()) || batched >= SPLIT_BATCH_BYTES {
+            // The first bytes go at once: they hold the list's metadata, whose continue token
+            // lets the next page be asked for while this one arrives.
+            if (last || first || batched >= SPLIT_BATCH_BYTES) && !batch.is_empty() {
                 batched = 0;
+                first = false;
                 if tx.send(std::mem::take(&mut batch)).await.is_err() {
                     break; // the decoder failed: its error is the answer
                 }

@@ -223,6 +223,14 @@ impl ListSplitter {
         Ok(())
     }
 
+    /// While the splitter is inside `items`: the envelope read before it, up to and with the
+    /// `[` of `items` (the API server sends `kind`, `apiVersion` and `metadata` first, so the
+    /// list's `continue` token can be read before its items are).
+    #[must_use]
+    pub fn envelope_before_items(&self) -> Option<&[u8]> {
+        matches!(self.phase, Phase::Between | Phase::Item).then_some(self.envelope.as_slice())
+    }
+
     /// The item whose last bytes are `tail`, in a buffer of its exact size (a kept item holds
     /// no spare capacity, and a `Bytes` of an exact `Vec` needs no shared header).
     fn take_item(&mut self, tail: &[u8]) -> Bytes {
@@ -308,6 +316,33 @@ mod tests {
         assert_eq!(items.len(), 2);
         assert_eq!(items[0]["x"], "}]\"{");
         assert_eq!(items[1]["l"][1]["items"], json!([]));
+    }
+
+    /// The envelope before `items` is there from the `[` of `items` to its `]`, whatever the
+    /// cuts, and reads as the list's metadata.
+    #[test]
+    fn the_envelope_before_the_items_is_known_while_they_arrive() {
+        let body = br#"{"kind":"PodList","apiVersion":"v1","metadata":{"continue":"c[1]","items":[]},"items":[{"metadata":{"name":"a"}},{"b":"]"}],"x":1}"#;
+        let open = body
+            .windows(9)
+            .rposition(|w| w == br#""items":["#)
+            .map(|p| p + 9)
+            .unwrap();
+        let close = body.len() - 7; // after `]` of items: `,"x":1}` is left
+        for cut in 0..=body.len() {
+            let mut s = ListSplitter::new();
+            s.push(&body[..cut]).unwrap();
+            let head = s.envelope_before_items().map(<[u8]>::to_vec);
+            if cut < open || cut >= close {
+                assert_eq!(head, None, "cut at {cut}");
+                continue;
+            }
+            let mut head = head.unwrap_or_else(|| panic!("cut at {cut}: no envelope"));
+            assert_eq!(head, &body[..open], "cut at {cut}");
+            head.extend_from_slice(b"]}");
+            let env: Value = serde_json::from_slice(&head).unwrap();
+            assert_eq!(env["metadata"]["continue"], "c[1]");
+        }
     }
 
     #[test]

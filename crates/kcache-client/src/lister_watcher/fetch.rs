@@ -12,6 +12,7 @@ use kcache::{
     lister_watcher::{Error, ListParams, ObjectList, WatchParams, WatchStream},
     sharding::Current,
 };
+use tokio::sync::oneshot;
 
 use super::{HttpListerWatcher, describe::describe_collection};
 use crate::decode::{ItemDecoder, watch_events};
@@ -22,20 +23,15 @@ where
     D: ItemDecoder<K>,
 {
     async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
-        let shard = self
-            .shards
-            .as_ref()
-            .map(|s| s.filter.for_list(params.continue_token.is_some()));
-        let mut list = self.list_unfiltered(params, shard.as_ref()).await?;
-        if let (Some(s), Some(sent)) = (&self.shards, &shard) {
-            let echoed = list
-                .metadata
-                .shard_info
-                .as_ref()
-                .map(|i| i.selector.clone());
-            (s.accept_items)(&s.filter, sent, echoed.as_deref(), &mut list.items);
-        }
-        Ok(list)
+        self.list_page(params, None).await
+    }
+
+    async fn list_telling_continue(
+        &self,
+        params: &ListParams,
+        next: oneshot::Sender<String>,
+    ) -> Result<ObjectList<K>, Error> {
+        self.list_page(params, Some(next)).await
     }
 
     fn describe(&self) -> String {
@@ -67,10 +63,35 @@ where
     K: Clone + Send + 'static,
     D: ItemDecoder<K>,
 {
+    /// One page, shard filters applied; its continue token goes to `next` once read.
+    async fn list_page(
+        &self,
+        params: &ListParams,
+        mut next: Option<oneshot::Sender<String>>,
+    ) -> Result<ObjectList<K>, Error> {
+        let shard = self
+            .shards
+            .as_ref()
+            .map(|s| s.filter.for_list(params.continue_token.is_some()));
+        let mut list = self
+            .list_unfiltered(params, shard.as_ref(), &mut next)
+            .await?;
+        if let (Some(s), Some(sent)) = (&self.shards, &shard) {
+            let echoed = list
+                .metadata
+                .shard_info
+                .as_ref()
+                .map(|i| i.selector.clone());
+            (s.accept_items)(&s.filter, sent, echoed.as_deref(), &mut list.items);
+        }
+        Ok(list)
+    }
+
     async fn list_unfiltered(
         &self,
         params: &ListParams,
         shard: Option<&Current>,
+        next: &mut Option<oneshot::Sender<String>>,
     ) -> Result<ObjectList<K>, Error> {
         #[cfg(feature = "protobuf")]
         if self.asks_for_protobuf() {
@@ -79,7 +100,7 @@ where
                 http::header::ACCEPT,
                 HeaderValue::from_static(crate::protobuf::ACCEPT_LIST),
             );
-            match self.split_list(request).await {
+            match self.split_list(request, next).await {
                 // A server that cannot produce protobuf and does not take the JSON
                 // alternative: ask again for JSON only.
                 Err(e) if is_not_acceptable(&e) => {}
@@ -87,14 +108,18 @@ where
             }
         }
         let request = self.list_request(params, shard)?;
-        self.split_list(request).await
+        self.split_list(request, next).await
     }
 
     /// Sends a list request and decodes its answer while it arrives; counts its format and size.
-    async fn split_list(&self, request: http::Request<Vec<u8>>) -> Result<ObjectList<K>, Error> {
+    async fn split_list(
+        &self,
+        request: http::Request<Vec<u8>>,
+        next: &mut Option<oneshot::Sender<String>>,
+    ) -> Result<ObjectList<K>, Error> {
         let split = self
             .client
-            .send_split_list(request, self.decoder.clone(), self.max_frame_size)
+            .send_split_list(request, self.decoder.clone(), self.max_frame_size, next)
             .await?;
         self.wire.record(split.protobuf);
         self.wire

@@ -11,6 +11,7 @@
 use bytes::{Bytes, BytesMut};
 use prost::Message;
 
+use crate::apimachinery::pkg::apis::meta::v1::ListMeta;
 use crate::apimachinery::pkg::runtime::TypeMeta;
 use crate::envelope::{Envelope, EnvelopeError, MAGIC};
 
@@ -123,6 +124,8 @@ pub struct ListSplitter {
     item: BytesMut,
     type_meta: Option<(String, String)>,
     saw_raw: bool,
+    /// Whether an item's header came.
+    saw_item: bool,
     /// Body offset of the start of the current chunk.
     offset: u64,
     max_item: usize,
@@ -140,6 +143,7 @@ impl ListSplitter {
             item: BytesMut::new(),
             type_meta: None,
             saw_raw: false,
+            saw_item: false,
             offset: 0,
             max_item,
         }
@@ -152,6 +156,18 @@ impl ListSplitter {
         self.type_meta
             .as_ref()
             .map(|(v, k)| (v.as_str(), k.as_str()))
+    }
+
+    /// Once the first item has begun: the list's metadata read before it (the API server sends
+    /// it first, so the list's `continue` token can be read before its items are), or an
+    /// empty one when none came or what came is not a list's metadata. `None` before.
+    #[must_use]
+    pub fn list_meta_before_items(&self) -> Option<ListMeta> {
+        if !self.saw_item {
+            return None;
+        }
+        let meta = super::RawList::decode(self.inner.as_slice()).map(|l| l.metadata);
+        Some(meta.ok().flatten().unwrap_or_default())
     }
 
     /// Takes the next chunk; returns the items it completed, in order, each its own message
@@ -219,6 +235,7 @@ impl ListSplitter {
                         .ok_or_else(|| malformed(at, "a list field runs past the list's end"))?;
                     let left = body_len(h.body, at)?;
                     if h.field == 2 && h.wire_type == 2 {
+                        self.saw_item = true;
                         if left > self.max_item {
                             return Err(SplitError::ItemTooLarge {
                                 at,

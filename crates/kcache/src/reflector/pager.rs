@@ -2,7 +2,9 @@
 
 use std::{collections::HashSet, sync::Arc, sync::atomic::Ordering, time::Duration};
 
+use futures::future::{self, BoxFuture, Either, FutureExt};
 use kube_core::Resource;
+use tokio::sync::oneshot;
 use tracing::{Instrument, debug, debug_span};
 
 use super::{Error, Reflector};
@@ -24,6 +26,24 @@ const DEFAULT_PAGE_LIMIT: u32 = 500;
 fn hash_key(key: &ObjectKey) -> u64 {
     use std::hash::{BuildHasher, BuildHasherDefault};
     BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(key)
+}
+
+/// A page request on its way.
+struct Page<'a, K: Clone> {
+    /// When it was sent.
+    requested: tokio::time::Instant,
+    /// Its answer.
+    future: BoxFuture<'a, Result<ObjectList<K>, Error>>,
+    /// Its continue token, told before its items are read (see
+    /// [`ListerWatcher::list_telling_continue`]).
+    early: Option<oneshot::Receiver<String>>,
+}
+
+/// The next page, asked for before the current one was done.
+struct Ahead<'a, K: Clone> {
+    /// The continue token it was asked with.
+    token: String,
+    page: Page<'a, K>,
 }
 
 /// A listed collection: the items (transformed, shared), the list's RV and whether it came
@@ -93,30 +113,56 @@ where
         let mut keys: HashSet<u64> = HashSet::new();
         let mut pages = 0u32;
         let mut pace_until: Option<tokio::time::Instant> = None;
+        // The next page's request, started when the current one told its continue token early.
+        let mut ahead: Option<Ahead<'_, K>> = None;
+        // Pages are asked for ahead only while every page so far was a full one: a server
+        // that pages without end gets paced requests, one at a time.
+        let mut full_pages = true;
         loop {
             pages += 1;
-            if let Some(until) = pace_until.take() {
-                tokio::time::sleep_until(until).await;
-            }
-            let requested = tokio::time::Instant::now();
             if pages > self.config.max_list_pages.max(1) {
                 return Err(self.protocol(format!(
                     "the list did not end after {} pages",
                     self.config.max_list_pages
                 )));
             }
-            let page = match self.list_page(&params).await {
+            let page = match ahead.take() {
+                Some(a) if Some(&a.token) == params.continue_token.as_ref() => a.page,
+                _ => {
+                    if let Some(until) = pace_until.take() {
+                        tokio::time::sleep_until(until).await;
+                    }
+                    self.request_page(params.clone())
+                }
+            };
+            let requested = page.requested;
+            let may_ask_ahead = |token: &str| {
+                (full_pages
+                    && !token.is_empty()
+                    && pages < self.config.max_list_pages
+                    && !tokens.contains(token))
+                .then(|| ListParams {
+                    continue_token: Some(token.to_owned()),
+                    resource_version: None,
+                    version_match: None,
+                    ..first.clone()
+                })
+            };
+            let (result, next_page) = self.await_page(page, may_ask_ahead).await;
+            ahead = next_page;
+            let page = match result {
                 Ok(page) => page,
                 // client-go's pager: an expired continue token falls back to one full list.
                 Err(Error::List { source, .. })
                     if source.is_expired() && params.continue_token.is_some() =>
                 {
                     debug!("continue token expired, falling back to a full list");
+                    drop(ahead);
                     let full = ListParams {
                         limit: None,
                         ..first.clone()
                     };
-                    let page = self.list_page(&full).await?;
+                    let page = self.list_page(&full, None).await?;
                     let resource_version = self.list_resource_version(&page)?;
                     return Ok(Listed {
                         items: self.share_listed(page.items),
@@ -131,6 +177,7 @@ where
             let limit = params.limit.unwrap_or(DEFAULT_PAGE_LIMIT) as usize;
             if next.is_some() && page.items.len() < limit.div_ceil(2) {
                 pace_until = requested.checked_add(SHORT_PAGE_INTERVAL);
+                full_pages = false;
             }
             let start = items.len();
             if items.is_empty() {
@@ -180,10 +227,74 @@ where
         }
     }
 
-    /// One list request under [`Config::list_timeout`](super::Config::list_timeout).
-    async fn list_page(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
+    /// Starts a page request that tells its continue token early.
+    fn request_page(&self, params: ListParams) -> Page<'_, K> {
+        let (tx, rx) = oneshot::channel();
+        Page {
+            requested: tokio::time::Instant::now(),
+            future: async move { self.list_page(&params, Some(tx)).await }.boxed(),
+            early: Some(rx),
+        }
+    }
+
+    /// Waits for `page`. If it tells its continue token before it is done and `ask_ahead`
+    /// gives the next page's parameters for it, the next page is asked for at once and its
+    /// request driven alongside: it comes back, maybe already answered, with the token it
+    /// was asked with.
+    async fn await_page<'a>(
+        &'a self,
+        page: Page<'a, K>,
+        ask_ahead: impl FnOnce(&str) -> Option<ListParams>,
+    ) -> (Result<ObjectList<K>, Error>, Option<Ahead<'a, K>>) {
+        let Page {
+            mut future, early, ..
+        } = page;
+        let Some(early) = early else {
+            return (future.await, None);
+        };
+        // The token first: a page that is done already may still start the next one.
+        let (token, params) = match future::select(early, &mut future).await {
+            Either::Left((Ok(token), _)) => match ask_ahead(&token) {
+                Some(params) => (token, params),
+                None => return (future.await, None),
+            },
+            Either::Left((Err(_), _)) => return (future.await, None),
+            Either::Right((result, _)) => return (result, None),
+        };
+        debug!("asking for the next page ahead");
+        let Page {
+            future: next_future,
+            early: next_early,
+            requested: next_requested,
+        } = self.request_page(params);
+        let (result, next_future) = match future::select(future, next_future).await {
+            Either::Left((result, next_future)) => (result, next_future),
+            Either::Right((next_result, future)) => {
+                (future.await, future::ready(next_result).boxed())
+            }
+        };
+        let next = Page {
+            requested: next_requested,
+            future: next_future,
+            early: next_early,
+        };
+        (result, Some(Ahead { token, page: next }))
+    }
+
+    /// One list request under [`Config::list_timeout`](super::Config::list_timeout), telling
+    /// `next` its continue token early when given.
+    async fn list_page(
+        &self,
+        params: &ListParams,
+        next: Option<oneshot::Sender<String>>,
+    ) -> Result<ObjectList<K>, Error> {
         let deadline = self.config.list_timeout;
-        let request = self.lw.list(params);
+        let request = async {
+            match next {
+                Some(next) => self.lw.list_telling_continue(params, next).await,
+                None => self.lw.list(params).await,
+            }
+        };
         let result = if deadline.is_zero() {
             request.await
         } else {

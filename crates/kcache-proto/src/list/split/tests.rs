@@ -93,6 +93,35 @@ fn the_type_is_known_before_the_items_and_items_within_a_chunk_are_not_copied() 
     assert!(items.iter().all(|i| range.contains(&(i.as_ptr() as usize))));
 }
 
+/// The list's metadata (its continue token) is known once the first item's header came, at
+/// every cut of the body, and not before: byte by byte, nothing before the item's tag.
+#[test]
+fn the_list_metadata_is_known_when_the_first_item_begins() {
+    let expected = list(vec![pod("a", 30), pod("b", 2)]);
+    let body = Envelope::for_message("v1", "PodList", &expected).encode_to_bytes();
+    // The first item's header ends with the byte before the item's message.
+    let item = pod("a", 30).encode_to_vec();
+    let first_item = body.windows(item.len()).position(|w| w == item).unwrap() - 1;
+    let mut splitter = ListSplitter::new(1 << 20);
+    for (i, b) in body.iter().enumerate() {
+        splitter.push(&Bytes::copy_from_slice(&[*b])).unwrap();
+        let meta = splitter.list_meta_before_items();
+        if i < first_item {
+            assert_eq!(meta, None, "byte {i}, before the first item");
+        } else {
+            assert_eq!(meta, expected.metadata, "byte {i}");
+        }
+    }
+    let empty = Envelope::for_message("v1", "PodList", &list(Vec::new())).encode_to_bytes();
+    let mut splitter = ListSplitter::new(1 << 20);
+    splitter.push(&empty).unwrap();
+    assert_eq!(
+        splitter.list_meta_before_items(),
+        None,
+        "no item, nothing early"
+    );
+}
+
 #[test]
 fn fields_in_another_order_are_read_too() {
     let expected = list(vec![pod("a", 1)]);
