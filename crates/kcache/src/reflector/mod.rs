@@ -5,7 +5,12 @@
 //!
 //! The first list is at `resourceVersion="0"` (served from the watch cache) in pages of 500; a
 //! relist at a specific RV is not paged (so that it too can be served from the watch cache)
-//! unless [`Config::page_size`] is set. Watches ask for bookmarks and carry a random
+//! unless [`Config::page_size`] is set. A page's request goes out as soon as the page before
+//! has told its `continue` token ([`ListerWatcher::list_telling_continue`]: kcache-client reads
+//! it from the list's metadata, which the server sends before the items), so the server
+//! prepares page k+1 while page k is read and decoded; one page ahead at most, pages in order,
+//! never ahead after a short page. client-go's reflector asks for the next page only once the
+//! page before is decoded; the requests are the same, only earlier. Watches ask for bookmarks and carry a random
 //! `timeoutSeconds` in [5 min, 10 min). With [`Config::use_watch_list`] (the default) the
 //! initial state comes from a *streaming list*: a watch with `sendInitialEvents=true` whose
 //! `ADDED` events fill a temporary map until the bookmark annotated

@@ -1,4 +1,11 @@
-//! LIST, paginated as client-go's pager does, checked for protocol errors.
+//! LIST, paginated as client-go's pager does, checked for protocol errors — with one
+//! difference: the next page is asked for as soon as the current one tells its continue token
+//! (before its items are read), not after it is decoded. The same requests in the same order;
+//! at most two in flight; a page with a token other than the one told, or a short page, ends
+//! the asking ahead for that page (resp. the rest of the list). Measured at 100,000 JSON pods
+//! on kube-apiserver serving lists from etcd in 200 pages: sync 32.9 s → 15.2 s (medians of
+//! 8; BENCHMARKS.md). A first list at `resourceVersion=0` from the watch cache comes in one
+//! page and is not affected.
 
 use std::{collections::HashSet, sync::Arc, sync::atomic::Ordering, time::Duration};
 
