@@ -96,17 +96,7 @@ impl ListerWatcher<ConfigMap> for Scripted {
         {
             panic!("the lister-watcher blew up");
         }
-        // Tokens made up by a rewrite mean nothing to the inner source: list from the start.
-        let mut params = params.clone();
-        if params
-            .continue_token
-            .as_deref()
-            .is_some_and(|t| t.starts_with("fake-"))
-        {
-            params.continue_token = None;
-            params.resource_version = Some(String::new());
-        }
-        let list = self.inner.list(&params).await?;
+        let list = self.inner.list(&for_inner_source(params)).await?;
         Ok(match self.list_rewrite.lock().as_mut() {
             Some(f) => f(list),
             None => list,
@@ -130,6 +120,22 @@ impl ListerWatcher<ConfigMap> for Scripted {
     fn describe(&self) -> String {
         "configmaps in namespace ns".into()
     }
+}
+
+/// `params` for the inner source of a rewriting test source: a continue token made up by a
+/// rewrite (`fake-…`) means nothing to it, so it lists from the start (shared with
+/// `recovery_tests` and `pager_tests`).
+pub(super) fn for_inner_source(params: &ListParams) -> ListParams {
+    let mut params = params.clone();
+    if params
+        .continue_token
+        .as_deref()
+        .is_some_and(|t| t.starts_with("fake-"))
+    {
+        params.continue_token = None;
+        params.resource_version = Some(String::new());
+    }
+    params
 }
 
 /// A running reflector over a recording store, with the errors it reported (shared with

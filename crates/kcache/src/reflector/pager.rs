@@ -43,7 +43,7 @@ struct Page<'a, K: Clone> {
     future: BoxFuture<'a, Result<ObjectList<K>, Error>>,
     /// Its continue token, told before its items are read (see
     /// [`ListerWatcher::list_telling_continue`]).
-    early: Option<oneshot::Receiver<String>>,
+    early: oneshot::Receiver<String>,
 }
 
 /// The next page, asked for before the current one was done.
@@ -240,7 +240,7 @@ where
         Page {
             requested: tokio::time::Instant::now(),
             future: async move { self.list_page(&params, Some(tx)).await }.boxed(),
-            early: Some(rx),
+            early: rx,
         }
     }
 
@@ -256,9 +256,6 @@ where
         let Page {
             mut future, early, ..
         } = page;
-        let Some(early) = early else {
-            return (future.await, None);
-        };
         // The token first: a page that is done already may still start the next one.
         let (token, params) = match future::select(early, &mut future).await {
             Either::Left((Ok(token), _)) => match ask_ahead(&token) {

@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use super::Config;
-use super::hardening_tests::start;
+use super::hardening_tests::{for_inner_source, start};
 use crate::{
     ListerWatcher,
     lister_watcher::{self, ListParams, ObjectList, WatchParams, WatchStream},
@@ -86,16 +86,7 @@ impl ListerWatcher<ConfigMap> for Telling {
         };
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.most_in_flight.fetch_max(now, Ordering::SeqCst);
-        let mut inner_params = params.clone();
-        if inner_params
-            .continue_token
-            .as_deref()
-            .is_some_and(|t| t.starts_with("fake-"))
-        {
-            inner_params.continue_token = None;
-            inner_params.resource_version = Some(String::new());
-        }
-        let mut answer = self.inner.list(&inner_params).await;
+        let mut answer = self.inner.list(&for_inner_source(params)).await;
         if let (Ok(page), Some(rewrite)) = (&mut answer, &self.rewrite) {
             rewrite(n, page);
         }

@@ -15,7 +15,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use parking_lot::Mutex;
 
-use super::hardening_tests::{Run, start};
+use super::hardening_tests::{Run, for_inner_source, start};
 use super::*;
 use crate::{
     lister_watcher::{self, ListParams, ObjectList, WatchEvent, WatchParams},
@@ -93,16 +93,7 @@ impl ListerWatcher<ConfigMap> for Faulty {
         params: &ListParams,
     ) -> Result<ObjectList<ConfigMap>, lister_watcher::Error> {
         self.lists.lock().push(params.clone());
-        let mut inner_params = params.clone();
-        if inner_params
-            .continue_token
-            .as_deref()
-            .is_some_and(|t| t.starts_with("fake-"))
-        {
-            inner_params.continue_token = None;
-            inner_params.resource_version = Some(String::new());
-        }
-        let list = self.inner.list(&inner_params).await?;
+        let list = self.inner.list(&for_inner_source(params)).await?;
         match self.list.lock().as_mut() {
             Some(f) => f(params, list),
             None => Ok(list),
