@@ -7,13 +7,15 @@
 //	{"peer":"client-go","client_go":"v0.36.5","namespace":"bench","mode":"list-watch","protobuf":false,"n":1000,
 //	 "expected_n":1000,"sync_ms":...,"sync_cpu_s":...,"vmhwm_bytes":...,"rss_after_sync_bytes":...,
 //	 "update_events":...,"update_events_per_s":...,"update_cpu_s":...,
+//	 "sync_page_faults":...,"update_page_faults":...,
 //	 "list_requests":...,"watch_list_requests":...,"watch_requests":...}
 //
 // sync_ms and sync_cpu_s cover factory start until WaitForCacheSync returns (wall clock; user+system
 // CPU of the whole process from getrusage). vmhwm_bytes and rss_after_sync_bytes are VmHWM and
 // VmRSS from /proc/self/status right after sync. With --updates=N the program then waits for N
 // update events; the rate and CPU cover the window from the first to the N-th update event
-// (update_* are null without --updates). The *_requests counters record what client-go sent
+// (update_* are null without --updates); *_page_faults are the process's page faults
+// (getrusage minflt + majflt) over the same windows. The *_requests counters record what client-go sent
 // (a plain list, a streaming watch-list with sendInitialEvents=true, plain watches) so a run can
 // prove which mode it really used.
 //
@@ -84,6 +86,8 @@ type result struct {
 	UpdateEvents      *int64   `json:"update_events"`
 	UpdateEventsPerS  *float64 `json:"update_events_per_s"`
 	UpdateCPUSeconds  *float64 `json:"update_cpu_s"`
+	SyncPageFaults    int64    `json:"sync_page_faults"`
+	UpdatePageFaults  *int64   `json:"update_page_faults"`
 	ListRequests      int64    `json:"list_requests"`
 	WatchListRequests int64    `json:"watch_list_requests"`
 	WatchRequests     int64    `json:"watch_requests"`
@@ -182,6 +186,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	faults0 := pageFaults()
 	start := time.Now()
 	informer.start(runCtx.Done())
 	notSynced := informer.waitSync(ctx.Done())
@@ -190,6 +195,7 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
+	syncFaults := pageFaults() - faults0
 	if notSynced != "" {
 		return fmt.Errorf("informer for %v did not sync within --timeout=%s", notSynced, o.timeout)
 	}
@@ -208,6 +214,7 @@ func run(o options) error {
 		N:                 len(informer.GetStore().ListKeys()),
 		SyncMs:            float64(syncWall.Microseconds()) / 1000,
 		SyncCPUSeconds:    cpu1 - cpu0,
+		SyncPageFaults:    syncFaults,
 		VmHWMBytes:        mem.VmHWM,
 		RSSAfterSyncBytes: mem.VmRSS,
 	}
@@ -229,6 +236,7 @@ func run(o options) error {
 			res.UpdateEvents = &w.events
 			res.UpdateEventsPerS = &w.perSecond
 			res.UpdateCPUSeconds = &w.cpuSeconds
+			res.UpdatePageFaults = &w.pageFaults
 		}
 	}
 	res.ListRequests, res.WatchListRequests, res.WatchRequests = counts.snapshot()
@@ -264,14 +272,17 @@ type updateCounter struct {
 	mu       sync.Mutex
 	first    time.Time
 	firstCPU float64
-	done     chan window
-	once     sync.Once
+	// firstFaults: page faults at the first counted event.
+	firstFaults int64
+	done        chan window
+	once        sync.Once
 }
 
 type window struct {
 	events     int64
 	perSecond  float64
 	cpuSeconds float64
+	pageFaults int64
 }
 
 func newUpdateCounter(target int) *updateCounter {
@@ -288,16 +299,18 @@ func (u *updateCounter) onUpdate() {
 	now := time.Now()
 	if n == 1 {
 		cpu, _ := cpuSeconds()
+		faults := pageFaults()
 		u.mu.Lock()
-		u.first, u.firstCPU = now, cpu
+		u.first, u.firstCPU, u.firstFaults = now, cpu, faults
 		u.mu.Unlock()
 	}
 	if n == u.target {
 		cpu, _ := cpuSeconds()
+		faults := pageFaults()
 		u.mu.Lock()
-		first, firstCPU := u.first, u.firstCPU
+		first, firstCPU, firstFaults := u.first, u.firstCPU, u.firstFaults
 		u.mu.Unlock()
-		w := window{events: n, cpuSeconds: cpu - firstCPU}
+		w := window{events: n, cpuSeconds: cpu - firstCPU, pageFaults: faults - firstFaults}
 		if elapsed := now.Sub(first).Seconds(); n > 1 && elapsed > 0 {
 			w.perSecond = float64(n-1) / elapsed
 		}

@@ -19,6 +19,17 @@ func cpuSeconds() (float64, error) {
 	return tv(ru.Utime) + tv(ru.Stime), nil
 }
 
+// pageFaults is the number of page faults (minor + major) this process took so far. A fault's
+// cost is not fixed — in a VM whose memory the host backs lazily a first touch costs several
+// times more — and it counts as CPU time, so the peers report faults beside CPU.
+func pageFaults() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Minflt + ru.Majflt
+}
+
 // memStatus holds the peak (VmHWM) and current (VmRSS) resident set size, in bytes.
 type memStatus struct {
 	VmHWM, VmRSS uint64

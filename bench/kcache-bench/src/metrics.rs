@@ -25,6 +25,31 @@ pub fn cpu_time() -> Duration {
     )
 }
 
+/// The process's page faults so far (minor + major, all threads): fields 10 and 12 of
+/// `/proc/self/stat`; 0 where that file cannot be read (not Linux).
+///
+/// The bench reports them beside CPU time because a fault's cost is not fixed: in a VM whose
+/// memory the host backs lazily, a first touch of guest memory cost 15–46 µs on this project's
+/// 2-core machine against 2 µs for memory the host already backed (BENCHMARKS.md, session 20),
+/// and it is counted as the process's CPU time.
+pub fn page_faults() -> u64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| parse_faults(&stat))
+        .unwrap_or(0)
+}
+
+/// Minor + major faults from a `/proc/<pid>/stat` line (the command name, field 2, may hold
+/// spaces and parentheses: fields are counted after its last `)`).
+fn parse_faults(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state is field 3, so field n is at index n - 3.
+    let minflt: u64 = fields.get(10 - 3)?.parse().ok()?;
+    let majflt: u64 = fields.get(12 - 3)?.parse().ok()?;
+    Some(minflt + majflt)
+}
+
 /// Resident memory figures, in bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Memory {
@@ -89,6 +114,24 @@ mod tests {
         let m = memory().unwrap();
         assert!(m.rss_bytes > 0);
         assert!(m.hwm_bytes >= m.rss_bytes);
+    }
+
+    #[test]
+    fn parse_faults_counts_minor_and_major_after_the_name() {
+        let stat = "42 (a (b) c) S 1 42 42 0 -1 4194560 170 0 3 0 5 2 0 0 20 0 1 0";
+        assert_eq!(parse_faults(stat), Some(173));
+        assert_eq!(parse_faults("42 (x) S 1"), None);
+    }
+
+    #[test]
+    fn page_faults_grow_when_fresh_memory_is_touched() {
+        let before = page_faults();
+        let mut v = vec![0u8; 16 << 20];
+        for i in (0..v.len()).step_by(4096) {
+            v[i] = 1;
+        }
+        std::hint::black_box(&v);
+        assert!(page_faults() > before);
     }
 
     #[test]

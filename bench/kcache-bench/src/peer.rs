@@ -121,6 +121,7 @@ pub enum PeerError {
 pub struct SyncTimer {
     wall: Instant,
     cpu: Duration,
+    faults: u64,
 }
 
 impl SyncTimer {
@@ -129,6 +130,7 @@ impl SyncTimer {
         Self {
             wall: Instant::now(),
             cpu: metrics::cpu_time(),
+            faults: metrics::page_faults(),
         }
     }
 
@@ -144,6 +146,10 @@ impl SyncTimer {
         let mut extra = std::collections::BTreeMap::new();
         extra.insert("namespace".into(), args.namespace.clone().into());
         extra.insert("expected_n".into(), args.n.into());
+        extra.insert(
+            "sync_page_faults".into(),
+            metrics::page_faults().saturating_sub(self.faults).into(),
+        );
         let line = PeerLine {
             peer: peer.to_owned(),
             mode: args.mode.as_str().to_owned(),
@@ -174,8 +180,9 @@ impl SyncTimer {
 pub struct UpdateWindow {
     target: u64,
     seen: u64,
-    first: Option<(Instant, Duration)>,
-    result: Option<(f64, f64)>,
+    first: Option<(Instant, Duration, u64)>,
+    /// Rate, CPU seconds and page faults of the window.
+    result: Option<(f64, f64, u64)>,
 }
 
 impl UpdateWindow {
@@ -195,7 +202,7 @@ impl UpdateWindow {
             return self.is_done();
         }
         self.seen += 1;
-        let now = (Instant::now(), metrics::cpu_time());
+        let now = (Instant::now(), metrics::cpu_time(), metrics::page_faults());
         let first = *self.first.get_or_insert(now);
         if self.seen == self.target {
             let elapsed = now.0.duration_since(first.0).as_secs_f64();
@@ -204,7 +211,11 @@ impl UpdateWindow {
             } else {
                 0.0
             };
-            self.result = Some((rate, now.1.saturating_sub(first.1).as_secs_f64()));
+            self.result = Some((
+                rate,
+                now.1.saturating_sub(first.1).as_secs_f64(),
+                now.2.saturating_sub(first.2),
+            ));
         }
         self.is_done()
     }
@@ -220,12 +231,14 @@ impl UpdateWindow {
     }
 
     /// Fills the update figures of `line` (left `None` for a target of 0 or an unfinished
-    /// window).
+    /// window), with the window's page faults as `update_page_faults`.
     pub fn fill(&self, line: &mut PeerLine) {
-        if let Some((rate, cpu)) = self.result {
+        if let Some((rate, cpu, faults)) = self.result {
             line.update_events = Some(self.seen);
             line.update_events_per_s = Some(rate);
             line.update_cpu_s = Some(cpu);
+            line.extra
+                .insert("update_page_faults".into(), faults.into());
         }
     }
 }
