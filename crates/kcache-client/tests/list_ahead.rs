@@ -3,8 +3,17 @@
 //! reflector's pager as soon as it has read it. The fake server here holds the second half of
 //! the first page until the second page is asked for: a client that waits for the first page
 //! to end before asking for the next would wait forever. JSON and protobuf.
+//!
+//! Also here, on the same server: where a list's items are decoded (on the runtime's own
+//! threads, where the watch events that replace them are decoded too).
 
-use std::{collections::HashMap, convert::Infallible, sync::Arc, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    convert::Infallible,
+    sync::{Arc, Mutex},
+    thread::ThreadId,
+    time::Duration,
+};
 
 use axum::{
     Router,
@@ -23,7 +32,8 @@ use kcache::{
     InformerFrom, ListerWatcher, SharedInformerFactory, factory, informer,
     lister_watcher::ListParams, reflector,
 };
-use kcache_client::{Client, Compact, HttpListerWatcher};
+use kcache_client::{Client, Compact, HttpListerWatcher, decode::ItemDecoder};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -222,4 +232,42 @@ async fn an_informer_syncs_from_a_server_that_holds_a_page_until_the_next_is_ask
         cancel.cancel();
         let _ = run.await;
     }
+}
+
+/// Decodes typed pods and records the threads it ran on.
+#[derive(Clone, Default)]
+struct Threads(Arc<Mutex<HashSet<ThreadId>>>);
+
+impl ItemDecoder<Pod> for Threads {
+    fn decode_item<'de, D: Deserializer<'de>>(&self, deserializer: D) -> Result<Pod, D::Error> {
+        self.0.lock().unwrap().insert(std::thread::current().id());
+        Pod::deserialize(deserializer)
+    }
+}
+
+/// A list's items are decoded on the task that reads the body — here the one thread of a
+/// current-thread runtime — not on a thread of their own: with glibc, objects allocated on a
+/// thread the watch events are not decoded on left every later update taking fresh memory
+/// (BENCHMARKS.md, issue 33, session 20).
+#[tokio::test]
+async fn list_items_are_decoded_on_the_runtime_threads() {
+    let url = serve().await;
+    let client = Client::from_url(&url).unwrap();
+    let threads = Threads::default();
+    let lw = HttpListerWatcher::<Pod>::namespaced(client, "ns")
+        .protobuf(false)
+        .with_decoder(threads.clone());
+    let page_2 = ListParams {
+        limit: Some(PER_PAGE as u32),
+        continue_token: Some("page-2".into()),
+        ..ListParams::default()
+    };
+    let list = lw.list(&page_2).await.expect("page 2");
+    assert_eq!(list.items.len(), PER_PAGE);
+    let seen = threads.0.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        HashSet::from([std::thread::current().id()]),
+        "decoded on other threads than the runtime's one"
+    );
 }

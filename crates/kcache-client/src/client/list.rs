@@ -1,18 +1,28 @@
-//! List responses decoded while they arrive: the body's chunks go, in batches of about
-//! 256 KB, to a blocking thread that splits items out (JSON: [`crate::decode::ListSplitter`];
-//! protobuf: [`kcache_proto::list::ListSplitter`]) and decodes each one as soon as it is
-//! complete. The whole body is never held (the RV=0 list of the watch cache is one response of
-//! hundreds of megabytes), and the decode overlaps the transfer. The items become the list only
-//! at the end, so the reflector still applies them as one replace.
+//! List responses decoded while they arrive: each chunk of the body is split into items
+//! (JSON: [`crate::decode::ListSplitter`]; protobuf: [`kcache_proto::list::ListSplitter`]) on
+//! the task that reads the body, and each item is decoded as soon as it is complete. The whole
+//! body is never held (the RV=0 list of the watch cache is one response of hundreds of
+//! megabytes), and the decode overlaps the transfer: the HTTP/2 connection's own task keeps
+//! receiving (within the stream's flow-control window) while this one decodes. The items
+//! become the list only at the end, so the reflector still applies them as one replace.
+//!
+//! The decode runs on the runtime's workers, not on a thread of its own, so that the listed
+//! objects are allocated where the watch events that replace them later are: with glibc, memory
+//! freed into a thread's arena is reused only by allocations on threads of that arena, and a
+//! list decoded on a blocking-pool thread left every update taking fresh memory until each
+//! listed object had been replaced once (10,000 pods, 5,000 updates: +53 MB, 2.7 page faults
+//! an event; BENCHMARKS.md, issue 33, session 20). A chunk is at most one HTTP/2 frame (16 KB,
+//! about 250 KB once inflated), and the task gives way through tokio's coop budget between
+//! chunks, so the workers stay responsive.
 //!
 //! Lists ask for gzip (`Accept-Encoding: gzip`), as client-go's Go transport does by default:
 //! kube-apiserver then compresses an answer whose first write passes 128 KB, at level 1. A
-//! gzip body is inflated on the same decoding thread as it arrives, before the splitter; a
-//! body that ends inside the gzip stream is an error, never a short list.
+//! gzip body is inflated as it arrives, before the splitter; a body that ends inside the gzip
+//! stream is an error, never a short list.
 
-use std::{collections::VecDeque, io::Read};
+use std::io::Write;
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use http_body_util::BodyExt;
 use kcache::lister_watcher::Error as LwError;
 use kube_core::ObjectList;
@@ -21,98 +31,135 @@ use tokio::sync::oneshot;
 use super::{BodyError, Client};
 use crate::decode::ItemDecoder;
 
-/// The body's chunks go to the decoding thread in batches of at least this many bytes: one
-/// hand-over (and wake-up) per batch rather than per ~16 KB chunk. Profiled at 10,000 pods,
-/// sending every chunk spent about 20% of the sync's CPU in the channel and the thread
-/// wake-ups around it.
-const SPLIT_BATCH_BYTES: usize = 256 * 1024;
-
-/// Batches in flight to the decoding thread: enough to keep it busy, few enough that a slow
-/// decoder holds the transfer back (at most about 1.25 MB buffered) rather than buffering the
-/// body.
-const SPLIT_CHANNEL_BATCHES: usize = 4;
-
-/// Inflated bytes handed to the splitter at a time.
+/// Inflated bytes handed to the splitter at a time (fewer items cut across two chunks, which
+/// take the splitter's slower path), once the list's continue token has been told.
 const GUNZIP_CHUNK: usize = 64 * 1024;
 
-/// The body's batches as a [`Read`], on the decoding thread (blocks for the next batch);
-/// counts the bytes that came in.
-struct Batches {
-    rx: tokio::sync::mpsc::Receiver<Vec<Bytes>>,
-    pending: VecDeque<Bytes>,
+/// The splitter's side of a list body: the items decoded so far, the continue token told
+/// once, the bytes seen after content decoding.
+struct Splitting<K> {
+    items: Box<dyn Items<K>>,
+    out: Vec<K>,
+    next: Option<oneshot::Sender<String>>,
     size: u64,
+    /// Inflated bytes not yet handed to the splitter (gzip only).
+    pending: Vec<u8>,
+    /// The decode error behind a failed [`Write::write`] (gzip only).
+    error: Option<LwError>,
 }
 
-impl Batches {
-    /// The next received chunk, `None` once the body has ended.
-    fn next_chunk(&mut self) -> Option<Bytes> {
-        loop {
-            if let Some(chunk) = self.pending.pop_front() {
-                return Some(chunk);
-            }
-            let batch = self.rx.blocking_recv()?;
-            self.size += batch.iter().map(|c| c.len() as u64).sum::<u64>();
-            self.pending.extend(batch);
+impl<K: Clone + 'static> Splitting<K> {
+    fn new(items: Box<dyn Items<K>>, next: Option<oneshot::Sender<String>>) -> Self {
+        Self {
+            items,
+            out: Vec::new(),
+            next,
+            size: 0,
+            pending: Vec::new(),
+            error: None,
         }
     }
-}
 
-impl Read for Batches {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let Some(mut chunk) = self.next_chunk() else {
-            return Ok(0);
-        };
-        let n = chunk.len().min(buf.len());
-        buf[..n].copy_from_slice(&chunk[..n]);
-        chunk.advance(n);
-        if !chunk.is_empty() {
-            self.pending.push_front(chunk);
-        }
-        Ok(n)
-    }
-}
-
-/// Feeds every chunk of `body` to `items` (inflating it first when `gzip`); returns the list
-/// and the body's size after content decoding (what [`crate::WireStats::list_bytes`] counts).
-fn split_body<K: Clone + 'static>(
-    mut body: Batches,
-    mut items: Box<dyn Items<K>>,
-    gzip: bool,
-    mut next: Option<oneshot::Sender<String>>,
-) -> Result<(ObjectList<K>, u64), LwError> {
-    let mut out = Vec::new();
-    // Tells `next` the list's continue token as soon as `items` has read it.
-    let mut tell = |items: &mut Box<dyn Items<K>>| {
-        if next.is_some()
-            && let Some(token) = items.early_continue()
-            && let (Some(next), Some(token)) = (next.take(), token)
+    /// Splits and decodes one chunk; tells `next` the list's continue token as soon as the
+    /// splitter has read it.
+    fn push(&mut self, chunk: &Bytes) -> Result<(), LwError> {
+        self.size += chunk.len() as u64;
+        self.items.push(chunk, &mut self.out)?;
+        if self.next.is_some()
+            && let Some(token) = self.items.early_continue()
+            && let (Some(next), Some(token)) = (self.next.take(), token)
         {
             let _ = next.send(token);
         }
-    };
-    if gzip {
-        let reader = std::io::BufReader::with_capacity(GUNZIP_CHUNK, &mut body);
-        let mut inflate = flate2::bufread::MultiGzDecoder::new(reader);
-        let mut buf = vec![0u8; GUNZIP_CHUNK];
-        let mut inflated = 0u64;
-        loop {
-            let n = inflate
-                .read(&mut buf)
-                .map_err(|e| LwError::decode(format!("gzip list body: {e}")))?;
-            if n == 0 {
-                break;
-            }
-            inflated += n as u64;
-            items.push(&Bytes::copy_from_slice(&buf[..n]), &mut out)?;
-            tell(&mut items);
+        Ok(())
+    }
+
+    /// Hands the inflated bytes held back to the splitter.
+    fn push_pending(&mut self) -> Result<(), LwError> {
+        if self.pending.is_empty() {
+            return Ok(());
         }
-        return Ok((items.finish(out)?, inflated));
+        let chunk = Bytes::from(std::mem::take(&mut self.pending));
+        self.push(&chunk)
     }
-    while let Some(chunk) = body.next_chunk() {
-        items.push(&chunk, &mut out)?;
-        tell(&mut items);
+
+    /// After the body: the list, and the body's size after content decoding.
+    fn finish(mut self) -> Result<(ObjectList<K>, u64), LwError> {
+        self.push_pending()?;
+        Ok((self.items.finish(self.out)?, self.size))
     }
-    Ok((items.finish(out)?, body.size))
+}
+
+/// Inflated bytes arrive here; they go to the splitter in chunks of [`GUNZIP_CHUNK`], or at
+/// once while the continue token has not been told.
+impl<K: Clone + 'static> Write for Splitting<K> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.pending.capacity() == 0 {
+            self.pending.reserve_exact(GUNZIP_CHUNK);
+        }
+        self.pending.extend_from_slice(buf);
+        if (self.pending.len() >= GUNZIP_CHUNK || self.next.is_some())
+            && let Err(e) = self.push_pending()
+        {
+            self.error = Some(e);
+            return Err(std::io::Error::other("the list body's items"));
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Where a list body's chunks go: straight to the splitter, or through gzip first.
+enum Feed<K: Clone + 'static> {
+    Plain(Splitting<K>),
+    Gzip(Box<flate2::write::MultiGzDecoder<Splitting<K>>>),
+}
+
+impl<K: Clone + 'static> Feed<K> {
+    fn new(items: Box<dyn Items<K>>, next: Option<oneshot::Sender<String>>, gzip: bool) -> Self {
+        let splitting = Splitting::new(items, next);
+        if gzip {
+            Self::Gzip(Box::new(flate2::write::MultiGzDecoder::new(splitting)))
+        } else {
+            Self::Plain(splitting)
+        }
+    }
+
+    fn push(&mut self, chunk: &Bytes) -> Result<(), LwError> {
+        match self {
+            Self::Plain(splitting) => splitting.push(chunk),
+            Self::Gzip(inflate) => inflate
+                .write_all(chunk)
+                .map_err(|e| gzip_error(inflate.get_mut(), &e)),
+        }
+    }
+
+    /// After the last chunk: the list and the body's size after content decoding.
+    fn finish(self) -> Result<(ObjectList<K>, u64), LwError> {
+        match self {
+            Self::Plain(splitting) => splitting.finish(),
+            Self::Gzip(mut inflate) => {
+                if let Err(e) = inflate.try_finish() {
+                    return Err(gzip_error(inflate.get_mut(), &e));
+                }
+                let splitting = inflate
+                    .finish()
+                    .map_err(|e| LwError::decode(format!("gzip list body: {e}")))?;
+                splitting.finish()
+            }
+        }
+    }
+}
+
+/// The error of a failed write into the inflater: the splitter's, if it failed, else gzip's.
+fn gzip_error<K>(splitting: &mut Splitting<K>, e: &std::io::Error) -> LwError {
+    splitting
+        .error
+        .take()
+        .unwrap_or_else(|| LwError::decode(format!("gzip list body: {e}")))
 }
 
 /// Whether `headers` say the body is gzip; an encoding we did not ask for is an error.
@@ -138,7 +185,7 @@ pub(crate) struct SplitList<K: Clone> {
     pub protobuf: bool,
 }
 
-/// One format's splitting and decoding, run on the blocking thread.
+/// One format's splitting and decoding.
 pub(crate) trait Items<K: Clone>: Send + 'static {
     /// Takes one chunk, decoding the items it completed into `out`.
     fn push(&mut self, chunk: &Bytes, out: &mut Vec<K>) -> Result<(), LwError>;
@@ -263,60 +310,22 @@ impl Client {
                 decoder,
             })
         };
-        let next = next.take();
+        let mut feed = Feed::new(items, next.take(), gzip);
         let mut body = response.into_body();
-        let (tx, rx) = tokio::sync::mpsc::channel::<Vec<Bytes>>(SPLIT_CHANNEL_BATCHES);
-        let worker = tokio::task::spawn_blocking(move || {
-            let body = Batches {
-                rx,
-                pending: VecDeque::new(),
-                size: 0,
-            };
-            split_body(body, items, gzip, next)
-        });
-        let mut broke = None;
-        let mut batch = Vec::new();
-        let mut batched = 0;
-        let mut first = true;
-        loop {
-            let last = match body.frame().await {
-                Some(Ok(frame)) => {
-                    if let Ok(data) = frame.into_data() {
-                        batched += data.len();
-                        batch.push(data);
-                    }
-                    false
-                }
-                Some(Err(e)) => {
-                    broke = Some(LwError::transport(BodyError(e.to_string())));
-                    break;
-                }
-                None => true,
-            };
-            // The first bytes go at once: they hold the list's metadata, whose continue token
-            // lets the next page be asked for while this one arrives.
-            if (last || first || batched >= SPLIT_BATCH_BYTES) && !batch.is_empty() {
-                batched = 0;
-                first = false;
-                if tx.send(std::mem::take(&mut batch)).await.is_err() {
-                    break; // the decoder failed: its error is the answer
-                }
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| LwError::transport(BodyError(e.to_string())))?;
+            if let Ok(data) = frame.into_data() {
+                feed.push(&data)?;
             }
-            if last {
-                break;
-            }
+            // A chunk decodes in well under a millisecond; the budget lets other tasks of this
+            // worker run between chunks when the body is always ready.
+            tokio::task::coop::consume_budget().await;
         }
-        drop(tx);
-        let decoded = worker
-            .await
-            .map_err(|e| LwError::decode(format!("list decoding task failed: {e}")))?;
-        match (broke, decoded) {
-            (Some(e), _) => Err(e),
-            (None, result) => result.map(|(list, size)| SplitList {
-                list,
-                size,
-                protobuf,
-            }),
-        }
+        let (list, size) = feed.finish()?;
+        Ok(SplitList {
+            list,
+            size,
+            protobuf,
+        })
     }
 }
