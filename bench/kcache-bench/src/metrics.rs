@@ -29,7 +29,7 @@ pub fn cpu_time() -> Duration {
 /// `/proc/self/stat`; 0 where that file cannot be read (not Linux).
 ///
 /// The bench reports them beside CPU time because a fault's cost is not fixed: in a VM whose
-/// memory the host backs lazily, a first touch of guest memory cost 15–46 µs on this project's
+/// memory the host backs lazily, a first touch of guest memory cost 12–47 µs on this project's
 /// 2-core machine against 2 µs for memory the host already backed (BENCHMARKS.md, session 20),
 /// and it is counted as the process's CPU time.
 pub fn page_faults() -> u64 {

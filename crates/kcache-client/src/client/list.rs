@@ -44,8 +44,6 @@ struct Splitting<K> {
     size: u64,
     /// Inflated bytes not yet handed to the splitter (gzip only).
     pending: Vec<u8>,
-    /// The decode error behind a failed [`Write::write`] (gzip only).
-    error: Option<LwError>,
 }
 
 impl<K: Clone + 'static> Splitting<K> {
@@ -56,7 +54,6 @@ impl<K: Clone + 'static> Splitting<K> {
             next,
             size: 0,
             pending: Vec::new(),
-            error: None,
         }
     }
 
@@ -91,18 +88,16 @@ impl<K: Clone + 'static> Splitting<K> {
 }
 
 /// Inflated bytes arrive here; they go to the splitter in chunks of [`GUNZIP_CHUNK`], or at
-/// once while the continue token has not been told.
+/// once while the continue token has not been told. A decode error goes through the inflater
+/// inside the `io::Error` (see [`gzip_error`]).
 impl<K: Clone + 'static> Write for Splitting<K> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         if self.pending.capacity() == 0 {
             self.pending.reserve_exact(GUNZIP_CHUNK);
         }
         self.pending.extend_from_slice(buf);
-        if (self.pending.len() >= GUNZIP_CHUNK || self.next.is_some())
-            && let Err(e) = self.push_pending()
-        {
-            self.error = Some(e);
-            return Err(std::io::Error::other("the list body's items"));
+        if self.pending.len() >= GUNZIP_CHUNK || self.next.is_some() {
+            self.push_pending().map_err(std::io::Error::other)?;
         }
         Ok(buf.len())
     }
@@ -131,9 +126,7 @@ impl<K: Clone + 'static> Feed<K> {
     fn push(&mut self, chunk: &Bytes) -> Result<(), LwError> {
         match self {
             Self::Plain(splitting) => splitting.push(chunk),
-            Self::Gzip(inflate) => inflate
-                .write_all(chunk)
-                .map_err(|e| gzip_error(inflate.get_mut(), &e)),
+            Self::Gzip(inflate) => inflate.write_all(chunk).map_err(gzip_error),
         }
     }
 
@@ -141,25 +134,21 @@ impl<K: Clone + 'static> Feed<K> {
     fn finish(self) -> Result<(ObjectList<K>, u64), LwError> {
         match self {
             Self::Plain(splitting) => splitting.finish(),
-            Self::Gzip(mut inflate) => {
-                if let Err(e) = inflate.try_finish() {
-                    return Err(gzip_error(inflate.get_mut(), &e));
-                }
-                let splitting = inflate
-                    .finish()
-                    .map_err(|e| LwError::decode(format!("gzip list body: {e}")))?;
-                splitting.finish()
-            }
+            Self::Gzip(inflate) => inflate.finish().map_err(gzip_error)?.finish(),
         }
     }
 }
 
 /// The error of a failed write into the inflater: the splitter's, if it failed, else gzip's.
-fn gzip_error<K>(splitting: &mut Splitting<K>, e: &std::io::Error) -> LwError {
-    splitting
-        .error
-        .take()
-        .unwrap_or_else(|| LwError::decode(format!("gzip list body: {e}")))
+fn gzip_error(e: std::io::Error) -> LwError {
+    if !e.get_ref().is_some_and(|inner| inner.is::<LwError>()) {
+        return LwError::decode(format!("gzip list body: {e}"));
+    }
+    match e.into_inner().map(|inner| inner.downcast::<LwError>()) {
+        Some(Ok(decode)) => *decode,
+        // Not reached: the inner error was just checked to be the splitter's.
+        _ => LwError::decode("list body: undecodable items"),
+    }
 }
 
 /// Whether `headers` say the body is gzip; an encoding we did not ask for is an error.
