@@ -175,14 +175,37 @@ impl SyncTimer {
 
 /// Counts update events after sync and times the window from the first to the `target`-th,
 /// like `client-go-peer`: the rate is `(target - 1) / elapsed`, the CPU is the process's CPU
-/// time between the two.
+/// time between the two. The process's counters are read at those two events only (as
+/// `client-go-peer` does): read on every event, their system calls would count in the window.
 #[derive(Debug)]
 pub struct UpdateWindow {
     target: u64,
     seen: u64,
-    first: Option<(Instant, Duration, u64)>,
+    first: Option<Sample>,
     /// Rate, CPU seconds and page faults of the window.
     result: Option<(f64, f64, u64)>,
+}
+
+/// The process's counters at one event of an [`UpdateWindow`].
+#[derive(Debug, Clone, Copy)]
+pub struct Sample {
+    /// When the event was seen.
+    pub at: Instant,
+    /// The process's CPU time then.
+    pub cpu: Duration,
+    /// The process's page faults then.
+    pub faults: u64,
+}
+
+impl Sample {
+    /// This process's counters now.
+    pub fn now() -> Self {
+        Self {
+            at: Instant::now(),
+            cpu: metrics::cpu_time(),
+            faults: metrics::page_faults(),
+        }
+    }
 }
 
 impl UpdateWindow {
@@ -198,14 +221,26 @@ impl UpdateWindow {
 
     /// Records one update event; returns `true` once `target` events have been seen.
     pub fn record(&mut self) -> bool {
+        self.record_with(Sample::now)
+    }
+
+    /// [`record`](Self::record) with the counters read by `sample`, which is called at the
+    /// window's first and `target`-th event only.
+    pub fn record_with(&mut self, mut sample: impl FnMut() -> Sample) -> bool {
         if self.target == 0 || self.result.is_some() {
             return self.is_done();
         }
         self.seen += 1;
-        let now = (Instant::now(), metrics::cpu_time(), metrics::page_faults());
-        let first = *self.first.get_or_insert(now);
+        if self.first.is_none() {
+            self.first = Some(sample());
+            if self.seen < self.target {
+                return false;
+            }
+        }
         if self.seen == self.target {
-            let elapsed = now.0.duration_since(first.0).as_secs_f64();
+            let first = self.first.expect("set at the first event");
+            let now = if self.seen == 1 { first } else { sample() };
+            let elapsed = now.at.duration_since(first.at).as_secs_f64();
             let rate = if self.seen > 1 && elapsed > 0.0 {
                 (self.seen - 1) as f64 / elapsed
             } else {
@@ -213,8 +248,8 @@ impl UpdateWindow {
             };
             self.result = Some((
                 rate,
-                now.1.saturating_sub(first.1).as_secs_f64(),
-                now.2.saturating_sub(first.2),
+                now.cpu.saturating_sub(first.cpu).as_secs_f64(),
+                now.faults.saturating_sub(first.faults),
             ));
         }
         self.is_done()
@@ -273,6 +308,32 @@ mod tests {
         w.fill(&mut line);
         assert_eq!(line.update_events, Some(3));
         assert!(line.update_cpu_s.unwrap() >= 0.0);
+    }
+
+    #[test]
+    fn update_window_samples_the_process_at_its_first_and_last_event_only() {
+        // Reading the counters costs system calls (and a /proc read for the faults):
+        // taken on every event, that cost would count in the window's CPU per event.
+        // client-go-peer samples twice too.
+        let mut w = UpdateWindow::new(5);
+        let mut samples = 0;
+        let t0 = Instant::now();
+        for i in 0..7u64 {
+            w.record_with(|| {
+                samples += 1;
+                Sample {
+                    at: t0 + Duration::from_millis(10 * i),
+                    cpu: Duration::from_micros(100 * i),
+                    faults: 3 * i,
+                }
+            });
+        }
+        assert_eq!(samples, 2, "first and 5th event only");
+        assert_eq!(w.seen(), 5);
+        let (rate, cpu, faults) = w.result.unwrap();
+        assert!((rate - 4.0 / 0.04).abs() < 1e-6, "{rate}");
+        assert!((cpu - 0.0004).abs() < 1e-12, "{cpu}");
+        assert_eq!(faults, 12);
     }
 
     #[test]
