@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
 )
 
 // newClient builds a clientset from the kubeconfig (TLS verification as the kubeconfig says),
@@ -81,15 +83,52 @@ func newInformer(cfg *rest.Config, dataset, namespace string) (informer, error) 
 	}}, nil
 }
 
-// handler counts updates of pods (or unstructured widgets) after sync; adds and deletes are
-// not measured.
-func (u *updateCounter) handler() cache.ResourceEventHandler {
+// keyQueue is a controller's work queue as kcache's default line has one: object keys into a
+// rate-limited queue (client-go's default controller rate limiter) that one worker drains,
+// forgetting and finishing each key (the reconcile itself is not part of the measure).
+type keyQueue struct {
+	q workqueue.TypedRateLimitingInterface[string]
+	// drained counts the keys the worker finished.
+	drained atomic.Int64
+}
+
+func newKeyQueue() *keyQueue {
+	return &keyQueue{q: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())}
+}
+
+// run is the worker: it returns when the queue is shut down.
+func (k *keyQueue) run() {
+	for {
+		key, shutdown := k.q.Get()
+		if shutdown {
+			return
+		}
+		k.q.Forget(key)
+		k.q.Done(key)
+		k.drained.Add(1)
+	}
+}
+
+func (k *keyQueue) shutDown() { k.q.ShutDown() }
+
+func (k *keyQueue) enqueue(obj interface{}) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		k.q.Add(key)
+	}
+}
+
+// handler is a controller's handler: every add, update and delete enqueues the object's key
+// into keys; updates of pods (or unstructured widgets) after sync are counted once enqueued.
+func (u *updateCounter) handler(keys *keyQueue) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { keys.enqueue(obj) },
 		UpdateFunc: func(_, newObj interface{}) {
+			keys.enqueue(newObj)
 			switch newObj.(type) {
 			case *corev1.Pod, *unstructured.Unstructured:
 				u.onUpdate()
 			}
 		},
+		DeleteFunc: func(obj interface{}) { keys.enqueue(obj) },
 	}
 }

@@ -1,7 +1,9 @@
 // Command client-go-peer is the reference point for kcache's benchmarks: client-go's own
 // SharedInformerFactory watching the pods of one namespace (or, with --dataset=widgets, the
 // dynamic informer factory watching kcache bench's custom resources as unstructured
-// objects). It syncs, measures, optionally waits for a number of update events, and prints
+// objects), with a controller's handler as kcache's default line has (every add, update and
+// delete enqueues the object's key into a rate-limited work queue that one worker drains). It
+// syncs, measures, optionally waits for a number of update events, and prints
 // ONE JSON line on stdout:
 //
 //	{"peer":"client-go","client_go":"v0.36.5","namespace":"bench","mode":"list-watch","protobuf":false,"n":1000,
@@ -178,7 +180,10 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	if _, err := informer.AddEventHandler(upd.handler()); err != nil {
+	keys := newKeyQueue()
+	go keys.run()
+	defer keys.shutDown()
+	if _, err := informer.AddEventHandler(upd.handler(keys)); err != nil {
 		return fmt.Errorf("add event handler: %w", err)
 	}
 

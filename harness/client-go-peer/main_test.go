@@ -6,6 +6,10 @@ import (
 	"net/url"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
 func TestParseFlagsRejectsBadInput(t *testing.T) {
@@ -107,5 +111,31 @@ func TestUpdateCounterTimesOutWithTheCountSoFar(t *testing.T) {
 	w, err := u.wait(ctx)
 	if err == nil || w.events != 1 {
 		t.Fatalf("wait = %+v, %v; want a timeout after 1 event", w, err)
+	}
+}
+
+func TestHandlerEnqueuesEveryKeyForOneWorker(t *testing.T) {
+	// The handler is a controller's, as kcache's default line has: adds, updates and deletes
+	// enqueue the object's key into a rate-limited work queue that one worker drains.
+	keys := newKeyQueue()
+	go keys.run()
+	defer keys.shutDown()
+	upd := newUpdateCounter(0)
+	h := upd.handler(keys)
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+	}
+	h.OnAdd(pod("a"), false)
+	h.OnUpdate(pod("b"), pod("b"))
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: pod("c")})
+	deadline := time.Now().Add(10 * time.Second)
+	for keys.drained.Load() < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker drained %d keys of 3", keys.drained.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if n := keys.q.Len(); n != 0 {
+		t.Fatalf("%d keys left in the queue", n)
 	}
 }
