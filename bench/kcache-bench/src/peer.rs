@@ -231,28 +231,26 @@ impl UpdateWindow {
             return self.is_done();
         }
         self.seen += 1;
-        if self.first.is_none() {
+        if self.seen == 1 {
             self.first = Some(sample());
-            if self.seen < self.target {
-                return false;
-            }
         }
-        if self.seen == self.target {
-            let first = self.first.expect("set at the first event");
-            let now = if self.seen == 1 { first } else { sample() };
-            let elapsed = now.at.duration_since(first.at).as_secs_f64();
-            let rate = if self.seen > 1 && elapsed > 0.0 {
-                (self.seen - 1) as f64 / elapsed
-            } else {
-                0.0
-            };
-            self.result = Some((
-                rate,
-                now.cpu.saturating_sub(first.cpu).as_secs_f64(),
-                now.faults.saturating_sub(first.faults),
-            ));
+        if self.seen < self.target {
+            return false;
         }
-        self.is_done()
+        let first = self.first.expect("sampled at the first event");
+        let now = if self.seen == 1 { first } else { sample() };
+        let elapsed = now.at.duration_since(first.at).as_secs_f64();
+        let rate = if self.seen > 1 && elapsed > 0.0 {
+            (self.seen - 1) as f64 / elapsed
+        } else {
+            0.0
+        };
+        self.result = Some((
+            rate,
+            now.cpu.saturating_sub(first.cpu).as_secs_f64(),
+            now.faults.saturating_sub(first.faults),
+        ));
+        true
     }
 
     /// Whether `target` events have been seen (always `true` for a target of 0).
