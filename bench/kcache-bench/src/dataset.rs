@@ -551,13 +551,19 @@ pub async fn delete(
     };
     // The answer lists every deleted object: read and dropped, not decoded (the typed list of
     // 10,000 pods took the driver from 0.5 to 1.8 GB).
-    let request = kube_core::Request::new(url)
-        .delete_collection(&dp, &lp)
-        .map_err(|e| what(kube_client::Error::BuildRequest(e)))?;
-    let body = client.request_stream(request).await.map_err(what)?;
-    futures::io::copy(body, &mut futures::io::sink())
+    let delete_collection = || async {
+        let request = kube_core::Request::new(url.as_str())
+            .delete_collection(&dp, &lp)
+            .map_err(kube_client::Error::BuildRequest)?;
+        let body = client.request_stream(request).await?;
+        futures::io::copy(body, &mut futures::io::sink())
+            .await
+            .map_err(kube_client::Error::ReadEvents)?;
+        Ok(())
+    };
+    retry_expired(DELETE_ATTEMPTS, delete_collection)
         .await
-        .map_err(|e| what(kube_client::Error::ReadEvents(e)))?;
+        .map_err(what)?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     namespaces
         .delete(namespace, &dp)
@@ -569,9 +575,85 @@ pub async fn delete(
     Ok(())
 }
 
+/// How many times [`delete`] sends its delete-collection in all when the server answers 410.
+const DELETE_ATTEMPTS: u32 = 5;
+
+/// Runs `attempt` again while it fails with 410 Gone (`Expired`), at most `attempts` times in
+/// all. kube-apiserver deletes a collection page by page under one continue token; when that
+/// takes longer than etcd's compaction interval (5 minutes: 100,000 custom resources took
+/// more) the token expires and the request fails with what is left undeleted. Each attempt
+/// deletes more, so asking again right away makes progress; any other error ends at once.
+async fn retry_expired<F, Fut>(attempts: u32, mut attempt: F) -> Result<(), kube_client::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), kube_client::Error>>,
+{
+    let mut left = attempts.max(1);
+    loop {
+        match attempt().await {
+            Err(kube_client::Error::Api(status)) if status.code == 410 && left > 1 => {
+                left -= 1;
+                eprintln!(
+                    "bench: delete-collection: 410 {} (its continue token expired); asking again, {left} attempt(s) left",
+                    status.reason
+                );
+            }
+            other => return other,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn api_error(code: u16, reason: &str) -> kube_client::Error {
+        kube_client::Error::Api(Box::new(kube_core::Status {
+            code,
+            reason: reason.to_owned(),
+            ..kube_core::Status::default()
+        }))
+    }
+
+    #[tokio::test]
+    async fn an_expired_delete_collection_is_asked_again_until_it_succeeds() {
+        let calls = std::cell::Cell::new(0);
+        let result = retry_expired(5, || {
+            calls.set(calls.get() + 1);
+            let n = calls.get();
+            async move {
+                if n < 3 {
+                    Err(api_error(410, "Expired"))
+                } else {
+                    Ok(())
+                }
+            }
+        })
+        .await;
+        assert!(result.is_ok(), "{result:?}");
+        assert_eq!(calls.get(), 3);
+    }
+
+    #[tokio::test]
+    async fn retries_after_410_are_bounded_and_other_errors_are_not_retried() {
+        let calls = std::cell::Cell::new(0);
+        let result = retry_expired(4, || {
+            calls.set(calls.get() + 1);
+            async { Err(api_error(410, "Expired")) }
+        })
+        .await;
+        assert!(matches!(result, Err(kube_client::Error::Api(s)) if s.code == 410));
+        assert_eq!(calls.get(), 4);
+
+        calls.set(0);
+        let result = retry_expired(4, || {
+            calls.set(calls.get() + 1);
+            async { Err(api_error(500, "InternalError")) }
+        })
+        .await;
+        assert!(matches!(result, Err(kube_client::Error::Api(s)) if s.code == 500));
+        assert_eq!(calls.get(), 1);
+    }
 
     #[test]
     fn list_items_are_counted_and_a_malformed_list_is_an_error() {
