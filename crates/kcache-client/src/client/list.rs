@@ -6,14 +6,22 @@
 //! receiving (within the stream's flow-control window) while this one decodes. The items
 //! become the list only at the end, so the reflector still applies them as one replace.
 //!
+//! JSON bytes reach the splitter in chunks of at least [`SPLIT_CHUNK`] (256 KiB), gathered
+//! from the body's frames: an item cut across two chunks costs the splitter a failed parse, a
+//! byte-by-byte scan and a second parse (10,000 pods of 7.5 KB: 16.9 µs an item when split
+//! from 16 KiB chunks, 11.5 from 64 KiB, 9.9 from 256 KiB, 9.7 from 1 MiB; BENCHMARKS.md,
+//! issue 33, session 22). Protobuf items are length-prefixed, so protobuf chunks go on as
+//! they come (inflated gzip bytes are gathered either way).
+//!
 //! The decode runs on the runtime's workers, not on a thread of its own, so that the listed
 //! objects are allocated where the watch events that replace them later are: with glibc, memory
 //! freed into a thread's arena is reused only by allocations on threads of that arena, and a
 //! list decoded on a blocking-pool thread left every update taking fresh memory until each
 //! listed object had been replaced once (10,000 pods, 5,000 updates: +53 MB, 2.7 page faults
-//! an event; BENCHMARKS.md, issue 33, session 20). A chunk is at most one HTTP/2 frame (16 KB,
-//! about 250 KB once inflated), and the task gives way through tokio's coop budget between
-//! chunks, so the workers stay responsive.
+//! an event; BENCHMARKS.md, issue 33, session 20). A chunk handed to the splitter is at most
+//! [`SPLIT_CHUNK`] plus one HTTP/2 frame (16 KB, about 250 KB once inflated) — a quarter of a
+//! millisecond of decoding — and the task gives way through tokio's coop budget between
+//! frames, so the workers stay responsive.
 //!
 //! Lists ask for gzip (`Accept-Encoding: gzip`), as client-go's Go transport does by default:
 //! kube-apiserver then compresses an answer whose first write passes 128 KB, at level 1. A
@@ -31,9 +39,10 @@ use tokio::sync::oneshot;
 use super::{BodyError, Client};
 use crate::decode::ItemDecoder;
 
-/// Inflated bytes handed to the splitter at a time (fewer items cut across two chunks, which
-/// take the splitter's slower path), once the list's continue token has been told.
-const GUNZIP_CHUNK: usize = 64 * 1024;
+/// Bytes gathered before they go to the splitter (JSON, and any inflated body), once the
+/// list's continue token has been told: fewer items cut across two chunks, which take the
+/// splitter's slower path (see the module docs).
+const SPLIT_CHUNK: usize = 256 * 1024;
 
 /// The splitter's side of a list body: the items decoded so far, the continue token told
 /// once, the bytes seen after content decoding.
@@ -42,7 +51,7 @@ struct Splitting<K> {
     out: Vec<K>,
     next: Option<oneshot::Sender<String>>,
     size: u64,
-    /// Inflated bytes not yet handed to the splitter (gzip only).
+    /// Bytes not yet handed to the splitter (gathered, see [`SPLIT_CHUNK`]).
     pending: Vec<u8>,
 }
 
@@ -71,7 +80,33 @@ impl<K: Clone + 'static> Splitting<K> {
         Ok(())
     }
 
-    /// Hands the inflated bytes held back to the splitter.
+    /// Takes the body's next bytes (inflated): holds them until [`SPLIT_CHUNK`] bytes are
+    /// held, then hands them to the splitter; at once while the continue token has not been
+    /// told.
+    fn gather(&mut self, bytes: &[u8]) -> Result<(), LwError> {
+        if self.pending.capacity() == 0 {
+            self.pending.reserve_exact(SPLIT_CHUNK);
+        }
+        self.pending.extend_from_slice(bytes);
+        if self.pending.len() >= SPLIT_CHUNK || self.next.is_some() {
+            self.push_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Takes one frame of a plain (not gzip) body: gathered when the format wants whole
+    /// items (JSON), handed on as it is otherwise, or when nothing is held and it is big
+    /// enough or the continue token is awaited.
+    fn frame(&mut self, chunk: &Bytes) -> Result<(), LwError> {
+        let direct = self.pending.is_empty() && (chunk.len() >= SPLIT_CHUNK || self.next.is_some());
+        if direct || !self.items.gathers() {
+            self.push(chunk)
+        } else {
+            self.gather(chunk)
+        }
+    }
+
+    /// Hands the bytes held back to the splitter.
     fn push_pending(&mut self) -> Result<(), LwError> {
         if self.pending.is_empty() {
             return Ok(());
@@ -87,18 +122,11 @@ impl<K: Clone + 'static> Splitting<K> {
     }
 }
 
-/// Inflated bytes arrive here; they go to the splitter in chunks of [`GUNZIP_CHUNK`], or at
-/// once while the continue token has not been told. A decode error goes through the inflater
-/// inside the `io::Error` (see [`gzip_error`]).
+/// Inflated bytes arrive here and are gathered ([`Splitting::gather`]). A decode error goes
+/// through the inflater inside the `io::Error` (see [`gzip_error`]).
 impl<K: Clone + 'static> Write for Splitting<K> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.pending.capacity() == 0 {
-            self.pending.reserve_exact(GUNZIP_CHUNK);
-        }
-        self.pending.extend_from_slice(buf);
-        if self.pending.len() >= GUNZIP_CHUNK || self.next.is_some() {
-            self.push_pending().map_err(std::io::Error::other)?;
-        }
+        self.gather(buf).map_err(std::io::Error::other)?;
         Ok(buf.len())
     }
 
@@ -125,7 +153,7 @@ impl<K: Clone + 'static> Feed<K> {
 
     fn push(&mut self, chunk: &Bytes) -> Result<(), LwError> {
         match self {
-            Self::Plain(splitting) => splitting.push(chunk),
+            Self::Plain(splitting) => splitting.frame(chunk),
             Self::Gzip(inflate) => inflate.write_all(chunk).map_err(gzip_error),
         }
     }
@@ -178,6 +206,11 @@ pub(crate) struct SplitList<K: Clone> {
 pub(crate) trait Items<K: Clone>: Send + 'static {
     /// Takes one chunk, decoding the items it completed into `out`.
     fn push(&mut self, chunk: &Bytes, out: &mut Vec<K>) -> Result<(), LwError>;
+    /// Whether a plain body's frames are gathered into chunks of [`SPLIT_CHUNK`] first (JSON:
+    /// see the module docs); protobuf's length-prefixed items split as cheaply from any chunk.
+    fn gathers(&self) -> bool {
+        false
+    }
     /// Once the list's metadata has been read, before its items are all read: its `continue`
     /// token, if it has one (see [`kcache::ListerWatcher::list_telling_continue`]); `None`
     /// while the metadata has not come. Asked after every chunk until it answers.
@@ -236,6 +269,10 @@ impl<K: Clone + Send + 'static, D: ItemDecoder<K>> Items<K> for JsonItems<D> {
             .push_into(chunk, &mut sink)
             .map_err(|e| malformed(&e))?;
         sink.error.map_or(Ok(()), Err)
+    }
+
+    fn gathers(&self) -> bool {
+        true
     }
 
     fn early_continue(&mut self) -> Option<Option<String>> {
@@ -316,5 +353,85 @@ impl Client {
             size,
             protobuf,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// Records the size of every chunk it is handed; tells the continue token `c` once it has
+    /// been handed `continue_after` chunks.
+    struct Recording {
+        sizes: Arc<Mutex<Vec<usize>>>,
+        gathers: bool,
+        continue_after: usize,
+    }
+
+    impl Items<u8> for Recording {
+        fn push(&mut self, chunk: &Bytes, _out: &mut Vec<u8>) -> Result<(), LwError> {
+            self.sizes.lock().unwrap().push(chunk.len());
+            Ok(())
+        }
+
+        fn early_continue(&mut self) -> Option<Option<String>> {
+            (self.sizes.lock().unwrap().len() >= self.continue_after).then(|| Some("c".into()))
+        }
+
+        fn finish(self: Box<Self>, _items: Vec<u8>) -> Result<ObjectList<u8>, LwError> {
+            unreachable!("the tests end with push_pending")
+        }
+
+        fn gathers(&self) -> bool {
+            self.gathers
+        }
+    }
+
+    /// The chunk sizes the splitter is handed for 40 plain frames of 16 KiB.
+    fn chunks_for_frames(
+        gathers: bool,
+        continue_after: Option<usize>,
+    ) -> (Vec<usize>, Option<String>) {
+        let sizes = Arc::new(Mutex::new(Vec::new()));
+        let items = Recording {
+            sizes: sizes.clone(),
+            gathers,
+            continue_after: continue_after.unwrap_or(0),
+        };
+        let (tx, mut rx) = oneshot::channel();
+        let mut splitting = Splitting::new(Box::new(items), continue_after.map(|_| tx));
+        let frame = Bytes::from(vec![b' '; 16 * 1024]);
+        for _ in 0..40 {
+            splitting.frame(&frame).unwrap();
+        }
+        splitting.push_pending().unwrap();
+        assert_eq!(splitting.size, 40 * 16 * 1024);
+        let sizes = sizes.lock().unwrap().clone();
+        (sizes, rx.try_recv().ok())
+    }
+
+    #[test]
+    fn json_frames_reach_the_splitter_gathered_into_chunks_of_256_kib() {
+        let (sizes, _) = chunks_for_frames(true, None);
+        assert_eq!(
+            sizes,
+            [SPLIT_CHUNK, SPLIT_CHUNK, 40 * 16 * 1024 - 2 * SPLIT_CHUNK]
+        );
+    }
+
+    #[test]
+    fn protobuf_frames_reach_the_splitter_as_they_come() {
+        let (sizes, _) = chunks_for_frames(false, None);
+        assert_eq!(sizes, [16 * 1024; 40]);
+    }
+
+    #[test]
+    fn frames_go_on_at_once_until_the_continue_token_is_told() {
+        let (sizes, token) = chunks_for_frames(true, Some(2));
+        assert_eq!(token.as_deref(), Some("c"));
+        assert_eq!(sizes[..2], [16 * 1024, 16 * 1024]);
+        assert_eq!(sizes[2..], [SPLIT_CHUNK, SPLIT_CHUNK, 6 * 16 * 1024]);
     }
 }
