@@ -1,6 +1,6 @@
 //! Decode benchmark: realistic ~8 KB Pods through our decoder vs serde_json → k8s-openapi
-//! (kube-client's path), for list pages and watch frames, plus bytes held per object in each
-//! storage mode.
+//! (kube-client's path), for list pages, one list body split from chunks of 16, 64 and 256 KiB,
+//! and watch frames, plus bytes held per object in each storage mode.
 //!
 //! `cargo bench -p kcache-client --bench decode` (release). Env: `KCACHE_BENCH_PODS` (10000),
 //! `KCACHE_BENCH_RUNS` (3, the median is reported). Single-threaded; figures are per core.
@@ -16,8 +16,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kcache_client::{
     compact::{Compact, CompactDecoder},
     decode::{
-        Typed,
-        internals::{decode_list, watch_events},
+        ItemDecoder, Typed,
+        internals::{ItemSink, ListSplitter, decode_list, watch_events},
     },
 };
 use kube_core::{ObjectList, PartialObjectMeta, WatchEvent};
@@ -203,6 +203,26 @@ fn main() {
         Some(base),
     );
 
+    // One list body of every pod, split as it arrives: items cut across two chunks take the
+    // splitter's slow path, so the chunk size the client hands it matters (kcache-client
+    // gathers 256 KiB; an HTTP/2 frame is 16 KiB).
+    let body = format!(
+        r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"200000"}},"items":[{}]}}"#,
+        pods.join(",")
+    )
+    .into_bytes();
+    println!("\n-- one list body, split from chunks of --");
+    for kib in [16, 64, 256] {
+        let t = median_secs(runs, || split_body(&body, kib * 1024), n);
+        report(
+            &format!("kcache compact, {kib} KiB chunks"),
+            t,
+            body.len(),
+            n,
+            None,
+        );
+    }
+
     // Watch frames: one ADDED event per line, delivered in 16 KiB chunks.
     let mut watch = Vec::with_capacity(total + n * 32);
     for p in &pods {
@@ -264,6 +284,33 @@ fn main() {
         n,
     );
     report("kcache compact", t, watch.len(), n, Some(base));
+}
+
+/// Splits `body` (one JSON list) from chunks of `chunk` bytes, decoding each item into a
+/// `Compact<Pod>` as kcache-client's list path does; returns the item count.
+fn split_body(body: &[u8], chunk: usize) -> usize {
+    struct Decode(usize);
+    impl ItemSink for Decode {
+        fn whole(&mut self, data: &[u8]) -> Option<usize> {
+            let decoder = CompactDecoder::new();
+            let (item, len) = ItemDecoder::<Compact<Pod>>::decode_json_prefix(&decoder, data)?;
+            black_box(item);
+            self.0 += 1;
+            Some(len)
+        }
+        fn item(&mut self, item: Bytes) {
+            let decoder = CompactDecoder::new();
+            black_box(ItemDecoder::<Compact<Pod>>::decode_json_item(&decoder, item).unwrap());
+            self.0 += 1;
+        }
+    }
+    let mut items = Decode(0);
+    let mut splitter = ListSplitter::new();
+    for c in body.chunks(chunk) {
+        splitter.push_into(c, &mut items).unwrap();
+    }
+    splitter.finish().unwrap();
+    items.0
 }
 
 /// Splits a list page into its items' raw bytes and reads each item's namespace and name:
