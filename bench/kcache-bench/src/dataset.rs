@@ -575,8 +575,11 @@ pub async fn delete(
     Ok(())
 }
 
-/// How many times [`delete`] sends its delete-collection in all when the server answers 410.
-const DELETE_ATTEMPTS: u32 = 5;
+/// How many times [`delete`] sends its delete-collection in all when the server answers 410:
+/// kube-apiserver deletes a collection with one worker by default
+/// (`--delete-collection-workers=1`), about 40 custom resources a second here, so each
+/// attempt removes ~12,000 before its token expires; 100,000 widgets take 8–9.
+const DELETE_ATTEMPTS: u32 = 20;
 
 /// Runs `attempt` again while it fails with 410 Gone (`Expired`), at most `attempts` times in
 /// all. kube-apiserver deletes a collection page by page under one continue token; when that
