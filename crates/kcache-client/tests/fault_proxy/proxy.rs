@@ -107,10 +107,13 @@ impl FaultProxy {
         }
     }
 
-    /// Ends a partition: black-holed connections are closed, new ones are forwarded.
+    /// Ends a partition: black-holed connections are closed, new ones are forwarded. Under the
+    /// lock the accept loop black-holes under, so that a connection accepted while the
+    /// partition ends is either closed here or forwarded, never black-holed for good.
     pub(crate) fn heal(&self) {
+        let mut held = self.shared.black_holed.lock().unwrap();
         self.shared.partitioned.store(false, Ordering::SeqCst);
-        self.shared.black_holed.lock().unwrap().clear();
+        held.clear();
     }
 }
 
@@ -121,10 +124,15 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             a = listener.accept() => a,
         };
         let Ok((client, _)) = accepted else { continue };
-        if shared.partitioned.load(Ordering::SeqCst) {
-            shared.black_holed.lock().unwrap().push(client);
-            continue;
-        }
+        // Checked and held under one lock with `heal` (see there).
+        let client = {
+            let mut held = shared.black_holed.lock().unwrap();
+            if shared.partitioned.load(Ordering::SeqCst) {
+                held.push(client);
+                continue;
+            }
+            client
+        };
         let shared = Arc::clone(&shared);
         tokio::spawn(async move {
             let Ok(server) = TcpStream::connect(shared.upstream).await else {
