@@ -8,9 +8,9 @@
 //!
 //! JSON bytes reach the splitter in chunks of at least [`SPLIT_CHUNK`] (256 KiB), gathered
 //! from the body's frames: an item cut across two chunks costs the splitter a failed parse, a
-//! byte-by-byte scan and a second parse (10,000 pods of 7.5 KB: 16.9 µs an item when split
-//! from 16 KiB chunks, 11.5 from 64 KiB, 9.9 from 256 KiB, 9.7 from 1 MiB; BENCHMARKS.md,
-//! issue 33, session 22). Protobuf items are length-prefixed, so protobuf chunks go on as
+//! byte-by-byte scan and a second parse (10,000 pods of 7.5 KB: 15.0 µs an item when split
+//! from 16 KiB chunks, 11.0 from 64 KiB, 10.0 from 256 KiB — the decode bench's "one list
+//! body" section; BENCHMARKS.md, issue 33, session 22). Protobuf items are length-prefixed, so protobuf chunks go on as
 //! they come (inflated gzip bytes are gathered either way).
 //!
 //! The decode runs on the runtime's workers, not on a thread of its own, so that the listed
