@@ -18,11 +18,12 @@ use crate::histogram::{
 /// Counters a reflector keeps; read them with [`ReflectorHandle::metrics`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Metrics {
-    /// Completed LISTs (each possibly several pages).
+    /// Completed LISTs (each possibly several pages), counted before the store is handed the
+    /// list: a reader that sees the cache synced sees its list counted.
     pub lists: u64,
     /// Completed initial syncs after the first one (by LIST or streaming list).
     pub relists: u64,
-    /// Completed streaming initial lists.
+    /// Completed streaming initial lists, counted as [`lists`](Self::lists) are.
     pub watch_lists: u64,
     /// Watches opened.
     pub watches: u64,

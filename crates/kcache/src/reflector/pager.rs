@@ -77,6 +77,8 @@ where
             }
             let items = listed.items.len();
             debug!(items, resource_version = %listed.resource_version, "listed");
+            // Counted before the store has it: whoever sees the cache synced sees the list.
+            self.shared.counters.lists.fetch_add(1, Ordering::Relaxed);
             self.store
                 .replace(listed.items, listed.resource_version.clone())
                 .map_err(|source| Error::Store {
@@ -84,7 +86,6 @@ where
                     source,
                 })?;
             self.synced(listed.resource_version, items, started);
-            self.shared.counters.lists.fetch_add(1, Ordering::Relaxed);
             Ok(())
         }
         .instrument(span)

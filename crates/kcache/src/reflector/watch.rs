@@ -165,6 +165,11 @@ where
                 let items: Vec<Arc<K>> = temporary.into_values().collect();
                 let count = items.len();
                 debug!(items = count, resource_version = %list_rv, "streamed initial list");
+                // Counted before the store has it, as a LIST is (see `list`).
+                self.shared
+                    .counters
+                    .watch_lists
+                    .fetch_add(1, Ordering::Relaxed);
                 self.store
                     .replace(items, list_rv.clone())
                     .map_err(|source| Error::Store {
@@ -172,10 +177,6 @@ where
                         source,
                     })?;
                 self.synced(list_rv, count, started);
-                self.shared
-                    .counters
-                    .watch_lists
-                    .fetch_add(1, Ordering::Relaxed);
                 Ok(Some(stream))
             }
             WatchEnd::Stopped => Ok(None),

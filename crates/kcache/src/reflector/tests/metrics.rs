@@ -222,3 +222,66 @@ async fn resource_version_age_grows_until_an_event_bookmark_or_list_advances_it(
     );
     h.stop().await;
 }
+
+/// Reads the reflector's counters when the store is handed a list: whoever sees the cache
+/// synced (an informer's `has_synced`, which the store's replace sets) sees that list counted.
+struct CountsAtReplace {
+    inner: RecordingStore<ConfigMap>,
+    handle: std::sync::OnceLock<ReflectorHandle>,
+    seen: Mutex<Vec<Metrics>>,
+}
+
+impl ReflectorStore<ConfigMap> for CountsAtReplace {
+    fn add(&self, obj: Arc<ConfigMap>) -> Result<(), StoreError> {
+        self.inner.add(obj)
+    }
+    fn update(&self, obj: Arc<ConfigMap>) -> Result<(), StoreError> {
+        self.inner.update(obj)
+    }
+    fn delete(&self, obj: Arc<ConfigMap>) -> Result<(), StoreError> {
+        self.inner.delete(obj)
+    }
+    fn replace(&self, list: Vec<Arc<ConfigMap>>, rv: String) -> Result<(), StoreError> {
+        if let Some(handle) = self.handle.get() {
+            self.seen.lock().push(handle.metrics());
+        }
+        self.inner.replace(list, rv)
+    }
+    fn resync(&self) -> Result<(), StoreError> {
+        self.inner.resync()
+    }
+    fn bookmark(&self, rv: &str) -> Result<(), StoreError> {
+        self.inner.bookmark(rv)
+    }
+}
+
+async fn counts_at_first_replace(config: Config) -> Metrics {
+    let src = FakeSource::new();
+    src.upsert(cm("a"));
+    let store = Arc::new(CountsAtReplace {
+        inner: RecordingStore::new(),
+        handle: std::sync::OnceLock::new(),
+        seen: Mutex::new(Vec::new()),
+    });
+    let reflector = Reflector::new(src.clone(), store.clone(), config);
+    store.handle.set(reflector.handle()).expect("set once");
+    let cancel = CancellationToken::new();
+    let task = tokio::spawn(reflector.run(cancel.clone()));
+    store.inner.wait_for(|ops| !ops.is_empty()).await;
+    cancel.cancel();
+    task.await.expect("the reflector ends when cancelled");
+    let seen = store.seen.lock();
+    *seen.first().expect("one replace")
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_list_is_counted_before_the_store_is_synced_with_it() {
+    let m = counts_at_first_replace(list_config()).await;
+    assert_eq!((m.lists, m.watch_lists), (1, 0), "{m:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_streaming_list_is_counted_before_the_store_is_synced_with_it() {
+    let m = counts_at_first_replace(Config::default()).await;
+    assert_eq!((m.lists, m.watch_lists), (0, 1), "{m:?}");
+}
