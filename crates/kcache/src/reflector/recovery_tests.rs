@@ -19,7 +19,7 @@ use super::hardening_tests::{Run, for_inner_source, start};
 use super::*;
 use crate::{
     lister_watcher::{self, ListParams, ObjectList, WatchEvent, WatchParams},
-    testing::{FakeSource, RecordingStore, StoreOp, config_map as cm, status},
+    testing::{FakeSource, RecordingStore, StoreOp, Write, config_map as cm, status},
 };
 
 type WatchOverride = Box<
@@ -120,33 +120,15 @@ impl ListerWatcher<ConfigMap> for Faulty {
     }
 }
 
-/// A store that records like [`RecordingStore`] and fails its `n`-th resync.
-struct FailingResync {
-    inner: RecordingStore<ConfigMap>,
-    resyncs: AtomicUsize,
-    fail_at: usize,
-}
-
-impl ReflectorStore<ConfigMap> for FailingResync {
-    fn add(&self, obj: Arc<ConfigMap>) -> Result<(), StoreError> {
-        self.inner.add(obj)
-    }
-    fn update(&self, obj: Arc<ConfigMap>) -> Result<(), StoreError> {
-        self.inner.update(obj)
-    }
-    fn delete(&self, obj: Arc<ConfigMap>) -> Result<(), StoreError> {
-        self.inner.delete(obj)
-    }
-    fn replace(&self, list: Vec<Arc<ConfigMap>>, rv: String) -> Result<(), StoreError> {
-        self.inner.replace(list, rv)
-    }
-    fn resync(&self) -> Result<(), StoreError> {
-        let n = self.resyncs.fetch_add(1, Ordering::SeqCst) + 1;
-        if n == self.fail_at {
+/// A store that records like [`RecordingStore`] and fails its `fail_at`-th resync; the
+/// resyncs asked for are counted in `resyncs`.
+fn failing_resync(fail_at: usize, resyncs: Arc<AtomicUsize>) -> RecordingStore<ConfigMap> {
+    RecordingStore::new().with_hook(move |write| {
+        if write == Write::Resync && resyncs.fetch_add(1, Ordering::SeqCst) + 1 == fail_at {
             return Err(StoreError::Key(crate::store::KeyError::MissingName));
         }
-        self.inner.resync()
-    }
+        Ok(())
+    })
 }
 
 /// How many times the store was replaced.
@@ -321,11 +303,8 @@ async fn a_failing_resync_ends_the_watch_and_does_not_spin_during_the_backoff() 
     let src = FakeSource::new();
     src.upsert(cm("a"));
     let f = Faulty::new(&src);
-    let store = Arc::new(FailingResync {
-        inner: RecordingStore::new(),
-        resyncs: AtomicUsize::new(0),
-        fail_at: 2,
-    });
+    let resyncs = Arc::new(AtomicUsize::new(0));
+    let store = Arc::new(failing_resync(2, resyncs.clone()));
     let config = Config::default()
         .use_watch_list(false)
         .resync_period(Duration::from_millis(1));
@@ -339,7 +318,7 @@ async fn a_failing_resync_ends_the_watch_and_does_not_spin_during_the_backoff() 
     }
     assert_eq!(f.lists().len(), 2, "relisted after the failed resync");
     assert_eq!(
-        store.resyncs.load(Ordering::SeqCst),
+        resyncs.load(Ordering::SeqCst),
         2,
         "exactly 2 resyncs: the failed one ended the watch phase, none ran while the relist waited"
     );

@@ -13,7 +13,7 @@ mod fake_source;
 mod recording_store;
 
 pub use fake_source::{Call, FakeSource, status};
-pub use recording_store::{RecordingStore, StoreOp};
+pub use recording_store::{RecordingStore, StoreOp, Write};
 
 /// A ConfigMap `ns/<name>` with nothing else set: the object the crates' tests use.
 ///

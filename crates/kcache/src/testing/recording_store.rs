@@ -28,10 +28,31 @@ pub enum StoreOp {
     Bookmark(String),
 }
 
+/// Which write a [`RecordingStore`]'s hook runs before (see [`RecordingStore::with_hook`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// `add`.
+    Add,
+    /// `update`.
+    Update,
+    /// `delete`.
+    Delete,
+    /// `replace`.
+    Replace,
+    /// `resync`.
+    Resync,
+    /// `bookmark`.
+    Bookmark,
+}
+
+/// A hook run before each write; its error fails the write, which is then not recorded.
+type Hook = Box<dyn Fn(Write) -> Result<(), StoreError> + Send + Sync>;
+
 /// A [`ReflectorStore`] that applies calls to a map and records them in order.
 pub struct RecordingStore<K> {
     inner: Mutex<Inner<K>>,
     changed: Notify,
+    hook: Option<Hook>,
 }
 
 impl<K> std::fmt::Debug for RecordingStore<K> {
@@ -57,6 +78,7 @@ impl<K: Resource> Default for RecordingStore<K> {
                 ops: Vec::new(),
             }),
             changed: Notify::new(),
+            hook: None,
         }
     }
 }
@@ -65,6 +87,36 @@ impl<K: Resource> RecordingStore<K> {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Runs `hook` before every write, which fails with the hook's error (and is not
+    /// recorded) when it returns one: a store that fails its second resync, or that reads
+    /// the reflector's state at its `replace`.
+    ///
+    /// ```
+    /// use kcache::store::{KeyError, ReflectorStore, StoreError};
+    /// use kcache::testing::{RecordingStore, StoreOp, Write};
+    ///
+    /// let store = RecordingStore::<k8s_openapi::api::core::v1::ConfigMap>::new()
+    ///     .with_hook(|write| match write {
+    ///         Write::Resync => Err(StoreError::Key(KeyError::MissingName)),
+    ///         _ => Ok(()),
+    ///     });
+    /// assert!(store.resync().is_err());
+    /// store.bookmark("7").unwrap();
+    /// assert_eq!(store.ops(), [StoreOp::Bookmark("7".into())]);
+    /// ```
+    #[must_use]
+    pub fn with_hook(
+        mut self,
+        hook: impl Fn(Write) -> Result<(), StoreError> + Send + Sync + 'static,
+    ) -> Self {
+        self.hook = Some(Box::new(hook));
+        self
+    }
+
+    fn before(&self, write: Write) -> Result<(), StoreError> {
+        self.hook.as_ref().map_or(Ok(()), |hook| hook(write))
     }
 
     /// The calls so far.
@@ -124,6 +176,7 @@ fn rv_of<K: Resource>(obj: &K) -> String {
 
 impl<K: Resource + Send + Sync> ReflectorStore<K> for RecordingStore<K> {
     fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.before(Write::Add)?;
         let key = meta_namespace_key(&*obj)?;
         self.record(|i| {
             let op = StoreOp::Add(key.clone(), rv_of(&*obj));
@@ -133,6 +186,7 @@ impl<K: Resource + Send + Sync> ReflectorStore<K> for RecordingStore<K> {
     }
 
     fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.before(Write::Update)?;
         let key = meta_namespace_key(&*obj)?;
         self.record(|i| {
             let op = StoreOp::Update(key.clone(), rv_of(&*obj));
@@ -142,6 +196,7 @@ impl<K: Resource + Send + Sync> ReflectorStore<K> for RecordingStore<K> {
     }
 
     fn delete(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.before(Write::Delete)?;
         let key = meta_namespace_key(&*obj)?;
         self.record(|i| {
             i.objects.remove(&key);
@@ -150,6 +205,7 @@ impl<K: Resource + Send + Sync> ReflectorStore<K> for RecordingStore<K> {
     }
 
     fn replace(&self, list: Vec<Arc<K>>, resource_version: String) -> Result<(), StoreError> {
+        self.before(Write::Replace)?;
         let mut objects = BTreeMap::new();
         for obj in list {
             objects.insert(meta_namespace_key(&*obj)?, obj);
@@ -162,10 +218,12 @@ impl<K: Resource + Send + Sync> ReflectorStore<K> for RecordingStore<K> {
     }
 
     fn resync(&self) -> Result<(), StoreError> {
+        self.before(Write::Resync)?;
         self.record(|_| Ok(StoreOp::Resync))
     }
 
     fn bookmark(&self, resource_version: &str) -> Result<(), StoreError> {
+        self.before(Write::Bookmark)?;
         self.record(|_| Ok(StoreOp::Bookmark(resource_version.to_owned())))
     }
 }

@@ -223,54 +223,29 @@ async fn resource_version_age_grows_until_an_event_bookmark_or_list_advances_it(
     h.stop().await;
 }
 
-/// Reads the reflector's counters when the store is handed a list: whoever sees the cache
-/// synced (an informer's `has_synced`, which the store's replace sets) sees that list counted.
-struct CountsAtReplace {
-    inner: RecordingStore<ConfigMap>,
-    handle: std::sync::OnceLock<ReflectorHandle>,
-    seen: Mutex<Vec<Metrics>>,
-}
-
-impl ReflectorStore<ConfigMap> for CountsAtReplace {
-    fn add(&self, obj: Arc<ConfigMap>) -> Result<(), StoreError> {
-        self.inner.add(obj)
-    }
-    fn update(&self, obj: Arc<ConfigMap>) -> Result<(), StoreError> {
-        self.inner.update(obj)
-    }
-    fn delete(&self, obj: Arc<ConfigMap>) -> Result<(), StoreError> {
-        self.inner.delete(obj)
-    }
-    fn replace(&self, list: Vec<Arc<ConfigMap>>, rv: String) -> Result<(), StoreError> {
-        if let Some(handle) = self.handle.get() {
-            self.seen.lock().push(handle.metrics());
-        }
-        self.inner.replace(list, rv)
-    }
-    fn resync(&self) -> Result<(), StoreError> {
-        self.inner.resync()
-    }
-    fn bookmark(&self, rv: &str) -> Result<(), StoreError> {
-        self.inner.bookmark(rv)
-    }
-}
-
+/// The reflector's counters as they were when the store was first handed a list: whoever
+/// sees the cache synced (an informer's `has_synced`, which the store's replace sets) must
+/// see that list counted.
 async fn counts_at_first_replace(config: Config) -> Metrics {
     let src = FakeSource::new();
     src.upsert(cm("a"));
-    let store = Arc::new(CountsAtReplace {
-        inner: RecordingStore::new(),
-        handle: std::sync::OnceLock::new(),
-        seen: Mutex::new(Vec::new()),
-    });
+    let handle = Arc::new(std::sync::OnceLock::<ReflectorHandle>::new());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (h, s) = (handle.clone(), seen.clone());
+    let store = Arc::new(RecordingStore::new().with_hook(move |write| {
+        if let (crate::testing::Write::Replace, Some(handle)) = (write, h.get()) {
+            s.lock().push(handle.metrics());
+        }
+        Ok(())
+    }));
     let reflector = Reflector::new(src.clone(), store.clone(), config);
-    store.handle.set(reflector.handle()).expect("set once");
+    handle.set(reflector.handle()).expect("set once");
     let cancel = CancellationToken::new();
     let task = tokio::spawn(reflector.run(cancel.clone()));
-    store.inner.wait_for(|ops| !ops.is_empty()).await;
+    store.wait_for(|ops| !ops.is_empty()).await;
     cancel.cancel();
     task.await.expect("the reflector ends when cancelled");
-    let seen = store.seen.lock();
+    let seen = seen.lock();
     *seen.first().expect("one replace")
 }
 
