@@ -129,3 +129,11 @@ for x in runs:
         assert line["protobuf_responses"] == 0 and line["json_responses"] > 0, x
 print(f"bench-smoke: custom resources: {len(runs)} peer runs, all valid")
 PY
+
+# Each run deletes what it loaded: none of either dataset's objects is left on the server.
+command -v kubectl >/dev/null || fail "kubectl is not installed (Debian package kubectl)"
+left="$(kubectl --kubeconfig "$KCACHE_UPSTREAM_KUBECONFIG" --request-timeout=20s \
+  get pods,widgets.bench.kcache.io -A -l app.kubernetes.io/managed-by=kcache-bench -o name)" \
+  || fail "listing what the bench runs left on the server"
+[ -z "$left" ] || fail "the bench runs left $(printf '%s\n' "$left" | wc -l) of their objects on the server"
+echo "bench-smoke: the bench runs deleted their datasets (none of their objects left)"
