@@ -557,9 +557,9 @@ pub async fn delete(
             .resource_url()
             .to_owned(),
     };
-    let parts: Vec<Option<String>> = (0..APPS).map(|i| Some(app(i))).collect();
-    stream::iter(parts.iter())
-        .map(|part| delete_part(client, &url, namespace, part.as_deref()))
+    let parts: Vec<String> = (0..APPS).map(app).collect();
+    stream::iter(&parts)
+        .map(|part| delete_part(client, &url, namespace, Some(part)))
         .buffer_unordered(DELETE_IN_FLIGHT)
         .try_collect::<()>()
         .await?;
