@@ -1,6 +1,6 @@
 //! [`HttpListerWatcher`] as a [`ListerWatcher`]: requests sent, protobuf asked for first when
 //! it may be (and JSON asked for again after a 406), answers decoded while they arrive and
-//! counted, shard filters applied.
+//! counted, shard filters applied, dynamic items given their list's type.
 
 use std::sync::atomic::Ordering;
 
@@ -14,7 +14,9 @@ use kcache::{
 };
 use tokio::sync::oneshot;
 
-use super::{HttpListerWatcher, describe::describe_collection};
+use super::{
+    HttpListerWatcher, describe::describe_collection, item_types::fill_dynamic_item_types,
+};
 use crate::decode::{ItemDecoder, watch_events};
 
 impl<K, D> ListerWatcher<K> for HttpListerWatcher<K, D>
@@ -76,6 +78,7 @@ where
         let mut list = self
             .list_unfiltered(params, shard.as_ref(), &mut next)
             .await?;
+        fill_dynamic_item_types(&mut list);
         if let (Some(s), Some(sent)) = (&self.shards, &shard) {
             let echoed = list
                 .metadata
