@@ -458,7 +458,7 @@ async fn a_streaming_list_that_ends_before_its_bookmark_falls_back_to_a_list() {
         a.metadata.resource_version = Some(rv.clone());
         Ok(vec![Ok(WatchEvent::Added(a))])
     });
-    let run = start(&s, Config::default());
+    let run = start(&s, Config::default().use_watch_list(true));
     let n = requests_in_a_minute(&s).await;
     assert!(n <= STORM_BOUND, "{n} requests in a minute");
     assert!(

@@ -166,7 +166,7 @@ async fn a_streaming_list_refused_with_500_falls_back_to_a_list_and_streams_agai
     f.on_watch(streaming_only(|| {
         Err(api(500, "InternalError", "the stream broke"))
     }));
-    let run = start(&f, Config::default());
+    let run = start(&f, Config::default().use_watch_list(true));
     run_for(Duration::from_secs(2)).await;
     assert_eq!(run.names(), ["a"], "synced by the fallback LIST");
     assert!(run.handle.health().synced_once);
@@ -208,7 +208,9 @@ async fn a_busy_stream_that_never_ends_its_initial_list_falls_back_at_the_list_d
             .chain(ticks)
             .boxed())
     }));
-    let config = Config::default().list_timeout(Duration::from_secs(20));
+    let config = Config::default()
+        .use_watch_list(true)
+        .list_timeout(Duration::from_secs(20));
     let run = start(&f, config);
     run_for(Duration::from_secs(25)).await;
     assert!(

@@ -33,10 +33,14 @@ use tokio_util::sync::CancellationToken;
 
 use support::*;
 
-/// client-go has no watch idle timeout (its HTTP/2 transport pings instead); the ports keep
-/// kcache's backstop out of the way so that paused time can run freely while a watch is open.
+/// client-go 1.36's reflector defaults: the streaming list on (its `WatchListClient` gate;
+/// kcache's default is off, see `Config::use_watch_list`) and no watch idle timeout (its HTTP/2
+/// transport pings instead; the ports keep kcache's backstop out of the way so that paused time
+/// can run freely while a watch is open).
 fn base() -> Config {
-    Config::default().watch_idle_timeout(Duration::ZERO)
+    Config::default()
+        .use_watch_list(true)
+        .watch_idle_timeout(Duration::ZERO)
 }
 
 /// A reflector that lists then watches: client-go's tests wrap their `ListWatch` with
