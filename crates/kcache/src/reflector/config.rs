@@ -56,18 +56,15 @@ pub struct Config {
     /// server refuses it. Default **off**: the initial list is a paginated LIST, then a WATCH.
     ///
     /// This differs from client-go 1.35+, whose `WatchListClient` gate is on by default. The
-    /// reason is measured (BENCHMARKS.md, issue 18 and issue 33): on kube-apiserver v1.36.5 the
-    /// streaming list is the slower mode at every size, and the server is what makes it so —
-    /// the limit lines, which read the server's answer and decode nothing, took 1.28× (10,000
-    /// pods, protobuf), 1.18× (50,000) and 1.50× (100,000; 6.2 s against 4.2 s) the time to
-    /// stream that they took to page: one watch event frame per object against one list per
-    /// 500. The
-    /// streaming list's purpose is the server's memory when many clients list at once
-    /// (KEP-3157); a paginated list already bounds it to a page (kube-apiserver v1.36.5 pages
-    /// lists from its watch cache: 200 pages for 100,000 pods). It gives the client nothing
-    /// here: kcache's cache holds the same bytes either way (RSS within 5% in both modes),
-    /// where client-go's streaming line saves the decoded list it would otherwise hold. Turn
-    /// it on to match client-go, or where a server streams faster.
+    /// reason is measured (BENCHMARKS.md, "Issue 33, session 26"; kube-apiserver v1.36.5, both
+    /// modes in one run): over JSON, the wire of every custom resource, the streaming list
+    /// took 1.78× (10,000 pods) and 1.94× (100,000) the sync wall of the paginated one, and the
+    /// server alone (the limit lines, which decode nothing) 1.78× and 1.54×; over protobuf
+    /// 0.71× and 1.09× (limit lines 1.16× and 1.19×). In every case it cost the client 36–46%
+    /// more CPU (one watch event frame per object against one list per 500 objects) and the
+    /// cache no less memory (RSS +1–8%). The streaming list's purpose is the server's memory
+    /// when many clients list at once (KEP-3157); a paginated list already bounds that to a
+    /// page. Turn it on to match client-go, or where a server streams faster.
     pub use_watch_list: bool,
     /// The backoff after errors the server is responsible for (429, 5xx, ERROR events, failed
     /// lists, protocol errors): client-go's 800 ms doubling to 30 s. Server-sent `Retry-After`
