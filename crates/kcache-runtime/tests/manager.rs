@@ -210,7 +210,21 @@ async fn a_warm_standby_is_synced_and_takes_over_at_once_when_the_leader_shuts_d
     })
     .await?;
     assert!(!second_state.borrow().is_leading());
-    let m = metrics(second_addr).await?;
+    // The standby's cache follows the server on its own watch: it holds b once that watch
+    // delivered it, which may be after the leader reconciled b (its watch is opened after its
+    // list, so a create between the two arrives a little later).
+    let objects = "kcache_informer_objects{namespace=apps,resource=configmaps}";
+    let m = tokio::time::timeout(HANG_GUARD, async {
+        loop {
+            let m = metrics(second_addr).await?;
+            if sample(&m, objects)? == 2.0 {
+                return anyhow::Ok(m);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .map_err(|_| anyhow!("the standby's cache never held a and b: not warm"))??;
     assert_eq!(
         sample(
             &m,
@@ -218,14 +232,7 @@ async fn a_warm_standby_is_synced_and_takes_over_at_once_when_the_leader_shuts_d
         )?,
         0.0
     );
-    assert_eq!(
-        sample(
-            &m,
-            "kcache_informer_objects{namespace=apps,resource=configmaps}"
-        )?,
-        2.0,
-        "the standby's cache is warm"
-    );
+    assert_eq!(sample(&m, objects)?, 2.0, "the standby's cache is warm");
     assert!(
         log.lock().iter().all(|l| l.starts_with("first ")),
         "{:?}",
