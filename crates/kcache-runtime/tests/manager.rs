@@ -224,7 +224,7 @@ async fn a_warm_standby_is_synced_and_takes_over_at_once_when_the_leader_shuts_d
         }
     })
     .await
-    .map_err(|_| anyhow!("the standby's cache never held a and b: not warm"))??;
+    .map_err(|_| anyhow!("the standby's cache is not warm: it never held a and b"))??;
     assert_eq!(
         sample(
             &m,
@@ -232,7 +232,6 @@ async fn a_warm_standby_is_synced_and_takes_over_at_once_when_the_leader_shuts_d
         )?,
         0.0
     );
-    assert_eq!(sample(&m, objects)?, 2.0, "the standby's cache is warm");
     assert!(
         log.lock().iter().all(|l| l.starts_with("first ")),
         "{:?}",

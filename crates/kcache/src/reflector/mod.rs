@@ -10,12 +10,12 @@
 //! it from the list's metadata, which the server sends before the items), so the server
 //! prepares page k+1 while page k is read and decoded; one page ahead at most, pages in order,
 //! never ahead after a short page. client-go's reflector asks for the next page only once the
-//! page before is decoded; the requests are the same, only earlier. Watches ask for bookmarks and carry a random
-//! `timeoutSeconds` in [5 min, 10 min). With [`Config::use_watch_list`] (off by default; client-go 1.35+ has it on) the
-//! initial state comes from a *streaming list*: a watch with `sendInitialEvents=true` whose
-//! `ADDED` events fill a temporary map until the bookmark annotated
-//! `k8s.io/initial-events-end: "true"`; then the store is replaced and the same stream carries
-//! on.
+//! page before is decoded; the requests are the same, only earlier. Watches ask for bookmarks
+//! and carry a random `timeoutSeconds` in [5 min, 10 min). With [`Config::use_watch_list`] (off
+//! by default; client-go 1.35+ has it on) the initial state comes from a *streaming list*: a
+//! watch with `sendInitialEvents=true` whose `ADDED` events fill a temporary map until the
+//! bookmark annotated `k8s.io/initial-events-end: "true"`; then the store is replaced and the
+//! same stream carries on.
 //!
 //! # Recovery
 //!
