@@ -183,3 +183,16 @@ impl axum::serve::Listener for TlsListener {
         Ok(self.local)
     }
 }
+
+/// The identity a client certificate verified against the server's client CA names, as
+/// kube-apiserver's x509 authenticator reads it: the subject's CN is the user, each O a group.
+/// The TLS layer puts it into the extensions of every request on that connection; the
+/// authenticator reads it from there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(dead_code)] // filled by the client-certificate verifier, read by the authenticator
+pub(crate) struct ClientCertificate {
+    /// The subject's common name: the user name.
+    pub(crate) common_name: String,
+    /// The subject's organizations: the user's groups.
+    pub(crate) organizations: Vec<String>,
+}
