@@ -1,16 +1,47 @@
 #!/usr/bin/env python3
 """Import circles between the modules of a crate: exits 1 naming each circle, 0 if none.
 
-Usage: scripts/import-cycles.py CRATE_SRC_DIR...
+Usage: scripts/import-cycles.py [CRATE_SRC_DIR...]
+With no argument: every crate of the workspace (crates/*/src, bench/*/src, examples/*/src).
 
 A module is a top-level file or folder of the crate's src/ (edges from `use crate::x` and
 paths `crate::x::...` in code, comments and doc links excluded), and within each folder
 module, its files and subfolders (edges from `super::x`). Test modules and files are left out:
 they may import anything. A circle is a strongly connected component of more than one module.
+
+ALLOWED lists the circles present when every crate came under this check: each is printed as a
+warning, not a failure, until the modules are reordered and its entry removed. A circle found
+fails unless its modules all belong to one allowed entry of the same folder (a circle that shrinks
+passes; one that grows or appears fails). The list only shrinks: an entry whose circle is gone is
+reported, to be deleted.
 """
+import glob
 import os
 import re
 import sys
+
+# folder (relative to the repository) -> circles tolerated there for now (see the docstring).
+ALLOWED = {
+    "crates/kcache-apiserver/src": [
+        {"admission", "config", "fault", "gc", "http", "object", "registry", "store"},
+    ],
+    "crates/kcache-apiserver/src/admission": [{"call", "matching"}],
+    "crates/kcache-cli/src/bench": [{"chart", "report"}],
+    "crates/kcache-client/src": [{"client", "decode", "error", "protobuf"}],
+    "crates/kcache-client/src/client": [{"errors", "redact"}],
+    "crates/kcache-proto/src": [{"compact", "decode"}],
+    "bench/kcache-bench/src": [{"dataset", "widgets"}],
+}
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def workspace_crates():
+    """Every crate's src/ folder, relative to the repository root."""
+    found = []
+    for pattern in ("crates/*/src", "bench/*/src", "examples/*/src"):
+        found += sorted(glob.glob(os.path.join(ROOT, pattern)))
+    return [os.path.relpath(p, ROOT) for p in found]
 
 
 def modules(base):
@@ -85,8 +116,20 @@ def circles(g):
     return out
 
 
+def allowed(where, circle):
+    """The allowed entry that holds every module of circle, if any."""
+    key = os.path.relpath(os.path.abspath(where), ROOT)
+    for entry in ALLOWED.get(key, []):
+        if set(circle) <= entry:
+            return entry
+    return None
+
+
 def main(dirs):
+    dirs = [os.path.relpath(os.path.abspath(d), ROOT) for d in dirs] or workspace_crates()
+    os.chdir(ROOT)
     found = False
+    used = set()
     for base in dirs:
         top = modules(base)
         checks = [(base, graph(top, "crate"))]
@@ -97,14 +140,26 @@ def main(dirs):
         ]
         for where, g in checks:
             for c in circles(g):
-                found = True
-                print(f"import-cycles: {where}: {' <-> '.join(c)}")
+                entry = allowed(where, c)
+                if entry is None:
+                    found = True
+                    print(f"import-cycles: {where}: {' <-> '.join(c)}")
+                else:
+                    used.add((os.path.relpath(os.path.abspath(where), ROOT), frozenset(entry)))
+                    print(f"import-cycles: warning: allowed for now in {where}: {' <-> '.join(c)}")
+    checked = {os.path.relpath(os.path.abspath(d), ROOT) for d in dirs}
+    for where, entries in sorted(ALLOWED.items()):
+        in_scope = any(where == d or where.startswith(d + "/") for d in checked)
+        for entry in entries:
+            if in_scope and (where, frozenset(entry)) not in used:
+                print(f"import-cycles: {where}: the allowed circle {sorted(entry)} is gone: "
+                      "delete its entry in ALLOWED (scripts/import-cycles.py)")
     if not found:
-        print(f"import-cycles: none in {', '.join(dirs)}")
+        print(f"import-cycles: no circle outside the allowed list in {len(dirs)} crate(s)")
     return 1 if found else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
+    if any(a.startswith("-") for a in sys.argv[1:]):
         sys.exit(__doc__)
     sys.exit(main(sys.argv[1:]))

@@ -19,8 +19,8 @@ df -h . | sed 's/^/test.sh: disk: /'
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "no import circles in the kcache crate (scripts/import-cycles.py)"
-python3 scripts/import-cycles.py crates/kcache/src
+step "no import circles in any crate (scripts/import-cycles.py; its allow-list warns)"
+python3 scripts/import-cycles.py
 
 step "cargo clippy (-D warnings)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
