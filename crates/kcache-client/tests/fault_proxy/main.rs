@@ -10,16 +10,23 @@
 //!
 //! | phase | fault | kcache must converge within |
 //! |---|---|---|
-//! | cut | every connection closed | 15 s |
-//! | stall | nothing forwarded for 5 s, then the same connections resume | 15 s |
-//! | black hole | connections closed, new ones black-holed for 10 s | 20 s |
+//! | cut | every connection closed | 30 s |
+//! | stall | nothing forwarded for 5 s, then the same connections resume | 30 s |
+//! | black hole | connections closed, new ones black-holed for 10 s | 40 s |
 //! | half-open | open connections silent forever, new ones black-holed for 30 s (longer than the 10 s etcd compaction interval, so the watch's resourceVersion expires) | 40 s |
 //!
-//! The half-open bound is the behaviour under test: the watch sits on a connection that will
-//! never answer, and only the client can find out. With client-go's HTTP/2 health check (ping
-//! after 30 s without a frame, 15 s for the answer) it is found about 15 s after the partition
-//! heals; the reflector's idle timeout (90 s) alone would take 60 s. client-go's figures are
-//! reported, not asserted (it is the reference, not the subject).
+//! The bounds are wall-clock time on a machine that may be loaded: CI runs this on 2 cores
+//! beside kube-apiserver, etcd, client-go's peer and the other test binaries. The cut, stall and
+//! black-hole bounds are twice what the reconnection needs on an idle machine (a reconnect
+//! backoff of at most 1 s, a TLS handshake, a LIST of 40 pods and a watch: a few seconds; up to
+//! 20 s for the black hole, whose attempts during the fault each wait for their timeout), as a
+//! 20 s bound was once exceeded (20.4 s) on a loaded run: convergence is what they assert, not
+//! its speed. The half-open bound is the behaviour under test: the watch sits on a connection
+//! that will never answer, and only the client can find out. With client-go's HTTP/2 health
+//! check (ping after 30 s without a frame, 15 s for the answer) it is found about 15 s after the
+//! partition heals, a relist follows (the resourceVersion expired); the reflector's idle timeout
+//! (90 s) alone would take 60 s. 40 s keeps both apart with 20 s of margin each way. client-go's
+//! figures are reported, not asserted (it is the reference, not the subject).
 //!
 //! A second test restarts the servers under the same churn, on a kube-apiserver + etcd of its
 //! own: kube-apiserver SIGKILLed and started again, then etcd, the churn going on throughout and
@@ -70,9 +77,10 @@ async fn informers_converge_after_cuts_stalls_black_holes_and_half_open_connecti
 
     let secs = Duration::from_secs;
     let phases: [(&str, Duration, Duration); 4] = [
-        ("cut", Duration::ZERO, secs(15)),
-        ("stall 5 s", secs(5), secs(15)),
-        ("black hole 10 s", secs(10), secs(20)),
+        // Bounds with a loaded 2-core machine's margin (module docs).
+        ("cut", Duration::ZERO, secs(30)),
+        ("stall 5 s", secs(5), secs(30)),
+        ("black hole 10 s", secs(10), secs(40)),
         ("half-open 30 s", secs(30), secs(40)),
     ];
     for (name, length, bound) in phases {

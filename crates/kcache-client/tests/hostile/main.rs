@@ -32,9 +32,13 @@ static ALLOC: peak_alloc::PeakAlloc = peak_alloc::PeakAlloc;
 
 /// How long each fault lasts before the server heals.
 const FAULT_WINDOW: Duration = Duration::from_secs(8);
-/// How long the informer may take to converge once the server healed: the backoff reached in
-/// the window (≤ 6.4 s base, ≤ 12.8 s with jitter) plus a list and a watch.
-const CONVERGE_WITHIN: Duration = Duration::from_secs(20);
+/// How long the informer may take to converge once the server healed, in wall-clock time: the
+/// backoff reached in the window (≤ 6.4 s base, ≤ 12.8 s with jitter) plus a list and a watch
+/// (each under the 3 s [`DEADLINE`]) is at most about 19 s on an idle machine; 35 s leaves the
+/// margin a loaded 2-core CI machine needs (CPU-starved, each step can take several times longer).
+/// Convergence is what the test asserts, not its speed: the request rate during the fault is
+/// the tight bound.
+const CONVERGE_WITHIN: Duration = Duration::from_secs(35);
 /// The longest error message accepted.
 const MAX_MESSAGE: usize = 1024;
 /// The reflector's deadlines in these tests: short, so that stalls show within the window.
