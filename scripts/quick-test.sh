@@ -17,6 +17,9 @@ cargo fmt --all -- --check
 step "no import circles in any crate (scripts/import-cycles.py; its allow-list warns)"
 python3 scripts/import-cycles.py
 
+step "the docs' checked claims agree with the code (scripts/doc-check)"
+python3 scripts/doc-check
+
 step "cargo clippy (-D warnings)"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 

@@ -3,8 +3,9 @@
 //! kcache's [`ListerWatcher`](kcache::ListerWatcher) over HTTP, for real clusters and for
 //! `kcache-apiserver`:
 //!
-//! - the transport is kube-client's ([`Client`]: kubeconfig and in-cluster inference, auth
-//!   plugins, TLS with verification on);
+//! - the configuration is kube-client's ([`Client`]: kubeconfig and in-cluster inference, auth
+//!   plugins, TLS with verification on), the transport our own hyper client (HTTP/2 over TLS,
+//!   with client-go's connection health pings);
 //! - the decoding is ours ([`decode`]): list pages decoded in one pass straight into `Vec<K>`,
 //!   watch bodies split into frames as chunks arrive, `managedFields` optionally skipped inside
 //!   the parser;

@@ -11,6 +11,7 @@ use crate::{Error, TestEnv};
 /// methods below, then [`start`](Config::start).
 #[derive(Debug, Clone)]
 #[must_use]
+#[non_exhaustive]
 pub struct Config {
     /// CustomResourceDefinitions to install (JSON objects).
     pub crds: Vec<Value>,
