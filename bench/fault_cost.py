@@ -5,8 +5,8 @@ Touches one byte per 4 KiB page of fresh anonymous memory, 256 MiB at a time (re
 each round) and then 1 GiB at a time (kept, so every round reaches memory the process never
 had), and prints the CPU time per fault. On a VM whose host backs guest memory lazily, a first
 touch of guest memory the host had not backed costs several times a plain fault — and the guest
-counts it as the process's CPU time, so bench CPU figures swing with it (BENCHMARKS.md, issue 33,
-session 20).
+counts it as the process's CPU time, so bench CPU figures swing with it (BENCHMARKS.md,
+"Measurements behind the code", 2026-12-05).
 
 Usage: bench/fault_cost.py [GiB to keep, default 4]
 """

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Smoke test of `kcache bench` (issue 8) against the upstream kube-apiserver started by
+# Smoke test of `kcache bench` against the upstream kube-apiserver started by
 # scripts/kube-up.sh (env file exported, or sourced from $1): 500 pods, 1 run, every peer
 # (kcache, kube-rs, client-go) in every mode and wire format, with debug builds. Asserts only
 # that every peer configuration produced a valid result line (the bench itself validates each

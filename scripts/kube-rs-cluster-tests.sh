@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kube-rs's own cluster tests (issue 30, item 7), taken from the crates as published (kube,
+# kube-rs's own cluster tests, taken from the crates as published (kube,
 # kube-client, kube-runtime at the version in Cargo.lock), run against the upstream kube-apiserver
 # started by scripts/kube-up.sh and against `kcache serve` (HTTPS, generated CA + admin token).
 #

@@ -30,7 +30,7 @@ pub fn cpu_time() -> Duration {
 ///
 /// The bench reports them beside CPU time because a fault's cost is not fixed: in a VM whose
 /// memory the host backs lazily, a first touch of guest memory cost 12–47 µs on this project's
-/// 2-core machine against 2 µs for memory the host already backed (BENCHMARKS.md, session 20),
+/// 2-core machine against 2 µs for memory the host already backed (BENCHMARKS.md, 2026-12-05),
 /// and it is counted as the process's CPU time.
 pub fn page_faults() -> u64 {
     std::fs::read_to_string("/proc/self/stat")

@@ -248,7 +248,7 @@ impl ItemDecoder<Pod> for Threads {
 /// A list's items are decoded on the task that reads the body — here the one thread of a
 /// current-thread runtime — not on a thread of their own: with glibc, objects allocated on a
 /// thread the watch events are not decoded on left every later update taking fresh memory
-/// (BENCHMARKS.md, issue 33, session 20).
+/// (BENCHMARKS.md, "Measurements behind the code", 2026-12-05).
 #[tokio::test]
 async fn list_items_are_decoded_on_the_runtime_threads() {
     let url = serve().await;

@@ -1,4 +1,4 @@
-//! A list is stored while it arrives (issue 18): the default informer syncs from one list body
+//! A list is stored while it arrives: the default informer syncs from one list body
 //! of 3,000 pods — JSON, then protobuf — and the heap never holds that body whole. The peak
 //! heap during the sync must stay within 1.2× of what the synced cache holds; collecting the
 //! body before decoding it would need about 2× (the body plus the objects made from it).

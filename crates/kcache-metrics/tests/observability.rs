@@ -1,4 +1,4 @@
-//! The observability families of issue 15 — reflector causes, types, histograms and
+//! The observability families added on 2026-12-02 — reflector causes, types, histograms and
 //! resourceVersion age; handler buffer depths; controller active workers and reconcile time;
 //! the leader-election health check — scraped over HTTP from `kcache_metrics::serve` and
 //! parsed with a Prometheus text parser.

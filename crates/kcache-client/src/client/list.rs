@@ -10,7 +10,7 @@
 //! from the body's frames: an item cut across two chunks costs the splitter a failed parse, a
 //! byte-by-byte scan and a second parse (10,000 pods of 7.5 KB: 15.0 µs an item when split
 //! from 16 KiB chunks, 11.0 from 64 KiB, 10.0 from 256 KiB — the decode bench's "one list
-//! body" section; BENCHMARKS.md, issue 33, session 22). Protobuf items are length-prefixed, so protobuf chunks go on as
+//! body" section; BENCHMARKS.md, 2026-12-05). Protobuf items are length-prefixed, so protobuf chunks go on as
 //! they come (inflated gzip bytes are gathered either way).
 //!
 //! The decode runs on the runtime's workers, not on a thread of its own, so that the listed
@@ -18,7 +18,7 @@
 //! freed into a thread's arena is reused only by allocations on threads of that arena, and a
 //! list decoded on a blocking-pool thread left every update taking fresh memory until each
 //! listed object had been replaced once (10,000 pods, 5,000 updates: +53 MB, 2.7 page faults
-//! an event; BENCHMARKS.md, issue 33, session 20). A chunk handed to the splitter is at most
+//! an event; BENCHMARKS.md, 2026-12-05). A chunk handed to the splitter is at most
 //! [`SPLIT_CHUNK`] plus one HTTP/2 frame (16 KB, about 250 KB once inflated) — a quarter of a
 //! millisecond of decoding — and the task gives way through tokio's coop budget between
 //! frames, so the workers stay responsive.

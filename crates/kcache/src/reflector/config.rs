@@ -56,7 +56,7 @@ pub struct Config {
     /// server refuses it. Default **off**: the initial list is a paginated LIST, then a WATCH.
     ///
     /// This differs from client-go 1.35+, whose `WatchListClient` gate is on by default. The
-    /// reason is measured (BENCHMARKS.md, "Issue 33, session 26"; kube-apiserver v1.36.5, both
+    /// reason is measured (BENCHMARKS.md, 2026-12-06; kube-apiserver v1.36.5, both
     /// modes in one run): over JSON, the wire of every custom resource, the streaming list
     /// took 1.78× (10,000 pods) and 1.94× (100,000) the sync wall of the paginated one, and the
     /// server alone (the limit lines, which decode nothing) 1.78× and 1.54×; over protobuf

@@ -1,4 +1,4 @@
-//! Issue 29's recovery cases, each a test that failed before its fix: a failed streaming list
+//! Recovery cases fixed 2026-12-03, each a test that failed before its fix: a failed streaming list
 //! falls back to LIST, a watch `ERROR` 500 relists, a failing resync does not spin, a too
 //! large resourceVersion converges, endless short pages are paced, an absurd `Retry-After`
 //! is ignored.
