@@ -32,7 +32,7 @@ fi
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/kcache-bounds.XXXXXX")"
 trap 'rm -rf "$scratch"' EXIT
 git ls-files -co --exclude-standard -z -- . ':!bench/results' |
-  while IFS= read -r -d '' f; do [[ -e $f ]] && printf '%s\0' "$f"; done |
+  while IFS= read -r -d '' f; do if [[ -e $f ]]; then printf '%s\0' "$f"; fi; done |
   tar --null -T - -cf - | tar -xf - -C "$scratch"
 # The build directory stays the caller's (CARGO_TARGET_DIR, else the tree's target/).
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}"
