@@ -298,6 +298,9 @@ pub(crate) fn check_name(info: &ResourceInfo, name: &str) -> Result<(), ApiError
 
 /// What is wrong with `name` as an object name of `info` (nothing when valid).
 pub(crate) fn name_causes(info: &ResourceInfo, name: &str) -> Vec<Cause> {
+    if info.group == "rbac.authorization.k8s.io" {
+        return path_segment_causes(name);
+    }
     let label_only = info.plural == "namespaces" && info.group.is_empty();
     let ok = if label_only {
         is_dns_label(name)
@@ -321,6 +324,26 @@ pub(crate) fn name_causes(info: &ResourceInfo, name: &str) -> Vec<Cause> {
         format!("Invalid value: \"{name}\": {why}"),
         "metadata.name",
     )]
+}
+
+/// kube-apiserver's check of RBAC object names (`ValidateRBACName`): only what keeps the
+/// name a safe URL path segment (not `.` or `..`, no `/` or `%`); case and length are free.
+fn path_segment_causes(name: &str) -> Vec<Cause> {
+    let invalid = |why: String| {
+        Cause::new(
+            "FieldValueInvalid",
+            format!("Invalid value: \"{name}\": {why}"),
+            "metadata.name",
+        )
+    };
+    if name == "." || name == ".." {
+        return vec![invalid(format!("may not be '{name}'"))];
+    }
+    ["/", "%"]
+        .iter()
+        .filter(|bad| name.contains(**bad))
+        .map(|bad| invalid(format!("may not contain '{bad}'")))
+        .collect()
 }
 
 const MICRO_LAYOUT: &str = "2006-01-02T15:04:05.000000Z07:00";
