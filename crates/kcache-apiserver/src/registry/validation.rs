@@ -155,6 +155,23 @@ fn pod_spec_causes(spec: Option<&Value>, path: &str) -> Vec<Cause> {
         {
             causes.push(required(&format!("{at}.image")));
         }
+        for (j, p) in c
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            if let Some(n) = p.get("containerPort").and_then(Value::as_i64)
+                && !(1..=65535).contains(&n)
+            {
+                causes.push(Cause::new(
+                    "FieldValueInvalid",
+                    format!("Invalid value: {n}: must be between 1 and 65535, inclusive"),
+                    &format!("{at}.ports[{j}].containerPort"),
+                ));
+            }
+        }
     }
     causes
 }

@@ -1,0 +1,148 @@
+//! The decoding model: what kube-apiserver's Go types accept, read from the OpenAPI v2
+//! definitions (each definition is one Go struct; its properties are the struct's JSON
+//! fields).
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+/// The type of a field, as Go's JSON decoder sees it.
+#[derive(Debug, Clone)]
+pub(crate) enum Ty {
+    /// Anything (`RawExtension`, `FieldsV1`, `JSON`, times: checked elsewhere or not at all).
+    Any,
+    Bool,
+    Str,
+    /// `[]byte`: a base64 string.
+    Bytes,
+    Int32,
+    Int64,
+    Float,
+    /// `resource.Quantity`.
+    Quantity,
+    /// `intstr.IntOrString`.
+    IntOrString,
+    /// A struct: the index of its definition.
+    Struct(usize),
+    Array(Box<Ty>),
+    Map(Box<Ty>),
+}
+
+/// One Go struct.
+#[derive(Debug)]
+pub(crate) struct Def {
+    /// The Go type's name (`DeploymentSpec`).
+    pub(crate) name: String,
+    /// The Go type's name with its package (`v1.DeploymentSpec`).
+    pub(crate) qualified: String,
+    /// Its JSON fields.
+    pub(crate) fields: HashMap<String, Ty>,
+}
+
+/// Every struct of the built-in API, and the kinds' root structs.
+#[derive(Debug, Default)]
+pub(crate) struct Model {
+    pub(crate) defs: Vec<Def>,
+    kinds: HashMap<(String, String, String), usize>,
+}
+
+impl Model {
+    /// Builds the model from the v2 document's `definitions`.
+    pub(crate) fn from_definitions(defs: &Value) -> Self {
+        let Some(defs) = defs.as_object() else {
+            return Self::default();
+        };
+        let mut model = Self::default();
+        let mut index = HashMap::new();
+        for name in defs.keys() {
+            let short = name.rsplit('.').next().unwrap_or(name);
+            let pkg = name.rsplit('.').nth(1).unwrap_or("");
+            index.insert(name.clone(), model.defs.len());
+            model.defs.push(Def {
+                name: short.to_owned(),
+                qualified: format!("{pkg}.{short}"),
+                fields: HashMap::new(),
+            });
+        }
+        for (name, d) in defs {
+            let i = index[name];
+            if let Some(props) = d.get("properties").and_then(Value::as_object) {
+                model.defs[i].fields = props
+                    .iter()
+                    .map(|(k, p)| (k.clone(), ty(p, defs, &index)))
+                    .collect();
+            }
+            for gvk in d
+                .get("x-kubernetes-group-version-kind")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                let s = |k: &str| gvk[k].as_str().unwrap_or("").to_owned();
+                model.kinds.insert((s("group"), s("version"), s("kind")), i);
+            }
+        }
+        model
+    }
+
+    /// The root struct of a built-in kind.
+    pub(crate) fn kind(&self, group: &str, version: &str, kind: &str) -> Option<usize> {
+        self.kinds
+            .get(&(group.to_owned(), version.to_owned(), kind.to_owned()))
+            .copied()
+    }
+
+    /// Go's name of `t` in decoding errors (`int32`, `v1.LabelSelector`, `[]v1.Container`).
+    pub(crate) fn go_name(&self, t: &Ty) -> String {
+        match t {
+            Ty::Any => "interface {}".into(),
+            Ty::Bool => "bool".into(),
+            Ty::Str => "string".into(),
+            Ty::Bytes => "[]uint8".into(),
+            Ty::Int32 => "int32".into(),
+            Ty::Int64 => "int64".into(),
+            Ty::Float => "float64".into(),
+            Ty::Quantity => "resource.Quantity".into(),
+            Ty::IntOrString => "intstr.IntOrString".into(),
+            Ty::Struct(i) => self.defs[*i].qualified.clone(),
+            Ty::Array(t) => format!("[]{}", self.go_name(t)),
+            Ty::Map(t) => format!("map[string]{}", self.go_name(t)),
+        }
+    }
+}
+
+/// The type of one property (or item) schema.
+fn ty(p: &Value, defs: &serde_json::Map<String, Value>, index: &HashMap<String, usize>) -> Ty {
+    if let Some(r) = p.get("$ref").and_then(Value::as_str) {
+        let name = r.trim_start_matches("#/definitions/");
+        let Some(d) = defs.get(name) else {
+            return Ty::Any;
+        };
+        return match name {
+            "io.k8s.apimachinery.pkg.api.resource.Quantity" => Ty::Quantity,
+            "io.k8s.apimachinery.pkg.util.intstr.IntOrString" => Ty::IntOrString,
+            _ if d.get("properties").is_some() => Ty::Struct(index[name]),
+            _ => Ty::Any,
+        };
+    }
+    let format = p.get("format").and_then(Value::as_str).unwrap_or("");
+    match p.get("type").and_then(Value::as_str).unwrap_or("") {
+        "boolean" => Ty::Bool,
+        "string" if format == "byte" => Ty::Bytes,
+        "string" if format == "int-or-string" => Ty::IntOrString,
+        "string" if format == "date-time" => Ty::Any,
+        "string" => Ty::Str,
+        "integer" if format == "int32" => Ty::Int32,
+        "integer" => Ty::Int64,
+        "number" => Ty::Float,
+        "array" => match p.get("items") {
+            Some(items) => Ty::Array(Box::new(ty(items, defs, index))),
+            None => Ty::Any,
+        },
+        "object" => match p.get("additionalProperties") {
+            Some(v) if v.is_object() => Ty::Map(Box::new(ty(v, defs, index))),
+            _ => Ty::Any,
+        },
+        _ => Ty::Any,
+    }
+}
