@@ -10,7 +10,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{get, post};
+use common::{get, patch, post};
 use kcache_apiserver::{ApiServer, RunningServer};
 use serde_json::{Value, json};
 
@@ -263,4 +263,56 @@ async fn kubectl_explain_works_on_a_built_in_kind_and_a_custom_resource() {
     assert!(widget.contains("color\t<string>"), "{widget}");
     assert!(widget.contains("The colour of the widget."), "{widget}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A patch's unknown fields are found in the patched object: a `Warning` each by default, a
+/// 422 on the field `patch` with `fieldValidation=Strict` (recorded from kube-apiserver v1.36.5).
+#[tokio::test]
+async fn patches_of_built_in_kinds_report_unknown_fields() {
+    let s = server().await;
+    let cms = "/api/v1/namespaces/default/configmaps";
+    assert_eq!(
+        post(s.addr(), cms, &json!({"metadata": {"name": "pc"}}))
+            .await
+            .status,
+        201
+    );
+    let change = json!({"metadata": {"labelz": {"a": "b"}}, "dataa": {"x": "y"}});
+    for ct in [
+        "application/merge-patch+json",
+        "application/strategic-merge-patch+json",
+    ] {
+        let r = patch(s.addr(), &format!("{cms}/pc"), ct, &change).await;
+        assert_eq!(r.status, 200, "{}", r.json());
+        let warnings: Vec<String> = r
+            .headers
+            .get_all("warning")
+            .iter()
+            .map(|v| v.to_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(
+            warnings,
+            [
+                "299 - \"unknown field \\\"dataa\\\"\"",
+                "299 - \"unknown field \\\"metadata.labelz\\\"\""
+            ]
+        );
+        assert!(r.json().get("dataa").is_none());
+        let r = patch(
+            s.addr(),
+            &format!("{cms}/pc?fieldValidation=Strict"),
+            ct,
+            &change,
+        )
+        .await;
+        assert_eq!(r.status, 422, "{}", r.json());
+        let cause = &r.json()["details"]["causes"][0];
+        assert_eq!(cause["field"], "patch");
+        assert!(
+            cause["message"].as_str().unwrap().ends_with(
+                "strict decoding error: unknown field \"dataa\", unknown field \"metadata.labelz\""
+            ),
+            "{cause}"
+        );
+    }
 }

@@ -202,6 +202,55 @@ pub(crate) fn unknown_fields(
     Ok(unknown.iter().map(|f| unknown_field_warning(f)).collect())
 }
 
+/// The decoding of a patched built-in object (JSON, merge and strategic merge patches), as
+/// [`unknown_fields`] but failing as kube-apiserver fails a patch: a 422 whose one cause, on
+/// the field `patch`, quotes the patched object (`Invalid value: "{...}": strict decoding
+/// error: unknown field "dataa"`).
+pub(crate) fn patched_unknown_fields(
+    info: &ResourceInfo,
+    obj: &mut Value,
+    mode: &str,
+) -> Result<Vec<String>, ApiError> {
+    if info.schema.is_some() {
+        return Ok(Vec::new());
+    }
+    let model = crate::schema::model();
+    let Some(root) = model.kind(&info.group, &info.version, &info.kind) else {
+        return Ok(Vec::new());
+    };
+    let mut shown = obj.clone();
+    if let Some(m) = shown.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
+    }
+    let refuse = |why: String| {
+        let message = format!("Invalid value: {}: {why}", Value::String(shown.to_string()));
+        ApiError::new(
+            422,
+            "Invalid",
+            format!(" \"\" is invalid: patch: {message}"),
+        )
+        .with_details(
+            serde_json::json!({"causes": [Cause::new("FieldValueInvalid", message, "patch")]}),
+        )
+    };
+    let unknown =
+        crate::schema::check::decode(model, root, obj, mode != "Strict").map_err(&refuse)?;
+    if unknown.is_empty() || mode == "Ignore" {
+        return Ok(Vec::new());
+    }
+    if mode == "Strict" {
+        let list: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect();
+        return Err(refuse(format!(
+            "strict decoding error: {}",
+            list.join(", ")
+        )));
+    }
+    Ok(unknown.iter().map(|f| unknown_field_warning(f)).collect())
+}
+
 fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63

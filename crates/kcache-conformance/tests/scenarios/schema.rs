@@ -106,6 +106,35 @@ pub(crate) async fn schema_decoding(s: &mut Script<'_>) -> anyhow::Result<()> {
         "metadata": {"name": "typed", "labels": {"n": 1}}});
     s.req("label as a number", "POST", &deploys, Some(d))
         .await?;
+    // Patches: warnings by default; Strict quotes the patched object in the cause (compared
+    // by status, reason and field only: the quoted JSON's key order is Go's).
+    let cms = s.core("configmaps");
+    s.req(
+        "configmap",
+        "POST",
+        &cms,
+        Some(json!({"metadata": {"name": "pc"}})),
+    )
+    .await?;
+    let change = json!({"metadata": {"labelz": {"a": "b"}}, "dataa": {"x": "y"}});
+    s.req(
+        "merge patch with unknowns",
+        "PATCH",
+        &format!("{cms}/pc"),
+        Some(change.clone()),
+    )
+    .await?;
+    let r =
+        s.t.send(
+            "PATCH",
+            &format!("{cms}/pc?fieldValidation=Strict"),
+            Some(change),
+        )
+        .await?;
+    s.note(format!(
+        "strict merge patch with unknowns: {} {} {}",
+        r.status, r.body["reason"], r.body["details"]["causes"][0]["field"]
+    ));
     Ok(())
 }
 
