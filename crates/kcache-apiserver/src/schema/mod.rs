@@ -38,13 +38,7 @@ struct Bundle<'a> {
 pub(crate) fn docs() -> &'static Docs {
     static DOCS: OnceLock<Docs> = OnceLock::new();
     DOCS.get_or_init(|| {
-        let mut text = String::new();
-        // The bundle is part of the binary and checked by the tests: failing here is a
-        // build defect, not bad input.
-        flate2::read::GzDecoder::new(BUNDLE)
-            .read_to_string(&mut text)
-            .expect("the embedded OpenAPI bundle decompresses");
-        let text: &'static str = Box::leak(text.into_boxed_str());
+        let text: &'static str = Box::leak(decompress().into_boxed_str());
         let b: Bundle<'static> =
             serde_json::from_str(text).expect("the embedded OpenAPI bundle is JSON");
         assert_eq!(
@@ -55,13 +49,28 @@ pub(crate) fn docs() -> &'static Docs {
     })
 }
 
-/// The decoding model of every built-in kind, built from the v2 definitions on first use.
+/// The bundle's JSON text.
+fn decompress() -> String {
+    let mut text = String::new();
+    // The bundle is part of the binary and checked by the tests: failing here is a build
+    // defect, not bad input.
+    flate2::read::GzDecoder::new(BUNDLE)
+        .read_to_string(&mut text)
+        .expect("the embedded OpenAPI bundle decompresses");
+    text
+}
+
+/// The decoding model of every built-in kind, built from the v2 definitions on first use
+/// (from a transient copy of the bundle: the documents stay compressed until served).
 pub(crate) fn model() -> &'static model::Model {
     static MODEL: OnceLock<model::Model> = OnceLock::new();
     MODEL.get_or_init(|| {
-        let v2: serde_json::Value =
-            serde_json::from_str(docs().v2.get()).expect("the embedded OpenAPI v2 is JSON");
-        model::Model::from_definitions(&v2["definitions"])
+        let text = decompress();
+        let b: Bundle<'_> =
+            serde_json::from_str(&text).expect("the embedded OpenAPI bundle is JSON");
+        let v2: model::RawDoc =
+            serde_json::from_str(b.v2.get()).expect("the embedded OpenAPI v2 is JSON");
+        model::Model::from_definitions(&v2.definitions)
     })
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use serde::Deserialize;
 
 /// The type of a field, as Go's JSON decoder sees it.
 #[derive(Debug, Clone)]
@@ -46,15 +46,64 @@ pub(crate) struct Model {
     kinds: HashMap<(String, String, String), usize>,
 }
 
+/// A v2 definition, read without its descriptions (most of the document's bytes).
+#[derive(Deserialize)]
+pub(crate) struct RawDef {
+    #[serde(default)]
+    properties: Option<HashMap<String, RawProp>>,
+    #[serde(default, rename = "x-kubernetes-group-version-kind")]
+    gvk: Vec<RawGvk>,
+}
+
+#[derive(Deserialize)]
+struct RawGvk {
+    #[serde(default)]
+    group: String,
+    #[serde(default)]
+    version: String,
+    #[serde(default)]
+    kind: String,
+}
+
+/// A property (or item) schema of a v2 definition.
+#[derive(Deserialize, Default)]
+struct RawProp {
+    #[serde(default, rename = "$ref")]
+    reference: Option<String>,
+    #[serde(default, rename = "type")]
+    ty: Option<String>,
+    #[serde(default)]
+    format: Option<String>,
+    #[serde(default)]
+    items: Option<Box<RawProp>>,
+    #[serde(default, rename = "additionalProperties")]
+    additional: Option<Box<AdditionalProps>>,
+}
+
+/// `additionalProperties`: a schema or a boolean.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum AdditionalProps {
+    Schema(RawProp),
+    /// `true` or `false`: any value, read only to accept the document.
+    Bool(#[expect(dead_code, reason = "only read to accept the document")] bool),
+}
+
+/// The v2 document, its definitions only.
+#[derive(Deserialize)]
+pub(crate) struct RawDoc {
+    #[serde(default)]
+    pub(crate) definitions: HashMap<String, RawDef>,
+}
+
 impl Model {
     /// Builds the model from the v2 document's `definitions`.
-    pub(crate) fn from_definitions(defs: &Value) -> Self {
-        let Some(defs) = defs.as_object() else {
-            return Self::default();
-        };
+    pub(crate) fn from_definitions(defs: &HashMap<String, RawDef>) -> Self {
         let mut model = Self::default();
         let mut index = HashMap::new();
-        for name in defs.keys() {
+        let mut names: Vec<&String> = defs.keys().collect();
+        names.sort();
+        for name in names {
             let short = name.rsplit('.').next().unwrap_or(name);
             let pkg = name.rsplit('.').nth(1).unwrap_or("");
             index.insert(name.clone(), model.defs.len());
@@ -66,20 +115,16 @@ impl Model {
         }
         for (name, d) in defs {
             let i = index[name];
-            if let Some(props) = d.get("properties").and_then(Value::as_object) {
+            if let Some(props) = &d.properties {
                 model.defs[i].fields = props
                     .iter()
                     .map(|(k, p)| (k.clone(), ty(p, defs, &index)))
                     .collect();
             }
-            for gvk in d
-                .get("x-kubernetes-group-version-kind")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                let s = |k: &str| gvk[k].as_str().unwrap_or("").to_owned();
-                model.kinds.insert((s("group"), s("version"), s("kind")), i);
+            for g in &d.gvk {
+                model
+                    .kinds
+                    .insert((g.group.clone(), g.version.clone(), g.kind.clone()), i);
             }
         }
         model
@@ -112,8 +157,8 @@ impl Model {
 }
 
 /// The type of one property (or item) schema.
-fn ty(p: &Value, defs: &serde_json::Map<String, Value>, index: &HashMap<String, usize>) -> Ty {
-    if let Some(r) = p.get("$ref").and_then(Value::as_str) {
+fn ty(p: &RawProp, defs: &HashMap<String, RawDef>, index: &HashMap<String, usize>) -> Ty {
+    if let Some(r) = &p.reference {
         let name = r.trim_start_matches("#/definitions/");
         let Some(d) = defs.get(name) else {
             return Ty::Any;
@@ -121,12 +166,12 @@ fn ty(p: &Value, defs: &serde_json::Map<String, Value>, index: &HashMap<String, 
         return match name {
             "io.k8s.apimachinery.pkg.api.resource.Quantity" => Ty::Quantity,
             "io.k8s.apimachinery.pkg.util.intstr.IntOrString" => Ty::IntOrString,
-            _ if d.get("properties").is_some() => Ty::Struct(index[name]),
+            _ if d.properties.is_some() => Ty::Struct(index[name]),
             _ => Ty::Any,
         };
     }
-    let format = p.get("format").and_then(Value::as_str).unwrap_or("");
-    match p.get("type").and_then(Value::as_str).unwrap_or("") {
+    let format = p.format.as_deref().unwrap_or("");
+    match p.ty.as_deref().unwrap_or("") {
         "boolean" => Ty::Bool,
         "string" if format == "byte" => Ty::Bytes,
         "string" if format == "int-or-string" => Ty::IntOrString,
@@ -135,12 +180,12 @@ fn ty(p: &Value, defs: &serde_json::Map<String, Value>, index: &HashMap<String, 
         "integer" if format == "int32" => Ty::Int32,
         "integer" => Ty::Int64,
         "number" => Ty::Float,
-        "array" => match p.get("items") {
+        "array" => match &p.items {
             Some(items) => Ty::Array(Box::new(ty(items, defs, index))),
             None => Ty::Any,
         },
-        "object" => match p.get("additionalProperties") {
-            Some(v) if v.is_object() => Ty::Map(Box::new(ty(v, defs, index))),
+        "object" => match p.additional.as_deref() {
+            Some(AdditionalProps::Schema(v)) => Ty::Map(Box::new(ty(v, defs, index))),
             _ => Ty::Any,
         },
         _ => Ty::Any,
