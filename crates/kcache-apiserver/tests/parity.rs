@@ -158,3 +158,40 @@ async fn the_default_service_account_controller_can_be_turned_off() {
         assert_eq!(n, want, "default_service_accounts({on}): {list}");
     }
 }
+
+/// Checks the seeded differential fuzzer (`kcache-conformance/tests/fuzz_decoding.rs`) found
+/// missing, as kube-apiserver v1.36.5 words them: a Role's rules (`ValidatePolicyRule`), a
+/// Job's negative `backoffLimit`, a container port of 0.
+#[tokio::test]
+async fn rules_backoff_limits_and_zero_ports_are_validated() {
+    let s = server().await;
+    let roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles";
+    let role = json!({"metadata": {"name": "r"}, "rules": [{"verbs": ["get"]}]});
+    let r = post(s.addr(), roles, &role).await;
+    assert_eq!(r.status, 422, "{}", r.json());
+    assert_eq!(
+        causes(&r),
+        [
+            "rules[0].apiGroups: \"Required value: resource rules must supply at least one api group\"",
+            "rules[0].resources: \"Required value: resource rules must supply at least one resource\""
+        ]
+    );
+    let jobs = "/apis/batch/v1/namespaces/default/jobs";
+    let job = json!({"metadata": {"name": "j"}, "spec": {"backoffLimit": -1, "template": {"spec": {
+        "containers": [{"name": "c", "image": "i"}], "restartPolicy": "Never"}}}});
+    let r = post(s.addr(), jobs, &job).await;
+    assert_eq!(r.status, 422, "{}", r.json());
+    assert_eq!(
+        causes(&r),
+        ["spec.backoffLimit: \"Invalid value: -1: must be greater than or equal to 0\""]
+    );
+    let pods = "/api/v1/namespaces/default/pods";
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [
+        {"name": "c", "image": "i", "ports": [{"containerPort": 0}]}]}});
+    let r = post(s.addr(), pods, &pod).await;
+    assert_eq!(r.status, 422, "{}", r.json());
+    assert_eq!(
+        causes(&r),
+        ["spec.containers[0].ports[0].containerPort: \"Required value\""]
+    );
+}
