@@ -37,6 +37,10 @@ pub(crate) struct Def {
     pub(crate) qualified: String,
     /// Its JSON fields.
     pub(crate) fields: HashMap<String, Ty>,
+    /// How strategic merge patch merges its list fields: the field's
+    /// `x-kubernetes-patch-merge-key`, for those whose `x-kubernetes-patch-strategy` merges
+    /// (`None`: a list of primitives merged as a set).
+    pub(crate) merged_lists: HashMap<String, Option<String>>,
 }
 
 /// Every struct of the built-in API, and the kinds' root structs.
@@ -78,6 +82,10 @@ struct RawProp {
     items: Option<Box<RawProp>>,
     #[serde(default, rename = "additionalProperties")]
     additional: Option<Box<AdditionalProps>>,
+    #[serde(default, rename = "x-kubernetes-patch-merge-key")]
+    merge_key: Option<String>,
+    #[serde(default, rename = "x-kubernetes-patch-strategy")]
+    strategy: Option<String>,
 }
 
 /// `additionalProperties`: a schema or a boolean.
@@ -111,6 +119,7 @@ impl Model {
                 name: short.to_owned(),
                 qualified: format!("{pkg}.{short}"),
                 fields: HashMap::new(),
+                merged_lists: HashMap::new(),
             });
         }
         for (name, d) in defs {
@@ -119,6 +128,15 @@ impl Model {
                 model.defs[i].fields = props
                     .iter()
                     .map(|(k, p)| (k.clone(), ty(p, defs, &index)))
+                    .collect();
+                model.defs[i].merged_lists = props
+                    .iter()
+                    .filter(|(_, p)| {
+                        p.strategy
+                            .as_deref()
+                            .is_some_and(|s| s.split(',').any(|x| x == "merge"))
+                    })
+                    .map(|(k, p)| (k.clone(), p.merge_key.clone()))
                     .collect();
             }
             for g in &d.gvk {
