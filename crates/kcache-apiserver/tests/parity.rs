@@ -161,7 +161,8 @@ async fn the_default_service_account_controller_can_be_turned_off() {
 
 /// Checks the seeded differential fuzzer (`kcache-conformance/tests/fuzz_decoding.rs`) found
 /// missing, as kube-apiserver v1.36.5 words them: a Role's rules (`ValidatePolicyRule`), a
-/// Job's negative `backoffLimit`, a container port of 0.
+/// Job's negative `backoffLimit` and its `restartPolicy`, a container port of 0, a Service
+/// port left out.
 #[tokio::test]
 async fn rules_backoff_limits_and_zero_ports_are_validated() {
     let s = server().await;
@@ -193,5 +194,24 @@ async fn rules_backoff_limits_and_zero_ports_are_validated() {
     assert_eq!(
         causes(&r),
         ["spec.containers[0].ports[0].containerPort: \"Required value\""]
+    );
+    let svcs = "/api/v1/namespaces/default/services";
+    let svc = json!({"metadata": {"name": "s"}, "spec": {"ports": [{"targetPort": 80}]}});
+    let r = post(s.addr(), svcs, &svc).await;
+    assert_eq!(r.status, 422, "{}", r.json());
+    assert_eq!(
+        causes(&r),
+        ["spec.ports[0].port: \"Invalid value: 0: must be between 1 and 65535, inclusive\""]
+    );
+    let mut job = job;
+    job["spec"]["backoffLimit"] = json!(1);
+    job["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
+    let r = post(s.addr(), jobs, &job).await;
+    assert_eq!(r.status, 422, "{}", r.json());
+    assert_eq!(
+        causes(&r),
+        [
+            "spec.template.spec.restartPolicy: \"Required value: valid values: \\\"OnFailure\\\", \\\"Never\\\"\""
+        ]
     );
 }

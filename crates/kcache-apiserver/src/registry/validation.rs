@@ -190,7 +190,12 @@ fn service_causes(obj: &Map<String, Value>) -> Vec<Cause> {
         .unwrap_or_default();
     for (i, p) in ports.iter().enumerate() {
         for field in ["port", "targetPort"] {
-            if let Some(n) = p.get(field).and_then(Value::as_i64)
+            // A missing `port` is Go's zero value.
+            let n = p
+                .get(field)
+                .and_then(Value::as_i64)
+                .or((field == "port").then_some(0));
+            if let Some(n) = n
                 && !(1..=65535).contains(&n)
                 && !(field == "targetPort" && n == 0)
             {
@@ -367,6 +372,26 @@ fn job_causes(obj: &Map<String, Value>) -> Vec<Cause> {
     }
 }
 
+/// A Job's pod template's `restartPolicy`: `OnFailure` or `Never` (after the pod spec's own
+/// causes, as kube-apiserver orders them).
+fn job_restart_policy_causes(obj: &Map<String, Value>) -> Vec<Cause> {
+    let field = "spec.template.spec.restartPolicy";
+    let policy = obj
+        .get("spec")
+        .and_then(|s| s.pointer("/template/spec/restartPolicy"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    // Any other value, `Always` included, is reported as required (kube-apiserver's words).
+    match policy {
+        "OnFailure" | "Never" => Vec::new(),
+        _ => vec![Cause::new(
+            "FieldValueRequired",
+            "Required value: valid values: \"OnFailure\", \"Never\"",
+            field,
+        )],
+    }
+}
+
 /// Where a kind keeps its pod spec, if it has one.
 fn pod_spec_path(info: &ResourceInfo) -> Option<(&'static str, &'static str)> {
     Some(match (info.group.as_str(), info.plural.as_str()) {
@@ -413,6 +438,9 @@ pub(crate) fn causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause
             pod.retain(|c| c.field != format!("{path}.containers"));
         }
         causes.extend(pod);
+    }
+    if info.group == "batch" && info.plural == "jobs" {
+        causes.extend(job_restart_policy_causes(obj));
     }
     causes
 }
