@@ -39,6 +39,10 @@ pub struct ServerConfig {
     /// objects and the `foregroundDeletion` / `orphan` finalizers a DELETE adds stay, as with a
     /// bare kube-apiserver (envtest).
     pub garbage_collector: bool,
+    /// Create the `default` ServiceAccount in every new namespace, as kube-controller-manager's
+    /// service account controller does in a cluster; default on. Off, the server behaves as a
+    /// bare kube-apiserver (envtest), which creates none.
+    pub default_service_accounts: bool,
 }
 
 impl Default for ServerConfig {
@@ -55,6 +59,7 @@ impl Default for ServerConfig {
             auto_create_namespaces: false,
             https: false,
             garbage_collector: true,
+            default_service_accounts: true,
         }
     }
 }

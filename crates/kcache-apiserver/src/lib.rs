@@ -73,6 +73,7 @@ pub mod manifests;
 pub(crate) mod object;
 pub(crate) mod registry;
 pub mod resource;
+mod schema;
 pub(crate) mod selector;
 pub mod server;
 pub mod status;

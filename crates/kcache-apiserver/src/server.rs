@@ -140,6 +140,14 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Create the `default` ServiceAccount in every new namespace
+    /// ([`ServerConfig::default_service_accounts`]; default on). Off, namespaces start empty, as
+    /// on a bare kube-apiserver (envtest).
+    pub fn default_service_accounts(mut self, on: bool) -> Self {
+        self.config.default_service_accounts = on;
+        self
+    }
+
     /// Serves one more resource type.
     pub fn resource(mut self, info: ResourceInfo) -> Self {
         self.resources.push(info);

@@ -225,7 +225,9 @@ async fn invalid_objects_of_common_kinds_are_refused_in_kube_apiserver_words() {
         (
             "/apis/batch/v1/namespaces/default/jobs",
             json!({"metadata": {"name": "j"}, "spec": {"template": {"spec": {"containers": []}}}}),
-            "Job.batch \"j\" is invalid: spec.template.spec.containers: Required value",
+            // kube-apiserver v1.36.5 also asks for the template's restartPolicy.
+            "Job.batch \"j\" is invalid: [spec.template.spec.containers: Required value, \
+             spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"]",
         ),
     ];
     for (path, body, message) in cases {

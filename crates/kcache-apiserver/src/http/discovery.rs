@@ -122,8 +122,41 @@ fn resource_list(group: &str, version: &str, resources: &[Arc<ResourceInfo>]) ->
     doc
 }
 
+/// A version name as Kubernetes ranks it: `v<major>`, `v<major>beta<minor>` or
+/// `v<major>alpha<minor>`; `None` for other names.
+fn kube_version(v: &str) -> Option<(u8, u64, u64)> {
+    let rest = v.strip_prefix('v')?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let major: u64 = rest.get(..digits)?.parse().ok()?;
+    let tail = &rest[digits..];
+    let (kind, minor) = if tail.is_empty() {
+        (2, "0")
+    } else if let Some(m) = tail.strip_prefix("beta") {
+        (1, m)
+    } else if let Some(m) = tail.strip_prefix("alpha") {
+        (0, m)
+    } else {
+        return None;
+    };
+    if minor.is_empty() || !minor.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((kind, major, minor.parse().ok()?))
+}
+
+/// apimachinery's `CompareKubeAwareVersionStrings`, highest priority first: GA before beta
+/// before alpha, higher numbers first, then the other names in ascending order.
+fn kube_version_order(a: &str, b: &str) -> std::cmp::Ordering {
+    match (kube_version(a), kube_version(b)) {
+        (Some(x), Some(y)) => y.cmp(&x),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
 /// One group's versions, preferred first (kube-apiserver's order for the built-in groups,
-/// else by name), each with its resources.
+/// else in Kubernetes version priority), each with its resources.
 type Versions = Vec<(String, Vec<Arc<ResourceInfo>>)>;
 
 /// The served groups in kube-apiserver's order (core first, the built-in groups in its
@@ -142,7 +175,14 @@ fn groups(state: &AppState) -> Vec<(String, Versions)> {
         .into_iter()
         .map(|(name, versions)| {
             let mut vs: Versions = versions.into_iter().collect();
-            vs.sort_by_key(|(v, _)| table.version_rank(&name, v).unwrap_or(usize::MAX));
+            vs.sort_by(|(a, _), (b, _)| {
+                match (table.version_rank(&name, a), table.version_rank(&name, b)) {
+                    (Some(x), Some(y)) => x.cmp(&y),
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    (None, Some(_)) => std::cmp::Ordering::Greater,
+                    (None, None) => kube_version_order(a, b),
+                }
+            });
             (name, vs)
         })
         .collect();

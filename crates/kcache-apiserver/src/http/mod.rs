@@ -157,7 +157,7 @@ pub(crate) fn route(registry: &Registry, path: &str) -> Route {
         ["version"] => Route::Version,
         ["healthz" | "livez" | "readyz"] => Route::Health,
         ["debug", "kcache", rest @ ..] => Route::Debug(rest.join("/")),
-        ["openapi", "v3", rest @ ..] => Route::OpenApi(rest.join("/")),
+        ["openapi", rest @ ..] => Route::OpenApi(rest.join("/")),
         ["api"] => Route::Api,
         ["apis"] => Route::Apis,
         ["api", version, rest @ ..] => {
@@ -350,8 +350,7 @@ async fn handle(state: Arc<AppState>, req: Request) -> Response {
             };
             admit::dispatch_admitted(&state, &parts, target, &query, body).await
         }
-        Route::OpenApi(rest) if rest.is_empty() => Ok(openapi::index(&state)),
-        Route::OpenApi(rest) => match openapi::group_version(&state, &rest) {
+        Route::OpenApi(rest) => match openapi::serve(&state, &rest, accept_header(&parts)) {
             Some(r) => Ok(r),
             None => return text_not_found(),
         },
@@ -365,6 +364,14 @@ async fn handle(state: Arc<AppState>, req: Request) -> Response {
             error_response(&e)
         }
     })
+}
+
+fn accept_header(parts: &http::request::Parts) -> &str {
+    parts
+        .headers
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
 }
 
 async fn dispatch(

@@ -1,46 +1,54 @@
-//! Strategic merge patch for the built-in kinds, without schemas: lists of objects are
-//! merged by the merge key kube-apiserver uses for fields of that name (`containers` by
-//! `name`, container `ports` by `containerPort`, ...), `finalizers` are a set, other lists
-//! are replaced. The directives kubectl emits are honoured: `$patch` (`replace`,
-//! `delete`, `merge`), `$retainKeys`, `$setElementOrder/<field>` and
-//! `$deleteFromPrimitiveList/<field>`.
+//! Strategic merge patch for the built-in kinds, driven by the recorded OpenAPI schema
+//! ([`crate::schema`]): a list field whose `x-kubernetes-patch-strategy` merges is merged by
+//! its `x-kubernetes-patch-merge-key` (`containers` by `name`, container `ports` by
+//! `containerPort`, ...) or, for primitives (`finalizers`), as a set; other lists are
+//! replaced. The directives kubectl emits are honoured: `$patch` (`replace`, `delete`,
+//! `merge`), `$retainKeys`, `$setElementOrder/<field>` and `$deleteFromPrimitiveList/<field>`.
 
 use serde_json::{Map, Value};
 
-/// The merge key of a list field (by field name and, for `ports`, its parent).
-fn merge_key(field: &str, parent: &str) -> Option<&'static str> {
-    Some(match field {
-        "containers"
-        | "initContainers"
-        | "ephemeralContainers"
-        | "volumes"
-        | "env"
-        | "imagePullSecrets"
-        | "resourceClaims"
-        | "schedulingGates" => "name",
-        "volumeMounts" => "mountPath",
-        "volumeDevices" => "devicePath",
-        "ports" if parent == "container" => "containerPort",
-        "ports" => "port",
-        "conditions" => "type",
-        "ownerReferences" => "uid",
-        "hostAliases" => "ip",
-        "topologySpreadConstraints" => "topologyKey",
-        _ => return None,
-    })
-}
+use crate::schema::model::{Model, Ty};
 
-/// Lists of primitives merged as sets.
-fn is_set_list(field: &str) -> bool {
-    field == "finalizers"
-}
-
-/// Applies `patch` to `target` (both JSON objects).
+/// Applies `patch` to `target` (both JSON objects), merging by `target`'s kind's schema.
 pub(crate) fn apply(target: &mut Value, patch: &Value) {
-    merge_map(target, patch, "");
+    let model = crate::schema::model();
+    let av = target
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
+    let kind = target.get("kind").and_then(Value::as_str).unwrap_or("");
+    let root = model.kind(group, version, kind).map(Ty::Struct);
+    merge_map(model, target, patch, root.as_ref());
 }
 
-fn merge_map(target: &mut Value, patch: &Value, context: &str) {
+/// How the list field `k` of a value of type `ty` merges: `Some(Some(key))` by key,
+/// `Some(None)` as a set, `None` replaced.
+fn list_strategy<'m>(model: &'m Model, ty: Option<&Ty>, k: &str) -> Option<Option<&'m str>> {
+    match ty {
+        Some(Ty::Struct(i)) => model.defs[*i].merged_lists.get(k).map(Option::as_deref),
+        _ => None,
+    }
+}
+
+/// The type of the field `k` of a value of type `ty`.
+fn child<'m>(model: &'m Model, ty: Option<&'m Ty>, k: &str) -> Option<&'m Ty> {
+    match ty? {
+        Ty::Struct(i) => model.defs[*i].fields.get(k),
+        Ty::Map(inner) => Some(inner),
+        _ => None,
+    }
+}
+
+/// The type of a list's items.
+fn items(ty: Option<&Ty>) -> Option<&Ty> {
+    match ty? {
+        Ty::Array(inner) => Some(inner),
+        _ => None,
+    }
+}
+
+fn merge_map(model: &Model, target: &mut Value, patch: &Value, ty: Option<&Ty>) {
     let Value::Object(p) = patch else {
         *target = patch.clone();
         return;
@@ -78,40 +86,34 @@ fn merge_map(target: &mut Value, patch: &Value, context: &str) {
             t.remove(k);
             continue;
         }
-        let child_context = if matches!(
-            k.as_str(),
-            "containers" | "initContainers" | "ephemeralContainers"
-        ) {
-            "container"
-        } else {
-            ""
-        };
+        let field_ty = child(model, ty, k);
         match (t.get_mut(k), v) {
-            (Some(Value::Array(cur)), Value::Array(items)) => {
-                if let Some(key) = merge_key(k, context) {
-                    merge_list(cur, items, key, child_context);
-                } else if is_set_list(k) {
-                    // kube-apiserver's order: the patch's items, then the others kept.
-                    let mut merged: Vec<Value> = Vec::with_capacity(cur.len() + items.len());
-                    for x in items.iter().chain(cur.iter()) {
-                        if !merged.contains(x) {
-                            merged.push(x.clone());
+            (Some(Value::Array(cur)), Value::Array(patch_items)) => {
+                match list_strategy(model, ty, k) {
+                    Some(Some(key)) => merge_list(model, cur, patch_items, key, items(field_ty)),
+                    Some(None) => {
+                        // kube-apiserver's order: the patch's items, then the others kept.
+                        let mut merged: Vec<Value> =
+                            Vec::with_capacity(cur.len() + patch_items.len());
+                        for x in patch_items.iter().chain(cur.iter()) {
+                            if !merged.contains(x) {
+                                merged.push(x.clone());
+                            }
                         }
+                        *cur = merged;
                     }
-                    *cur = merged;
-                } else {
-                    *cur = items.clone();
+                    None => *cur = patch_items.clone(),
                 }
             }
             (Some(cur @ Value::Object(_)), Value::Object(_)) => {
-                merge_map(cur, v, child_context);
+                merge_map(model, cur, v, field_ty);
                 if cur.is_null() {
                     t.remove(k);
                 }
             }
             _ => {
                 let mut fresh = Value::Null;
-                merge_map(&mut fresh, v, child_context);
+                merge_map(model, &mut fresh, v, field_ty);
                 if v.is_object() {
                     t.insert(k.clone(), fresh);
                 } else {
@@ -143,7 +145,7 @@ fn strip_directives(v: &Value) -> Value {
     }
 }
 
-fn merge_list(cur: &mut Vec<Value>, items: &[Value], key: &str, context: &str) {
+fn merge_list(model: &Model, cur: &mut Vec<Value>, items: &[Value], key: &str, ty: Option<&Ty>) {
     for item in items {
         let id = item.get(key);
         let pos = id.and_then(|id| cur.iter().position(|c| c.get(key) == Some(id)));
@@ -153,7 +155,7 @@ fn merge_list(cur: &mut Vec<Value>, items: &[Value], key: &str, context: &str) {
                 cur.remove(i);
             }
             (None, true) => {}
-            (Some(i), false) => merge_map(&mut cur[i], item, context),
+            (Some(i), false) => merge_map(model, &mut cur[i], item, ty),
             (None, false) => cur.push(strip_directives(item)),
         }
     }
@@ -166,7 +168,7 @@ mod tests {
 
     #[test]
     fn strategic_merge_patch_merges_containers_by_name_and_keeps_other_fields() {
-        let mut pod = json!({"spec": {"containers": [
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [
             {"name": "a", "image": "x:1", "ports": [{"containerPort": 80, "name": "http"}]},
             {"name": "b", "image": "y:1"}
         ]}, "metadata": {"finalizers": ["f1"]}});
@@ -186,12 +188,43 @@ mod tests {
     }
 
     #[test]
+    fn merge_keys_come_from_the_schema() {
+        // A Node's addresses merge by `type` (no hand-written table knew it); a pod's
+        // tolerations are atomic (replaced).
+        let mut node = json!({"apiVersion": "v1", "kind": "Node", "status": {"addresses": [
+            {"type": "InternalIP", "address": "10.0.0.1"}, {"type": "Hostname", "address": "n"}]}});
+        apply(
+            &mut node,
+            &json!({"status": {"addresses": [{"type": "InternalIP", "address": "10.0.0.2"}]}}),
+        );
+        assert_eq!(
+            node["status"]["addresses"],
+            json!([{"type": "InternalIP", "address": "10.0.0.2"}, {"type": "Hostname", "address": "n"}])
+        );
+        let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "spec": {"tolerations": [
+            {"key": "a", "operator": "Exists"}]}});
+        apply(
+            &mut pod,
+            &json!({"spec": {"tolerations": [{"key": "b", "operator": "Exists"}]}}),
+        );
+        assert_eq!(
+            pod["spec"]["tolerations"],
+            json!([{"key": "b", "operator": "Exists"}])
+        );
+    }
+
+    #[test]
     fn strategic_merge_patch_null_deletes_and_replace_directive_replaces() {
-        let mut o = json!({"data": {"a": "1", "b": "2"}, "spec": {"x": 1, "y": 2}});
+        let mut o = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "data": {"a": "1", "b": "2"}, "spec": {"x": 1, "y": 2}});
         apply(
             &mut o,
             &json!({"data": {"a": null}, "spec": {"$patch": "replace", "z": 3}}),
         );
-        assert_eq!(o, json!({"data": {"b": "2"}, "spec": {"z": 3}}));
+        assert_eq!(
+            o,
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "data": {"b": "2"}, "spec": {"z": 3}})
+        );
     }
 }

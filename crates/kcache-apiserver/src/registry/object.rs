@@ -345,7 +345,8 @@ pub(crate) fn create_object(
     if crd::is_crd(info) {
         crd::install(state, &created.value());
     }
-    if info.group.is_empty() && info.plural == "namespaces" {
+    if info.group.is_empty() && info.plural == "namespaces" && state.config.default_service_accounts
+    {
         default_service_account(state, &name);
     }
     state.gc.wake_for(&created);
@@ -392,6 +393,7 @@ pub(crate) fn update_object(
         .cloned();
     let api_version = info.api_version();
     let mut dry_result = None;
+    let mut deleted = false;
     let outcome = state.store.mutate(&info.id(), &target.key(), |cur, _| {
         let Some(cur) = cur else {
             return Err(ApiError::not_found(info, &name));
@@ -407,6 +409,7 @@ pub(crate) fn update_object(
         {
             return Err(ApiError::conflict(info, &name));
         }
+        let rv_sent = wanted_rv.is_some();
         if wanted_rv.is_none() && !info.unconditional_update {
             return Err(ApiError::invalid_resource(
                 info,
@@ -534,14 +537,17 @@ pub(crate) fn update_object(
             return Ok(Mutation::Keep);
         }
         if finishing {
-            // The answer is the object as it was last written, without its finalizers.
-            dry_result = Some((next, None));
+            // kube-apiserver deletes without writing the update and answers the object of the
+            // request, with the resourceVersion it was sent (the current one).
+            let sent = rv_sent.then(|| cur.rv());
+            deleted = true;
+            dry_result = Some((next, sent));
             return Ok(Mutation::Delete);
         }
         Ok(Mutation::Put(next))
     })?;
     if let Some((v, rv)) = dry_result {
-        if rv.is_none() {
+        if deleted {
             // Deleted as its last finalizer went: owners may be waiting for it.
             state.gc.wake();
         }

@@ -1,6 +1,7 @@
 //! Decoding and validating request bodies the way kube-apiserver reports problems:
-//! JSON syntax errors in Go's words, kind/apiVersion mismatches, unknown top-level fields
-//! (Warning header or strict 400), object names, ConfigMap keys and Lease MicroTimes.
+//! JSON syntax errors in Go's words, kind/apiVersion mismatches, type errors and unknown
+//! fields at any depth (Warning header or strict 400; from the recorded OpenAPI schema), object
+//! names, ConfigMap keys and Lease MicroTimes.
 
 use serde_json::{Map, Value};
 
@@ -150,88 +151,42 @@ pub(crate) fn check_type(
     Ok(())
 }
 
-/// The top-level fields a built-in kind allows; `None` for schemaless resources.
-fn known_fields(info: &ResourceInfo) -> Option<&'static [&'static str]> {
-    Some(match (info.group.as_str(), info.kind.as_str()) {
-        ("", "ConfigMap") => &["data", "binaryData", "immutable"],
-        ("", "Secret") => &["data", "stringData", "type", "immutable"],
-        ("", "Pod" | "Service" | "Namespace") => &["spec", "status"],
-        ("coordination.k8s.io", "Lease") => &["spec"],
-        ("", "Event") => &[
-            "involvedObject",
-            "reason",
-            "message",
-            "source",
-            "firstTimestamp",
-            "lastTimestamp",
-            "count",
-            "type",
-            "eventTime",
-            "series",
-            "action",
-            "related",
-            "reportingComponent",
-            "reportingInstance",
-        ],
-        _ => return None,
-    })
-}
-
 /// The `Warning` header value kube-apiserver sends for an unknown or pruned field.
 pub(crate) fn unknown_field_warning(field: &str) -> String {
     format!("299 - \"unknown field \\\"{field}\\\"\"")
 }
 
-/// `metav1.ObjectMeta`'s fields.
-const OBJECT_META_FIELDS: &[&str] = &[
-    "name",
-    "generateName",
-    "namespace",
-    "selfLink",
-    "uid",
-    "resourceVersion",
-    "generation",
-    "creationTimestamp",
-    "deletionTimestamp",
-    "deletionGracePeriodSeconds",
-    "labels",
-    "annotations",
-    "ownerReferences",
-    "finalizers",
-    "managedFields",
-];
-
-/// Drops unknown top-level and `metadata` fields of built-in kinds, returning `Warning`
-/// header values; `fieldValidation` (`mode`) `Ignore` drops them silently, `Strict` makes them
-/// a 400.
+/// Decodes a built-in object as kube-apiserver's Go types do, from the recorded OpenAPI
+/// schema: a type error is a 400 (`json: cannot unmarshal ...`, a malformed quantity); fields
+/// no type declares, at any depth, are dropped with a `Warning` header value each
+/// (`fieldValidation` (`mode`) `Ignore` drops them silently, `Strict` makes them a 400).
+/// Kinds the schema does not know (custom resources) pass unchanged.
 pub(crate) fn unknown_fields(
     info: &ResourceInfo,
     obj: &mut Map<String, Value>,
     mode: &str,
 ) -> Result<Vec<String>, ApiError> {
-    let Some(known) = known_fields(info) else {
+    if info.schema.is_some() {
+        return Ok(Vec::new());
+    }
+    let model = crate::schema::model();
+    let Some(root) = model.kind(&info.group, &info.version, &info.kind) else {
         return Ok(Vec::new());
     };
-    let mut unknown: Vec<String> = obj
-        .keys()
-        .filter(|k| {
-            !matches!(k.as_str(), "kind" | "apiVersion" | "metadata")
-                && !known.contains(&k.as_str())
-        })
-        .cloned()
-        .collect();
-    let meta_unknown: Vec<String> = obj
-        .get("metadata")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.keys()
-                .filter(|k| !OBJECT_META_FIELDS.contains(&k.as_str()))
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default();
-    unknown.extend(meta_unknown.iter().map(|f| format!("metadata.{f}")));
-    if unknown.is_empty() {
+    let cannot = |why: String| {
+        ApiError::bad_request(format!(
+            "{kind} in version \"{}\" cannot be handled as a {kind}: {why}",
+            info.version,
+            kind = info.kind
+        ))
+    };
+    let mut v = Value::Object(std::mem::take(obj));
+    let found = crate::schema::check::decode(model, root, &mut v, mode != "Strict");
+    if let Value::Object(m) = v {
+        *obj = m;
+    }
+    let unknown = found.map_err(cannot)?;
+    if unknown.is_empty() || mode == "Ignore" {
         return Ok(Vec::new());
     }
     if mode == "Strict" {
@@ -239,28 +194,59 @@ pub(crate) fn unknown_fields(
             .iter()
             .map(|f| format!("unknown field \"{f}\""))
             .collect();
-        return Err(ApiError::bad_request(format!(
-            "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
-            info.kind,
-            info.version,
-            info.kind,
+        return Err(cannot(format!(
+            "strict decoding error: {}",
             list.join(", ")
         )));
     }
-    for f in &unknown {
-        match f.strip_prefix("metadata.") {
-            Some(m) if meta_unknown.iter().any(|u| u == m) => {
-                if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-                    meta.remove(m);
-                }
-            }
-            _ => {
-                obj.remove(f);
-            }
-        }
-    }
-    if mode == "Ignore" {
+    Ok(unknown.iter().map(|f| unknown_field_warning(f)).collect())
+}
+
+/// The decoding of a patched built-in object (JSON, merge and strategic merge patches), as
+/// [`unknown_fields`] but failing as kube-apiserver fails a patch: a 422 whose one cause, on
+/// the field `patch`, quotes the patched object (`Invalid value: "{...}": strict decoding
+/// error: unknown field "dataa"`).
+pub(crate) fn patched_unknown_fields(
+    info: &ResourceInfo,
+    obj: &mut Value,
+    mode: &str,
+) -> Result<Vec<String>, ApiError> {
+    if info.schema.is_some() {
         return Ok(Vec::new());
+    }
+    let model = crate::schema::model();
+    let Some(root) = model.kind(&info.group, &info.version, &info.kind) else {
+        return Ok(Vec::new());
+    };
+    let mut shown = obj.clone();
+    if let Some(m) = shown.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
+    }
+    let refuse = |why: String| {
+        let message = format!("Invalid value: {}: {why}", Value::String(shown.to_string()));
+        ApiError::new(
+            422,
+            "Invalid",
+            format!(" \"\" is invalid: patch: {message}"),
+        )
+        .with_details(
+            serde_json::json!({"causes": [Cause::new("FieldValueInvalid", message, "patch")]}),
+        )
+    };
+    let unknown =
+        crate::schema::check::decode(model, root, obj, mode != "Strict").map_err(&refuse)?;
+    if unknown.is_empty() || mode == "Ignore" {
+        return Ok(Vec::new());
+    }
+    if mode == "Strict" {
+        let list: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect();
+        return Err(refuse(format!(
+            "strict decoding error: {}",
+            list.join(", ")
+        )));
     }
     Ok(unknown.iter().map(|f| unknown_field_warning(f)).collect())
 }
@@ -298,6 +284,9 @@ pub(crate) fn check_name(info: &ResourceInfo, name: &str) -> Result<(), ApiError
 
 /// What is wrong with `name` as an object name of `info` (nothing when valid).
 pub(crate) fn name_causes(info: &ResourceInfo, name: &str) -> Vec<Cause> {
+    if info.group == "rbac.authorization.k8s.io" {
+        return path_segment_causes(name);
+    }
     let label_only = info.plural == "namespaces" && info.group.is_empty();
     let ok = if label_only {
         is_dns_label(name)
@@ -321,6 +310,26 @@ pub(crate) fn name_causes(info: &ResourceInfo, name: &str) -> Vec<Cause> {
         format!("Invalid value: \"{name}\": {why}"),
         "metadata.name",
     )]
+}
+
+/// kube-apiserver's check of RBAC object names (`ValidateRBACName`): only what keeps the
+/// name a safe URL path segment (not `.` or `..`, no `/` or `%`); case and length are free.
+fn path_segment_causes(name: &str) -> Vec<Cause> {
+    let invalid = |why: String| {
+        Cause::new(
+            "FieldValueInvalid",
+            format!("Invalid value: \"{name}\": {why}"),
+            "metadata.name",
+        )
+    };
+    if name == "." || name == ".." {
+        return vec![invalid(format!("may not be '{name}'"))];
+    }
+    ["/", "%"]
+        .iter()
+        .filter(|bad| name.contains(**bad))
+        .map(|bad| invalid(format!("may not contain '{bad}'")))
+        .collect()
 }
 
 const MICRO_LAYOUT: &str = "2006-01-02T15:04:05.000000Z07:00";

@@ -155,6 +155,26 @@ fn pod_spec_causes(spec: Option<&Value>, path: &str) -> Vec<Cause> {
         {
             causes.push(required(&format!("{at}.image")));
         }
+        for (j, p) in c
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let port = p.get("containerPort").and_then(Value::as_i64);
+            if port.is_none_or(|n| n == 0) {
+                causes.push(required(&format!("{at}.ports[{j}].containerPort")));
+            } else if let Some(n) = port
+                && !(1..=65535).contains(&n)
+            {
+                causes.push(Cause::new(
+                    "FieldValueInvalid",
+                    format!("Invalid value: {n}: must be between 1 and 65535, inclusive"),
+                    &format!("{at}.ports[{j}].containerPort"),
+                ));
+            }
+        }
     }
     causes
 }
@@ -170,7 +190,12 @@ fn service_causes(obj: &Map<String, Value>) -> Vec<Cause> {
         .unwrap_or_default();
     for (i, p) in ports.iter().enumerate() {
         for field in ["port", "targetPort"] {
-            if let Some(n) = p.get(field).and_then(Value::as_i64)
+            // A missing `port` is Go's zero value.
+            let n = p
+                .get(field)
+                .and_then(Value::as_i64)
+                .or((field == "port").then_some(0));
+            if let Some(n) = n
                 && !(1..=65535).contains(&n)
                 && !(field == "targetPort" && n == 0)
             {
@@ -269,6 +294,104 @@ fn rbac_causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
     causes
 }
 
+/// The rules of a Role or ClusterRole, as kube-apiserver's `ValidatePolicyRule`.
+fn rule_causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
+    let namespaced = info.plural == "roles";
+    let mut causes = Vec::new();
+    let len = |r: &Value, k: &str| r.get(k).and_then(Value::as_array).map_or(0, Vec::len);
+    let rules = obj.get("rules").and_then(Value::as_array);
+    for (i, r) in rules.into_iter().flatten().enumerate() {
+        let at = format!("rules[{i}]");
+        if len(r, "verbs") == 0 {
+            causes.push(Cause::new(
+                "FieldValueRequired",
+                "Required value: verbs must contain at least one value",
+                &format!("{at}.verbs"),
+            ));
+        }
+        if len(r, "nonResourceURLs") > 0 {
+            let urls = r.get("nonResourceURLs").and_then(Value::as_array);
+            let shown: Vec<String> = urls
+                .into_iter()
+                .flatten()
+                .map(|u| u.as_str().unwrap_or("").to_owned())
+                .collect();
+            let shown = format!("[]string{{\"{}\"}}", shown.join("\", \""));
+            if namespaced {
+                causes.push(Cause::new(
+                    "FieldValueInvalid",
+                    format!(
+                        "Invalid value: {shown}: namespaced rules cannot apply to non-resource URLs"
+                    ),
+                    &format!("{at}.nonResourceURLs"),
+                ));
+            }
+            if len(r, "apiGroups") + len(r, "resources") + len(r, "resourceNames") > 0 {
+                causes.push(Cause::new(
+                    "FieldValueInvalid",
+                    format!(
+                        "Invalid value: {shown}: rules cannot apply to both regular resources \
+                         and non-resource URLs"
+                    ),
+                    &format!("{at}.nonResourceURLs"),
+                ));
+            }
+            continue;
+        }
+        if len(r, "apiGroups") == 0 {
+            causes.push(Cause::new(
+                "FieldValueRequired",
+                "Required value: resource rules must supply at least one api group",
+                &format!("{at}.apiGroups"),
+            ));
+        }
+        if len(r, "resources") == 0 {
+            causes.push(Cause::new(
+                "FieldValueRequired",
+                "Required value: resource rules must supply at least one resource",
+                &format!("{at}.resources"),
+            ));
+        }
+    }
+    causes
+}
+
+/// A Job's `backoffLimit` not negative.
+fn job_causes(obj: &Map<String, Value>) -> Vec<Cause> {
+    match obj
+        .get("spec")
+        .and_then(|s| s.get("backoffLimit"))
+        .and_then(Value::as_i64)
+    {
+        Some(n) if n < 0 => vec![Cause::new(
+            "FieldValueInvalid",
+            format!("Invalid value: {n}: must be greater than or equal to 0"),
+            "spec.backoffLimit",
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// A Job's pod template's `restartPolicy`: `OnFailure` or `Never` (after the pod spec's own
+/// causes, as kube-apiserver orders them).
+fn job_restart_policy_causes(obj: &Map<String, Value>) -> Vec<Cause> {
+    let field = "spec.template.spec.restartPolicy";
+    let policy = obj
+        .get("spec")
+        .and_then(|s| s.pointer("/template/spec/restartPolicy"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    // Any other value, `Always` included, is reported as required (kube-apiserver's words).
+    match policy {
+        "OnFailure" | "Never" => Vec::new(),
+        _ => vec![Cause::new(
+            "FieldValueRequired",
+            "Required value: valid values: \"OnFailure\", \"Never\"",
+            field,
+        )],
+    }
+}
+
 /// Where a kind keeps its pod spec, if it has one.
 fn pod_spec_path(info: &ResourceInfo) -> Option<(&'static str, &'static str)> {
     Some(match (info.group.as_str(), info.plural.as_str()) {
@@ -301,6 +424,12 @@ pub(crate) fn causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause
     if info.group == RBAC_GROUP && info.plural.ends_with("bindings") {
         causes.extend(rbac_causes(info, obj));
     }
+    if info.group == RBAC_GROUP && matches!(info.plural.as_str(), "roles" | "clusterroles") {
+        causes.extend(rule_causes(info, obj));
+    }
+    if info.group == "batch" && info.plural == "jobs" {
+        causes.extend(job_causes(obj));
+    }
     // apps/v1 workloads report a missing container list themselves (apps.rs).
     if let Some((ptr, path)) = pod_spec_path(info) {
         let spec = Value::Object(obj.clone());
@@ -309,6 +438,9 @@ pub(crate) fn causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause
             pod.retain(|c| c.field != format!("{path}.containers"));
         }
         causes.extend(pod);
+    }
+    if info.group == "batch" && info.plural == "jobs" {
+        causes.extend(job_restart_policy_causes(obj));
     }
     causes
 }

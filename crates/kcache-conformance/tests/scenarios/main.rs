@@ -17,6 +17,7 @@ mod lifecycle;
 mod patches;
 mod protobuf;
 mod resources;
+mod schema;
 mod script;
 mod validation;
 mod webhooks;
@@ -91,6 +92,8 @@ const SCENARIOS: &[&str] = &[
     "webhook_answers",
     "webhook_delete_collection",
     "webhook_eviction",
+    "schema_decoding",
+    "controller_runtime_parity",
 ];
 
 async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
@@ -165,6 +168,8 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
         "webhook_answers" => webhooks_more::webhook_answers(s).await,
         "webhook_delete_collection" => webhooks_more::webhook_delete_collection(s).await,
         "webhook_eviction" => webhooks_more::webhook_eviction(s).await,
+        "schema_decoding" => schema::schema_decoding(s).await,
+        "controller_runtime_parity" => schema::controller_runtime_parity(s).await,
         other => anyhow::bail!("no scenario {other:?}"),
     }
 }

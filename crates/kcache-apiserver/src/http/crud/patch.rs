@@ -123,6 +123,11 @@ pub(crate) fn patch(
                     .map(|f| crate::registry::validate::unknown_field_warning(f))
                     .collect()
             }
+            None => crate::registry::validate::patched_unknown_fields(
+                info,
+                &mut next,
+                &write.query.field_validation,
+            )?,
             _ => Vec::new(),
         };
         match update_object(state, target, next, write.dry_run(), &change) {
