@@ -22,7 +22,9 @@
 //! Every failure goes through one decision (`recovery::decide`) that leads to exactly one
 //! action; the reflector never stops on its own (only when cancelled or when its store is
 //! closed). "Server backoff" is [`Config::backoff`] (800 ms doubling to 30 s with jitter,
-//! reset after 2 min without trouble; a `Retry-After` or `retryAfterSeconds` within that cap
+//! reset after 2 min without trouble, and as soon as a watch has delivered an event and stayed
+//! healthy for 1 s, so that a failure after a flapping phase has healed waits 800 ms again, as
+//! in client-go; a `Retry-After` or `retryAfterSeconds` within that cap
 //! is honoured, one beyond it is ignored as malformed); "reconnect backoff" is [`Config::reconnect_backoff`] (250 ms doubling to 1 s).
 //!
 //! | where | what happened | action | client-go |
@@ -117,6 +119,9 @@ pub struct Reflector<K, L> {
     error_handler: Option<WatchErrorHandler>,
     should_resync: Option<ShouldResyncFunc>,
     known: Option<Arc<dyn KeyListerGetter<K>>>,
+    /// Set when a watch proves the server healthy (see `watch::HEALTHY_WATCH`); the run loop
+    /// then starts its backoffs over.
+    watch_proved_healthy: std::sync::atomic::AtomicBool,
 }
 
 impl<K, L> std::fmt::Debug for Reflector<K, L> {
@@ -172,6 +177,7 @@ where
             error_handler: None,
             should_resync: None,
             known: None,
+            watch_proved_healthy: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -245,6 +251,15 @@ where
                 let step = AssertUnwindSafe(self.step(next, &cancel, &mut resync))
                     .catch_unwind()
                     .await;
+                if self
+                    .watch_proved_healthy
+                    .swap(false, std::sync::atomic::Ordering::Relaxed)
+                {
+                    // As client-go's backoff manager after a period without errors: the
+                    // trouble before this watch no longer lengthens the next wait.
+                    backoff.reset();
+                    reconnect.reset();
+                }
                 let err = match step {
                     Ok(Ok(Some(n))) => {
                         if matches!(phase, Phase::List | Phase::StreamingList) {

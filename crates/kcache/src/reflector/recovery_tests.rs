@@ -459,3 +459,56 @@ async fn an_absurd_retry_after_is_ignored_for_the_normal_backoff() {
     assert!(!run.errors.lock().is_empty(), "the 429 was reported");
     run.stop().await;
 }
+
+/// After a flapping phase (watches that close at once, each a step of the server backoff) the
+/// server heals: a watch delivers events for a few seconds, then a 410 `ERROR` event ends it.
+/// The relist waits the backoff's first step (800 ms), as client-go's does, not the step the
+/// flapping reached. Before the fix: 12.8 s.
+#[tokio::test(start_paused = true)]
+async fn a_healthy_watch_resets_the_backoff_so_a_relist_after_flapping_is_quick() {
+    let src = FakeSource::new();
+    src.upsert(cm("a"));
+    let f = Faulty::new(&src);
+    let flaps = Arc::new(AtomicUsize::new(0));
+    {
+        let flaps = Arc::clone(&flaps);
+        // Four watches that close at once without an event: very short, each relists after
+        // the server backoff (0.8, 1.6, 3.2, 6.4 s without jitter).
+        f.on_watch(move |_| {
+            (flaps.fetch_add(1, Ordering::SeqCst) < 4).then(|| Ok(futures::stream::empty().boxed()))
+        });
+    }
+    let config = Config::default()
+        .use_watch_list(false)
+        .backoff(BackoffConfig::default().jitter(0.0));
+    let run = start(&f, config);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while f.watches().len() < 5 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        f.watches().len(),
+        5,
+        "four flapping watches, then a healthy one"
+    );
+    assert_eq!(f.lists().len(), 5, "each very short watch relisted");
+    // Healed: the watch delivers events for 3 s.
+    for name in ["b", "c", "d"] {
+        run_for(Duration::from_secs(1)).await;
+        src.upsert(cm(name));
+    }
+    run_for(Duration::from_millis(100)).await;
+    assert_eq!(run.names(), ["a", "b", "c", "d"]);
+    src.inject_watch_error(status(410, "Expired", "too old resource version"));
+    let expired_at = tokio::time::Instant::now();
+    while f.lists().len() < 6 && expired_at.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(f.lists().len(), 6, "relisted after the 410");
+    let waited = expired_at.elapsed();
+    assert!(
+        waited <= Duration::from_millis(850),
+        "the relist waited {waited:?}: the healthy watch did not reset the backoff"
+    );
+    run.stop().await;
+}
