@@ -11,8 +11,10 @@
 //! prepares page k+1 while page k is read and decoded; one page ahead at most, pages in order,
 //! never ahead after a short page. client-go's reflector asks for the next page only once the
 //! page before is decoded; the requests are the same, only earlier. Watches ask for bookmarks
-//! and carry a random `timeoutSeconds` in [5 min, 10 min). With [`Config::use_watch_list`] (off
-//! by default; client-go 1.35+ has it on) the initial state comes from a *streaming list*: a
+//! and carry a random `timeoutSeconds` in [5 min, 10 min). With [`Config::initial_list`]
+//! [`InitialList::Stream`] (client-go 1.35+'s default; kcache's default,
+//! [`InitialList::Auto`], picks it on kube-apiserver 1.37+ and a LIST elsewhere, from the
+//! server's `/version`) the initial state comes from a *streaming list*: a
 //! watch with `sendInitialEvents=true` whose `ADDED` events fill a temporary map until the
 //! bookmark annotated `k8s.io/initial-events-end: "true"`; then the store is replaced and the
 //! same stream carries on.
@@ -77,6 +79,7 @@ mod backoff;
 mod config;
 mod error;
 mod handle;
+mod initial_list;
 mod pager;
 mod recovery;
 mod resync;
@@ -98,6 +101,9 @@ pub use config::{
 };
 pub use error::Error;
 pub use handle::{Health, Metrics, ReflectorHandle, RelistCauses, WatchEventCounts};
+pub use initial_list::{
+    FIRST_COMPRESSED_WATCH_LIST_MINOR, InitialList, ParseInitialListError, auto_initial_list,
+};
 
 use crate::{
     lister_watcher::{self, ListerWatcher, WatchStream},
@@ -235,9 +241,13 @@ where
             let mut reconnect = Backoff::new(self.config.reconnect_backoff.clone());
             let mut resync = Resync::new(self.config.resync_period);
             let mut next = Next::Sync;
+            let Some(mut streaming) = self.streams(&cancel).await else {
+                info!("stopping reflector");
+                return;
+            };
             while !cancel.is_cancelled() {
                 let (phase, at_consistent_rv) = match &next {
-                    Next::Sync if self.config.use_watch_list => (
+                    Next::Sync if streaming => (
                         Phase::StreamingList,
                         self.rewatch_resource_version().is_empty(),
                     ),
@@ -248,7 +258,7 @@ where
                     Next::Watch(Some(_)) => (Phase::Watch, false),
                     Next::Watch(None) => (Phase::WatchOpen, false),
                 };
-                let step = AssertUnwindSafe(self.step(next, &cancel, &mut resync))
+                let step = AssertUnwindSafe(self.step(next, streaming, &cancel, &mut resync))
                     .catch_unwind()
                     .await;
                 if self
@@ -325,7 +335,14 @@ where
                 let (wait, then) = match action {
                     Action::Stop => break,
                     Action::RelistConsistent => (Wait::None, Next::ListConsistent),
-                    Action::FallbackToList => (Wait::None, Next::List),
+                    Action::FallbackToList => {
+                        if self.config.initial_list == InitialList::Auto && streaming {
+                            // Auto's first answer: this server refuses the streaming list.
+                            info!("the server refused the streaming list: listing from now on");
+                            streaming = false;
+                        }
+                        (Wait::None, Next::List)
+                    }
                     Action::Relist(w) => (w, Next::Sync),
                     Action::Rewatch(w) => (w, Next::Watch(None)),
                 };
@@ -355,15 +372,42 @@ where
         .await;
     }
 
+    /// Whether initial syncs stream ([`Config::initial_list`], `Auto` resolved from the
+    /// server's version under [`VERSION_DEADLINE`]); `None` when cancelled meanwhile.
+    async fn streams(&self, cancel: &CancellationToken) -> Option<bool> {
+        let strategy = match self.config.initial_list {
+            InitialList::Auto => {
+                let asked = tokio::time::timeout(VERSION_DEADLINE, self.lw.server_version());
+                let version = tokio::select! {
+                    () = cancel.cancelled() => return None,
+                    v = AssertUnwindSafe(asked).catch_unwind() => v.ok().and_then(Result::ok).flatten(),
+                };
+                let chosen = auto_initial_list(version.as_ref());
+                match version {
+                    Some(v) => {
+                        info!(server = %v, initial_list = %chosen, "initial list chosen by the server's version")
+                    }
+                    None => {
+                        info!(initial_list = %chosen, "the server's version is unknown: initial list by LIST")
+                    }
+                }
+                chosen
+            }
+            other => other,
+        };
+        Some(strategy == InitialList::Stream)
+    }
+
     /// Runs one step; `Ok(None)` when cancelled or when the step says stop.
     async fn step(
         &self,
         next: Next<K>,
+        streaming: bool,
         cancel: &CancellationToken,
         resync: &mut Resync,
     ) -> Result<Option<Next<K>>, Error> {
         match next {
-            Next::Sync if self.config.use_watch_list => match self.watch_list(cancel).await? {
+            Next::Sync if streaming => match self.watch_list(cancel).await? {
                 Some(stream) => Ok(Some(Next::Watch(Some(stream)))),
                 None => Ok(None),
             },
@@ -517,6 +561,10 @@ where
     }
 }
 
+/// How long `Auto` waits for the server's version before it lists (the answer is cached per
+/// client, so only a reflector's first start pays it).
+const VERSION_DEADLINE: Duration = Duration::from_secs(10);
+
 /// The server's `Retry-After` behind an error, if any.
 fn retry_after(err: &Error) -> Option<Duration> {
     err.lister_watcher_error().and_then(|e| e.retry_after())
@@ -533,6 +581,8 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 
 #[cfg(test)]
 mod hardening_tests;
+#[cfg(test)]
+mod initial_list_tests;
 #[cfg(test)]
 mod pager_tests;
 #[cfg(test)]
