@@ -40,7 +40,7 @@
 //! | streaming list | connection refused / reset | reconnect backoff, stream again | server backoff, stream again |
 //! | streaming list | 429 | server backoff, stream again | same |
 //! | streaming list | 410 / too large RV | forget the RV, stream again at once at RV `""` (at RV `""` already: plain LIST) | same (loops at `""`) |
-//! | streaming list | anything else: 400/403/5xx, `ERROR` event, undecodable event, closed before the end bookmark, very short or idle stream, no end bookmark within [`Config::list_timeout`] | plain LIST at once for this round; stream again on the next round | same, except a stream closed before the bookmark: client-go streams again at once, which never syncs on a server that does not send it |
+//! | streaming list | anything else: 400/403/5xx, `ERROR` event, undecodable event, closed before the end bookmark, very short or idle stream, no end bookmark within [`Config::list_timeout`] | plain LIST at once for this round; stream again on the next round (`Auto`: LIST from then on) | same, except a stream closed before the bookmark: client-go streams again at once, which never syncs on a server that does not send it |
 //! | watch open | connection refused / reset, deadline ([`Config::watch_open_timeout`]) | reconnect backoff, re-watch | 30 s cap |
 //! | watch open | 429 | server backoff, re-watch (no relist) | same |
 //! | watch open | any other error (403, 410, 5xx, too large RV, …) | server backoff, relist at the last RV (a too large RV then lists at `""`) | same |
