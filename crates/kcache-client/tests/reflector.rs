@@ -423,3 +423,48 @@ async fn typed_dynamic_metadata_only_and_compact_reflectors_converge_under_churn
     d.context("compact")?;
     Ok(())
 }
+
+/// `InitialList::Auto`, the default, on each server: the client reads `/version` (the
+/// upstream server's is the release it was built from), and the reflector streams on
+/// kube-apiserver 1.37+ (a gzip-compressed streaming list) and lists elsewhere.
+#[tokio::test]
+async fn auto_initial_list_follows_the_servers_version() -> Result<()> {
+    for s in TestServer::all().await? {
+        churn(&s, 0).await?;
+        let version = s
+            .client
+            .server_version()
+            .await
+            .with_context(|| format!("{}: /version", s.name))?;
+        if s.name == "upstream" {
+            let built = std::env::var("KCACHE_UPSTREAM_VERSION").unwrap_or_default();
+            ensure!(
+                built.starts_with(&format!("v{version}.")),
+                "upstream /version says {version}, the harness built {built}"
+            );
+        }
+        let r = Running::start(&s, Config::default());
+        r.wait_ops(replaced).await?;
+        r.converge(&s).await?;
+        churn(&s, 1).await?;
+        r.converge(&s).await?;
+        let m = r.handle.metrics();
+        let streams = kcache::reflector::auto_initial_list(Some(&version))
+            == kcache::reflector::InitialList::Stream;
+        if streams {
+            ensure!(
+                m.watch_lists == 1 && m.lists == 0,
+                "{} {version}: one streaming list: {m:?}",
+                s.name
+            );
+        } else {
+            ensure!(
+                m.lists == 1 && m.watch_lists == 0,
+                "{} {version}: one LIST: {m:?}",
+                s.name
+            );
+        }
+        r.stop().await?;
+    }
+    Ok(())
+}
