@@ -151,7 +151,11 @@ async fn main() -> anyhow::Result<()> {
         .shards(manager.selection().clone());
     let wire = lw.wire_stats();
     let mut informer_config = informer::Config::default();
-    informer_config.reflector = informer_config.reflector.use_watch_list(!args.list_watch);
+    informer_config.reflector = informer_config.reflector.initial_list(if args.list_watch {
+        kcache::reflector::InitialList::List
+    } else {
+        kcache::reflector::InitialList::Stream
+    });
     let informer = SharedIndexInformer::new(lw, informer_config);
     let controller = Controller::new(
         informer.clone(),

@@ -4,9 +4,17 @@
 # its pinned version and a hash of its module (go.mod, go.sum, sources), the Go version and the
 # build flags, so it is rebuilt only when one of those changes.
 #
-# Usage: scripts/build-harness.sh [kube-apiserver|etcd|client-go-peer]...   (default: all)
+# Usage: scripts/build-harness.sh [--kube-version VERSION] [kube-apiserver|etcd|client-go-peer]...
+#        (default: all)
 # Prints the absolute path of each requested binary on stdout, one per line, in order.
 # Progress and errors go to stderr; a failed build prints its log tail and exits non-zero.
+#
+# kube-apiserver is built at the version harness/kube-apiserver/go.mod pins (v1.36.5) unless
+# --kube-version or $KCACHE_KUBE_VERSION names another release (v1.34.4, v1.35.4, v1.36.5 and
+# v1.37.2 are known to build; any vMAJOR.MINOR.PATCH the Go module proxy serves may). For
+# another version the module is generated under the cache (harness/kube-apiserver's main.go,
+# its go.mod with k8s.io/kubernetes at VERSION and the staging modules at v0.MINOR.PATCH, then
+# `go mod tidy`), once per version; the binary is cached per version like the pinned one.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 # Go needs a home for its caches; CI's environment may lack HOME.
@@ -31,8 +39,77 @@ pinned_module() {
   esac
 }
 
+# The pinned kube-apiserver version (what harness/kube-apiserver/go.mod requires).
+pinned_kube_version() {
+  awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "$root/harness/kube-apiserver/go.mod"
+}
+
+# A module directory building kube-apiserver at $1: harness/kube-apiserver itself for the pinned
+# version, else one generated (once) under the cache.
+kube_apiserver_dir() {
+  local want="$1" pinned gen staging
+  pinned="$(pinned_kube_version)"
+  [[ -n "$pinned" ]] || die "cannot read the pinned k8s.io/kubernetes version from harness/kube-apiserver/go.mod"
+  if [[ -z "$want" || "$want" == "$pinned" ]]; then
+    echo "$root/harness/kube-apiserver"
+    return
+  fi
+  [[ "$want" =~ ^v1\.([0-9]+)\.([0-9]+)$ ]] \
+    || die "kube version '$want' is not of the form v1.MINOR.PATCH (e.g. v1.37.2)"
+  staging="v0.${BASH_REMATCH[1]}.${BASH_REMATCH[2]}"
+  gen="$cache/harness-kube-apiserver-$want"
+  if [[ ! -f "$gen/go.sum" || "$gen/main.go" -ot "$root/harness/kube-apiserver/main.go" ]]; then
+    printf 'build-harness: generating the kube-apiserver module for %s in %s\n' "$want" "$gen" >&2
+    rm -rf "$gen.tmp.$$"
+    mkdir -p "$gen.tmp.$$"
+    cp "$root/harness/kube-apiserver/main.go" "$gen.tmp.$$/"
+    # k8s.io/kubernetes requires its staging modules as v0.0.0 and replaces them with
+    # ./staging/src paths; a module that depends on it replaces each with the published
+    # v0.MINOR.PATCH. The list differs by release, so it is read from that release's go.mod.
+    local upstream_mod staging_mods
+    upstream_mod="$(cd "$gen.tmp.$$" && GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$want" \
+      | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')"
+    [[ -f "$upstream_mod" ]] || die "cannot download k8s.io/kubernetes@$want (go mod download)"
+    staging_mods="$(awk '$2 == "=>" && $3 ~ /^\.\/staging\/src\// { print $1 }' "$upstream_mod")"
+    [[ -n "$staging_mods" ]] || die "no staging modules in k8s.io/kubernetes@$want's go.mod"
+    {
+      echo "module kcache.local/harness/kube-apiserver"
+      echo
+      grep -E '^(go|godebug) ' "$root/harness/kube-apiserver/go.mod"
+      echo
+      echo "require ("
+      echo "	k8s.io/component-base $staging"
+      echo "	k8s.io/kubernetes $want"
+      echo ")"
+      echo
+      echo "replace ("
+      local m
+      for m in $staging_mods; do echo "	$m => $m $staging"; done
+      echo ")"
+    } >"$gen.tmp.$$/go.mod"
+    local attempt
+    for attempt in 1 2 3; do
+      (cd "$gen.tmp.$$" && GOFLAGS="-mod=mod -buildvcs=false" go mod tidy) >"$gen.tmp.$$/tidy.log" 2>&1 && break
+      if [[ $attempt == 3 ]]; then
+        printf 'build-harness: FAILED: go mod tidy for kube-apiserver %s; last lines:\n' "$want" >&2
+        tail -n 40 "$gen.tmp.$$/tidy.log" >&2
+        exit 1
+      fi
+      sleep $((attempt * 5))
+    done
+    grep -q "k8s.io/kubernetes $want" "$gen.tmp.$$/go.mod" \
+      || die "the generated go.mod does not require k8s.io/kubernetes $want (see $gen.tmp.$$)"
+    rm -rf "$gen"
+    mv "$gen.tmp.$$" "$gen"
+  fi
+  echo "$gen"
+}
+
 build_one() {
   local name="$1" dir="$root/harness/$1" mod version ldflags key out log tmp start
+  if [[ "$name" == kube-apiserver ]]; then
+    dir="$(kube_apiserver_dir "$kube_version")"
+  fi
   [[ -f "$dir/go.mod" ]] || die "missing $dir/go.mod"
   mod="$(pinned_module "$name")"
   # `replace` wins over `require`: take the version the module is actually built at.
@@ -89,7 +166,16 @@ build_one() {
   echo "$out"
 }
 
-components=("$@")
+kube_version="${KCACHE_KUBE_VERSION:-}"
+components=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --kube-version) [[ $# -ge 2 ]] || die "--kube-version needs a version (e.g. v1.37.2)"
+                    kube_version="$2"; shift 2 ;;
+    --kube-version=*) kube_version="${1#*=}"; shift ;;
+    *) components+=("$1"); shift ;;
+  esac
+done
 [[ ${#components[@]} -gt 0 ]] || components=(kube-apiserver etcd client-go-peer)
 for c in "${components[@]}"; do
   build_one "$c"

@@ -9,6 +9,7 @@
 #   etcd.log, apiserver.log, *.pid, ports
 #
 # Usage:
+#   scripts/kube-up.sh [--kube-version VERSION] [all|etcd|apiserver]
 #   scripts/kube-up.sh [all]     create a fresh state dir (or use $KCACHE_UPSTREAM_STATE if it is
 #                                set and empty/new), start etcd, then kube-apiserver; print the
 #                                env file's path on stdout
@@ -17,6 +18,9 @@
 # Stop with scripts/kube-down.sh [all|etcd|apiserver].
 #
 # Environment:
+#   KCACHE_KUBE_VERSION          the kube-apiserver release to start (default: the pinned v1.36.5;
+#                                v1.34.4, v1.35.4, v1.37.2 are known to build); --kube-version sets
+#                                it too. Built and cached per version by scripts/build-harness.sh.
 #   KCACHE_UPSTREAM_STATE        state dir (required for `etcd` / `apiserver`)
 #   KCACHE_KUBE_READY_TIMEOUT    seconds to wait for each server to be ready (default 180)
 #   KCACHE_ETCD_COMPACTION_INTERVAL  apiserver's --etcd-compaction-interval (default 10s, short so
@@ -29,6 +33,14 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 umask 077
 
+if [[ "${1:-}" == --kube-version ]]; then
+  [[ -n "${2:-}" ]] || { echo 'kube-up: --kube-version needs a version (e.g. v1.37.2)' >&2; exit 1; }
+  export KCACHE_KUBE_VERSION="$2"
+  shift 2
+elif [[ "${1:-}" == --kube-version=* ]]; then
+  export KCACHE_KUBE_VERSION="${1#*=}"
+  shift
+fi
 what="${1:-all}"
 timeout="${KCACHE_KUBE_READY_TIMEOUT:-180}"
 
@@ -100,6 +112,11 @@ fi
 state="$(cd "$state" && pwd)"
 [[ "$state" != *[[:space:]]* ]] || fail "state dir path must not contain spaces: $state"
 
+# A restart (`etcd` / `apiserver`) keeps the version the state dir was started with.
+if [[ "$what" != all && -z "${KCACHE_KUBE_VERSION:-}" && -f "$state/env" ]]; then
+  KCACHE_KUBE_VERSION="$(sed -n 's/^KCACHE_UPSTREAM_VERSION=//p' "$state/env")"
+  export KCACHE_KUBE_VERSION
+fi
 bins="$("$root/scripts/build-harness.sh" etcd kube-apiserver)" || fail "build the harness (scripts/build-harness.sh)"
 etcd_bin="$(sed -n 1p <<<"$bins")"
 apiserver_bin="$(sed -n 2p <<<"$bins")"

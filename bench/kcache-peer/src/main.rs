@@ -276,7 +276,11 @@ where
         protobuf,
         counts,
     } = run;
-    let reflector = reflector::Config::default().use_watch_list(args.mode == Mode::Streaming);
+    let reflector = reflector::Config::default().initial_list(if args.mode == Mode::Streaming {
+        reflector::InitialList::Stream
+    } else {
+        reflector::InitialList::List
+    });
     let options = factory::Config::default()
         .namespace(args.namespace.clone())
         .strip_managed_fields(!matches!(storage, Storage::Typed | Storage::Default))

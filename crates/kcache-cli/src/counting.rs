@@ -89,4 +89,8 @@ where
     fn describe(&self) -> String {
         self.inner.describe()
     }
+
+    async fn server_version(&self) -> Option<kcache::lister_watcher::ServerVersion> {
+        self.inner.server_version().await
+    }
 }

@@ -413,3 +413,37 @@ fn bad_command_line_exits_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `--initial-list list|stream|auto`: each syncs and ends cleanly on Ctrl-C; anything else is a
+/// usage error naming the choices.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_initial_list_strategy_syncs_and_a_bad_one_is_a_usage_error() {
+    let server = server().await;
+    let dir = TempDir::new("initial-list");
+    let kubeconfig = dir.0.join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    for strategy in ["list", "stream", "auto"] {
+        let mut child = kcache(&["watch", "cm", "-n", "default", "--initial-list", strategy])
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = lines_of(child.stderr.take().unwrap());
+        let synced =
+            tokio::task::spawn_blocking(move || stderr.iter().find(|l| l.starts_with("synced ")))
+                .await
+                .unwrap();
+        assert!(
+            synced.is_some_and(|l| l.starts_with("synced 0 configmaps in ")),
+            "--initial-list {strategy}: no sync line"
+        );
+        interrupt(&mut child);
+        assert!(child.wait().unwrap().success(), "--initial-list {strategy}");
+    }
+    let (code, stderr) = watch_fails(&["cm", "--initial-list", "watchlist"], Some(&kubeconfig));
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("list, stream or auto"), "{stderr}");
+    server.shutdown().await;
+}

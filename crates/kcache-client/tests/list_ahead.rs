@@ -206,7 +206,7 @@ async fn an_informer_syncs_from_a_server_that_holds_a_page_until_the_next_is_ask
     for protobuf in [false, true] {
         let client = Client::from_url(&url).unwrap();
         let reflector = reflector::Config::default()
-            .use_watch_list(false)
+            .initial_list(kcache::reflector::InitialList::List)
             .page_size(PER_PAGE as u32);
         let factory = SharedInformerFactory::new(
             factory::Config::default()

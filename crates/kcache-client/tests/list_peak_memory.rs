@@ -137,7 +137,7 @@ async fn pods(Query(q): Query<HashMap<String, String>>, headers: HeaderMap) -> R
 /// Heap bytes after sync and peak heap bytes during it, above the heap before it.
 async fn sync_once(url: &str, protobuf: bool) -> (usize, usize) {
     let client = Client::from_url(url).unwrap();
-    let reflector = reflector::Config::default().use_watch_list(false);
+    let reflector = reflector::Config::default().initial_list(kcache::reflector::InitialList::List);
     let factory = SharedInformerFactory::new(
         factory::Config::default()
             .namespace("ns")

@@ -137,7 +137,11 @@ async fn reflector_lists_then_follows_churn_to_the_servers_state() -> Result<()>
             churn(&s, 0).await?;
             let r = Running::start(
                 &s,
-                Config::default().page_size(2).use_watch_list(watch_list),
+                Config::default().page_size(2).initial_list(if watch_list {
+                    kcache::reflector::InitialList::Stream
+                } else {
+                    kcache::reflector::InitialList::List
+                }),
             );
             r.wait_ops(replaced).await?;
             r.converge(&s).await?;
@@ -171,7 +175,10 @@ async fn reflector_lists_then_follows_churn_to_the_servers_state() -> Result<()>
 async fn watch_error_410_after_compaction_relists_and_converges() -> Result<()> {
     let s = TestServer::embedded().await?;
     churn(&s, 0).await?;
-    let r = Running::start(&s, Config::default().use_watch_list(false));
+    let r = Running::start(
+        &s,
+        Config::default().initial_list(kcache::reflector::InitialList::List),
+    );
     r.wait_ops(replaced).await?;
     r.converge(&s).await?;
     let faults = s.faults().unwrap();
@@ -198,7 +205,10 @@ async fn watch_error_410_after_compaction_relists_and_converges() -> Result<()> 
 async fn too_many_requests_on_rewatch_backs_off_and_rewatches_without_relisting() -> Result<()> {
     let s = TestServer::embedded().await?;
     churn(&s, 0).await?;
-    let r = Running::start(&s, Config::default().use_watch_list(false));
+    let r = Running::start(
+        &s,
+        Config::default().initial_list(kcache::reflector::InitialList::List),
+    );
     r.wait_ops(replaced).await?;
     r.converge(&s).await?;
     // One event first, so that the dropped watch is not a "very short watch" (which relists).
@@ -256,7 +266,10 @@ async fn too_many_requests_on_rewatch_backs_off_and_rewatches_without_relisting(
 async fn truncated_stream_rewatches_from_the_last_rv_without_relisting() -> Result<()> {
     let s = TestServer::embedded().await?;
     churn(&s, 0).await?;
-    let r = Running::start(&s, Config::default().use_watch_list(false));
+    let r = Running::start(
+        &s,
+        Config::default().initial_list(kcache::reflector::InitialList::List),
+    );
     r.wait_ops(replaced).await?;
     r.converge(&s).await?;
     // One complete event first: a watch that breaks before any event is relisted (client-go's
@@ -282,7 +295,10 @@ async fn bookmarks_advance_the_resource_version() -> Result<()> {
     )
     .await?;
     s.create_cm("a", json!({}), json!({})).await?;
-    let r = Running::start(&s, Config::default().use_watch_list(false));
+    let r = Running::start(
+        &s,
+        Config::default().initial_list(kcache::reflector::InitialList::List),
+    );
     r.wait_ops(replaced).await?;
     // A write in another namespace moves the global RV; our watch only learns it by bookmark.
     let other_ns = format!("{}-other", s.ns);
@@ -405,5 +421,50 @@ async fn typed_dynamic_metadata_only_and_compact_reflectors_converge_under_churn
     b.context("dynamic")?;
     c.context("metadata only")?;
     d.context("compact")?;
+    Ok(())
+}
+
+/// `InitialList::Auto`, the default, on each server: the client reads `/version` (the
+/// upstream server's is the release it was built from), and the reflector streams on
+/// kube-apiserver 1.37+ (a gzip-compressed streaming list) and lists elsewhere.
+#[tokio::test]
+async fn auto_initial_list_follows_the_servers_version() -> Result<()> {
+    for s in TestServer::all().await? {
+        churn(&s, 0).await?;
+        let version = s
+            .client
+            .server_version()
+            .await
+            .with_context(|| format!("{}: /version", s.name))?;
+        if s.name == "upstream" {
+            let built = std::env::var("KCACHE_UPSTREAM_VERSION").unwrap_or_default();
+            ensure!(
+                built.starts_with(&format!("v{version}.")),
+                "upstream /version says {version}, the harness built {built}"
+            );
+        }
+        let r = Running::start(&s, Config::default());
+        r.wait_ops(replaced).await?;
+        r.converge(&s).await?;
+        churn(&s, 1).await?;
+        r.converge(&s).await?;
+        let m = r.handle.metrics();
+        let streams = kcache::reflector::auto_initial_list(Some(&version))
+            == kcache::reflector::InitialList::Stream;
+        if streams {
+            ensure!(
+                m.watch_lists == 1 && m.lists == 0,
+                "{} {version}: one streaming list: {m:?}",
+                s.name
+            );
+        } else {
+            ensure!(
+                m.lists == 1 && m.watch_lists == 0,
+                "{} {version}: one LIST: {m:?}",
+                s.name
+            );
+        }
+        r.stop().await?;
+    }
     Ok(())
 }

@@ -35,7 +35,7 @@ async fn workqueue_and_informer_metrics_and_readiness_over_http() {
     // A short backoff keeps this real-time test short.
     config.reflector = config
         .reflector
-        .use_watch_list(false)
+        .initial_list(kcache::reflector::InitialList::List)
         .backoff(BackoffConfig::new(
             Duration::from_millis(50),
             Duration::from_millis(200),

@@ -68,7 +68,9 @@ async fn reflector_and_handler_families_over_http() {
         src.upsert(cm(n));
     }
     let mut config = informer::Config::default();
-    config.reflector = config.reflector.use_watch_list(false);
+    config.reflector = config
+        .reflector
+        .initial_list(kcache::reflector::InitialList::List);
     let informer = SharedIndexInformer::new(src.clone(), config);
     informers.register(&informer);
 

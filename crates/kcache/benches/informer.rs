@@ -217,8 +217,8 @@ async fn one_run(n: usize, updates: usize) -> Run {
             .collect()
     });
     indexers.insert("node".to_owned(), node);
-    let config =
-        informer::Config::default().reflector(reflector::Config::default().use_watch_list(false));
+    let config = informer::Config::default()
+        .reflector(reflector::Config::default().initial_list(kcache::reflector::InitialList::List));
     let informer = SharedIndexInformer::builder(src.clone())
         .config(config)
         .indexers(indexers)

@@ -74,6 +74,69 @@ pub trait ListerWatcher<K: Clone>: Send + Sync + 'static {
     fn describe(&self) -> String {
         "objects".to_owned()
     }
+
+    /// The server's version (kube-apiserver's `/version`), or `None` when it is unknown: the
+    /// request failed, or this lister-watcher cannot tell (the default). The reflector asks
+    /// once per run when its [`InitialList`](crate::reflector::InitialList) is `Auto`, under a
+    /// deadline; an implementation should cache a successful answer (kcache-client reads it
+    /// once per client).
+    fn server_version(&self) -> impl Future<Output = Option<ServerVersion>> + Send {
+        std::future::ready(None)
+    }
+}
+
+/// A server's version as kube-apiserver's `/version` tells it: `major` and `minor` (`"1"`,
+/// `"37"`; some distributions write `"37+"`), or, failing those, `gitVersion` (`v1.37.2`).
+///
+/// ```
+/// use kcache::lister_watcher::ServerVersion;
+/// let v = ServerVersion::from_version_json(&serde_json::json!({
+///     "major": "1", "minor": "37+", "gitVersion": "v1.37.2-eks-1234"
+/// }));
+/// assert_eq!(v, Some(ServerVersion::new(1, 37)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ServerVersion {
+    /// The major version (1).
+    pub major: u32,
+    /// The minor version (37).
+    pub minor: u32,
+}
+
+impl ServerVersion {
+    /// `major.minor`.
+    pub fn new(major: u32, minor: u32) -> Self {
+        Self { major, minor }
+    }
+
+    /// Reads `/version`'s answer; `None` when it names no version.
+    pub fn from_version_json(body: &serde_json::Value) -> Option<Self> {
+        let field = |name: &str| {
+            body.get(name)
+                .and_then(serde_json::Value::as_str)
+                .and_then(leading_number)
+        };
+        if let (Some(major), Some(minor)) = (field("major"), field("minor")) {
+            return Some(Self::new(major, minor));
+        }
+        let git = body.get("gitVersion")?.as_str()?;
+        let mut parts = git.strip_prefix('v').unwrap_or(git).split('.');
+        let major = leading_number(parts.next()?)?;
+        let minor = leading_number(parts.next()?)?;
+        Some(Self::new(major, minor))
+    }
+}
+
+impl fmt::Display for ServerVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+/// The digits `s` starts with (`"37+"` → 37), if any.
+fn leading_number(s: &str) -> Option<u32> {
+    let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    s[..end].parse().ok()
 }
 
 /// `text` made safe to print: at most `max` bytes (cut at a character boundary, with `…`
@@ -373,6 +436,22 @@ mod tests {
             None,
         );
         assert!(!unrelated.is_too_large_resource_version());
+    }
+
+    #[test]
+    fn server_version_reads_major_minor_then_git_version() {
+        let v = |j: serde_json::Value| ServerVersion::from_version_json(&j);
+        assert_eq!(
+            v(serde_json::json!({"major": "1", "minor": "36", "gitVersion": "v1.36.5"})),
+            Some(ServerVersion::new(1, 36))
+        );
+        assert_eq!(
+            v(serde_json::json!({"major": "", "minor": "", "gitVersion": "v1.34.4+k3s1"})),
+            Some(ServerVersion::new(1, 34)),
+            "empty fields (some builds): from gitVersion"
+        );
+        assert_eq!(v(serde_json::json!({"major": "x"})), None);
+        assert_eq!(v(serde_json::json!("1.37")), None);
     }
 
     #[test]

@@ -109,7 +109,11 @@ async fn run_seed(seed: u64) {
         QueueKind::DeltaFifo,
     ][rng.random_range(0..3)];
     let rconfig = reflector::Config::default()
-        .use_watch_list(rng.random_bool(0.5))
+        .initial_list(if rng.random_bool(0.5) {
+            kcache::reflector::InitialList::Stream
+        } else {
+            kcache::reflector::InitialList::List
+        })
         .page_size(rng.random_range(1..8));
     if rng.random_bool(0.5) {
         src.set_paginate_at_rv0(true);

@@ -12,6 +12,7 @@ use k8s_openapi::jiff::Timestamp;
 use kcache::{
     EventHandler, SharedIndexInformer,
     informer::{self, DeletedObject},
+    reflector::{self, InitialList},
 };
 use kcache_client::HttpListerWatcher;
 use kube_client::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
@@ -53,6 +54,11 @@ pub(crate) struct WatchArgs {
     /// Do not print the objects of the initial list, only later changes.
     #[arg(long)]
     pub watch_only: bool,
+    /// How the initial state is fetched: `list` (a paginated LIST), `stream` (a streaming list,
+    /// `sendInitialEvents=true`, falling back to a LIST when refused) or `auto` (the default:
+    /// `stream` on kube-apiserver 1.37+, `list` elsewhere, from the server's /version).
+    #[arg(long, value_name = "list|stream|auto", default_value = "auto")]
+    pub initial_list: InitialList,
 }
 
 /// Watches until Ctrl-C (or until stdout closes).
@@ -96,7 +102,10 @@ pub(crate) async fn run(args: WatchArgs) -> Result<(), WatchError> {
     let informer = {
         let (server, resource) = (server.clone(), args.resource.clone());
         SharedIndexInformer::builder(Counting::new(lw, Arc::clone(&received)))
-            .config(informer::Config::default())
+            .config(
+                informer::Config::default()
+                    .reflector(reflector::Config::default().initial_list(args.initial_list)),
+            )
             .watch_error_handler(move |e| {
                 let report = match e
                     .lister_watcher_error()

@@ -19,7 +19,7 @@ use std::{path::Path, sync::Arc};
 use bytes::Bytes;
 use http::{HeaderMap, Response};
 use http_body_util::BodyExt;
-use kcache::lister_watcher::Error as LwError;
+use kcache::lister_watcher::{Error as LwError, ServerVersion};
 use kube_client::{
     Config,
     client::Body,
@@ -50,6 +50,8 @@ pub struct Client {
     /// The same server with kube-client's default retries, for writes ([`Client::kube_for_writes`]).
     writer: kube_client::Client,
     server: Arc<str>,
+    /// `/version`'s answer, read once (clones share it).
+    version: Arc<tokio::sync::OnceCell<ServerVersion>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -162,6 +164,7 @@ impl Client {
             inner,
             writer,
             server,
+            version: Arc::default(),
         })
     }
 
@@ -186,6 +189,7 @@ impl Client {
             writer: inner.clone(),
             inner,
             server: server.into(),
+            version: Arc::default(),
         }
     }
 
@@ -216,6 +220,27 @@ impl Client {
     /// The API server's URL.
     pub fn server_url(&self) -> &str {
         &self.server
+    }
+
+    /// The server's version, from `/version`: asked once per client (its clones share the
+    /// answer; callers that ask at the same time share one request). A failure is not kept:
+    /// the next call asks again.
+    ///
+    /// # Errors
+    /// As [`Client::get_json`]; [`Error::Client`] when the answer names no version.
+    pub async fn server_version(&self) -> Result<ServerVersion> {
+        self.version
+            .get_or_try_init(|| async {
+                let body: serde_json::Value = self.get_json("/version").await?;
+                ServerVersion::from_version_json(&body).ok_or_else(|| {
+                    Error::Client(format!(
+                        "{}/version names no version (no major/minor or gitVersion)",
+                        self.server
+                    ))
+                })
+            })
+            .await
+            .copied()
     }
 
     /// GETs the JSON document at `path` (a discovery document: `/api`, `/api/v1`, `/apis`,

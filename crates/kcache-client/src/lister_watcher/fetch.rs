@@ -9,13 +9,13 @@ use http::HeaderValue;
 use http_body_util::BodyDataStream;
 use kcache::{
     ListerWatcher,
-    lister_watcher::{Error, ListParams, ObjectList, WatchParams, WatchStream},
+    lister_watcher::{Error, ListParams, ObjectList, ServerVersion, WatchParams, WatchStream},
     sharding::Current,
 };
 use tokio::sync::oneshot;
 
 use super::{
-    HttpListerWatcher, describe::describe_collection, item_types::fill_dynamic_item_types,
+    HttpListerWatcher, describe::describe_collection, inflate, item_types::fill_dynamic_item_types,
 };
 use crate::decode::{ItemDecoder, watch_events};
 
@@ -42,6 +42,16 @@ where
             self.label_selector.as_deref(),
             self.field_selector.as_deref(),
         )
+    }
+
+    async fn server_version(&self) -> Option<ServerVersion> {
+        match self.client.server_version().await {
+            Ok(v) => Some(v),
+            Err(e) => {
+                tracing::debug!(error = %e, "the server's version is unknown");
+                None
+            }
+        }
     }
 
     async fn watch(
@@ -148,14 +158,7 @@ where
             match self.client.send(request, "watch").await {
                 Ok(response) => {
                     let protobuf = crate::protobuf::is_protobuf(response.headers());
-                    self.wire.record(protobuf);
-                    let body = BodyDataStream::new(response.into_body());
-                    let decoder = self.decoder.clone();
-                    return Ok(if protobuf {
-                        crate::protobuf::watch_events(body, decoder, self.max_frame_size)
-                    } else {
-                        watch_events(body, decoder, self.max_frame_size)
-                    });
+                    return Ok(self.watch_events(response, protobuf));
                 }
                 Err(e) if is_not_acceptable(&e) => {}
                 Err(e) => return Err(e),
@@ -163,13 +166,29 @@ where
         }
         let request = self.watch_request(params, resource_version, shard)?;
         let response = self.client.send(request, "watch").await?;
-        self.wire.record(false);
+        Ok(self.watch_events(response, false))
+    }
+
+    /// The events of an open watch, inflated first when the server compressed them (a
+    /// streaming list asks for gzip; kube-apiserver 1.37+ answers with it).
+    fn watch_events(
+        &self,
+        response: http::Response<kube_client::client::Body>,
+        protobuf: bool,
+    ) -> WatchStream<K> {
+        self.wire.record(protobuf);
+        let gzip = inflate::is_gzip(response.headers());
         let body = BodyDataStream::new(response.into_body());
-        Ok(watch_events(
-            body,
-            self.decoder.clone(),
-            self.max_frame_size,
-        ))
+        let decoder = self.decoder.clone();
+        let max = self.max_frame_size;
+        match (protobuf, gzip) {
+            #[cfg(feature = "protobuf")]
+            (true, false) => crate::protobuf::watch_events(body, decoder, max),
+            #[cfg(feature = "protobuf")]
+            (true, true) => crate::protobuf::watch_events(inflate::inflate(body), decoder, max),
+            (_, false) => watch_events(body, decoder, max),
+            (_, true) => watch_events(inflate::inflate(body), decoder, max),
+        }
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod describe;
 mod fetch;
+mod inflate;
 mod item_types;
 mod request;
 mod wire_stats;

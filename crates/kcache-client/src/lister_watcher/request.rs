@@ -77,6 +77,14 @@ impl<K, D> HttpListerWatcher<K, D> {
         };
         req.headers_mut()
             .insert(http::header::ACCEPT, HeaderValue::from_static(accept));
+        if params.send_initial_events {
+            // kube-apiserver 1.37+ compresses a streaming list that asks for it
+            // (`WatchListCompression`, on by default); older servers ignore the header.
+            req.headers_mut().insert(
+                http::header::ACCEPT_ENCODING,
+                HeaderValue::from_static("gzip"),
+            );
+        }
         Ok(req)
     }
 }

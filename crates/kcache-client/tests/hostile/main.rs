@@ -81,7 +81,11 @@ async fn run_case(case: Case) -> Outcome {
     let client = Client::from_url(&server.url).unwrap();
     let lw = HttpListerWatcher::<ConfigMap>::namespaced(client, "ns");
     let mut config = Config::default()
-        .use_watch_list(case.watch_list)
+        .initial_list(if case.watch_list {
+            kcache::reflector::InitialList::Stream
+        } else {
+            kcache::reflector::InitialList::List
+        })
         .list_timeout(DEADLINE)
         .watch_open_timeout(DEADLINE)
         .watch_idle_timeout(DEADLINE);

@@ -579,7 +579,9 @@ async fn health_reports_consecutive_failures_and_recovers() {
         crate::testing::status(500, "InternalError", "etcd is down"),
     );
     let mut cfg = config();
-    cfg.reflector = cfg.reflector.use_watch_list(false);
+    cfg.reflector = cfg
+        .reflector
+        .initial_list(crate::reflector::InitialList::List);
     let informer = SharedIndexInformer::new(src.clone(), cfg);
     let run = Running::start(&informer);
     eventually(|| {

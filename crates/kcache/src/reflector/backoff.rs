@@ -132,6 +132,13 @@ impl Backoff {
         base.saturating_add(jitter)
     }
 
+    /// Starts over at the first delay: the server proved healthy (a watch delivered events
+    /// and stayed open past the very-short-watch bound).
+    pub(crate) fn reset(&mut self) {
+        self.next = self.config.initial;
+        self.last = None;
+    }
+
     /// The largest base delay; server-sent `Retry-After` values are capped to it.
     pub(crate) fn cap(&self) -> Duration {
         self.config.max
@@ -171,6 +178,18 @@ mod tests {
         assert_eq!(delays, [800, 1600, 3200, 6400, 12800, 25600, 30000, 30000]);
         tokio::time::advance(Duration::from_secs(121)).await;
         assert_eq!(b.next_delay(), Duration::from_millis(800));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn reset_starts_over_at_the_first_delay() {
+        let mut b = Backoff::new(BackoffConfig::default().jitter(0.0));
+        for _ in 0..4 {
+            b.next_delay();
+        }
+        assert_eq!(b.next_delay(), Duration::from_millis(12_800));
+        b.reset();
+        assert_eq!(b.next_delay(), Duration::from_millis(800));
+        assert_eq!(b.next_delay(), Duration::from_millis(1600));
     }
 
     #[tokio::test(start_paused = true)]

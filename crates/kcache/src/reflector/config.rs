@@ -2,7 +2,7 @@
 
 use std::{sync::Arc, time::Duration};
 
-use super::{BackoffConfig, Error};
+use super::{BackoffConfig, Error, InitialList};
 
 /// A function applied to every object before it is stored (e.g. to drop `managedFields`).
 /// The reflector applies it exactly once per received object.
@@ -20,7 +20,8 @@ pub type ShouldResyncFunc = Arc<dyn Fn() -> bool + Send + Sync>;
 pub const MIN_WATCH_TIMEOUT_FLOOR: Duration = Duration::from_secs(300);
 
 /// Reflector settings. `Default` is client-go's, plus the deadlines client-go gets from its
-/// HTTP/2 transport, except [`Config::use_watch_list`] (off; see there why).
+/// HTTP/2 transport, except [`Config::initial_list`] (chosen by the server's version; see
+/// [`InitialList`] why).
 ///
 /// ```
 /// use std::time::Duration;
@@ -52,20 +53,15 @@ pub struct Config {
     pub min_watch_timeout: Duration,
     /// Period of `resync` calls on the store; zero disables them (client-go: 0).
     pub resync_period: Duration,
-    /// Use the streaming initial list (`sendInitialEvents=true`), falling back to LIST when the
-    /// server refuses it. Default **off**: the initial list is a paginated LIST, then a WATCH.
+    /// How the initial state is fetched: a paginated LIST, a streaming list
+    /// (`sendInitialEvents=true`, falling back to a LIST when the server refuses it), or chosen
+    /// from the server's version ([`InitialList::Auto`], the default: a streaming list on
+    /// kube-apiserver 1.37+, whose watch-list responses are compressed, a LIST elsewhere). See
+    /// [`InitialList`] for the measurements and the upstream facts behind the choice.
     ///
-    /// This differs from client-go 1.35+, whose `WatchListClient` gate is on by default. The
-    /// reason is measured (BENCHMARKS.md, 2026-12-06; kube-apiserver v1.36.5, both
-    /// modes in one run): over JSON, the wire of every custom resource, the streaming list
-    /// took 1.78× (10,000 pods) and 1.94× (100,000) the sync wall of the paginated one, and the
-    /// server alone (the limit lines, which decode nothing) 1.78× and 1.54×; over protobuf
-    /// 0.71× and 1.09× (limit lines 1.16× and 1.19×). In every case it cost the client 36–46%
-    /// more CPU (one watch event frame per object against one list per 500 objects) and the
-    /// cache no less memory (RSS +1–8%). The streaming list's purpose is the server's memory
-    /// when many clients list at once (KEP-3157); a paginated list already bounds that to a
-    /// page. Turn it on to match client-go, or where a server streams faster.
-    pub use_watch_list: bool,
+    /// This differs from client-go 1.35+, which streams on every server (its `WatchListClient`
+    /// gate is on by default): [`InitialList::Stream`] does that.
+    pub initial_list: InitialList,
     /// The backoff after errors the server is responsible for (429, 5xx, ERROR events, failed
     /// lists, protocol errors): client-go's 800 ms doubling to 30 s. Server-sent `Retry-After`
     /// delays are honoured up to its `max`.
@@ -102,7 +98,7 @@ impl Default for Config {
             max_list_pages: 100_000,
             min_watch_timeout: MIN_WATCH_TIMEOUT_FLOOR,
             resync_period: Duration::ZERO,
-            use_watch_list: false,
+            initial_list: InitialList::Auto,
             backoff: BackoffConfig::default(),
             reconnect_backoff: BackoffConfig::reconnect(),
             watch_idle_timeout: Duration::from_secs(90),
@@ -150,11 +146,22 @@ impl Config {
         self
     }
 
-    /// Sets [`Config::use_watch_list`].
+    /// Sets [`Config::initial_list`].
     #[must_use]
-    pub fn use_watch_list(mut self, on: bool) -> Self {
-        self.use_watch_list = on;
+    pub fn initial_list(mut self, strategy: InitialList) -> Self {
+        self.initial_list = strategy;
         self
+    }
+
+    /// `true`: [`InitialList::Stream`]; `false`: [`InitialList::List`].
+    #[deprecated(note = "use `Config::initial_list` (`InitialList::Stream` or `List`, or `Auto`)")]
+    #[must_use]
+    pub fn use_watch_list(self, on: bool) -> Self {
+        self.initial_list(if on {
+            InitialList::Stream
+        } else {
+            InitialList::List
+        })
     }
 
     /// Sets [`Config::backoff`].

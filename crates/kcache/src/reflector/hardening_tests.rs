@@ -211,7 +211,7 @@ async fn requests_in_a_minute(src: &Scripted) -> usize {
 const STORM_BOUND: usize = 15;
 
 fn list_config() -> Config {
-    Config::default().use_watch_list(false)
+    Config::default().initial_list(InitialList::List)
 }
 
 async fn settle() {
@@ -458,7 +458,7 @@ async fn a_streaming_list_that_ends_before_its_bookmark_falls_back_to_a_list() {
         a.metadata.resource_version = Some(rv.clone());
         Ok(vec![Ok(WatchEvent::Added(a))])
     });
-    let run = start(&s, Config::default().use_watch_list(true));
+    let run = start(&s, Config::default().initial_list(InitialList::Stream));
     let n = requests_in_a_minute(&s).await;
     assert!(n <= STORM_BOUND, "{n} requests in a minute");
     assert!(

@@ -11,8 +11,10 @@
 //! prepares page k+1 while page k is read and decoded; one page ahead at most, pages in order,
 //! never ahead after a short page. client-go's reflector asks for the next page only once the
 //! page before is decoded; the requests are the same, only earlier. Watches ask for bookmarks
-//! and carry a random `timeoutSeconds` in [5 min, 10 min). With [`Config::use_watch_list`] (off
-//! by default; client-go 1.35+ has it on) the initial state comes from a *streaming list*: a
+//! and carry a random `timeoutSeconds` in [5 min, 10 min). With [`Config::initial_list`]
+//! [`InitialList::Stream`] (client-go 1.35+'s default; kcache's default,
+//! [`InitialList::Auto`], picks it on kube-apiserver 1.37+ and a LIST elsewhere, from the
+//! server's `/version`) the initial state comes from a *streaming list*: a
 //! watch with `sendInitialEvents=true` whose `ADDED` events fill a temporary map until the
 //! bookmark annotated `k8s.io/initial-events-end: "true"`; then the store is replaced and the
 //! same stream carries on.
@@ -22,7 +24,9 @@
 //! Every failure goes through one decision (`recovery::decide`) that leads to exactly one
 //! action; the reflector never stops on its own (only when cancelled or when its store is
 //! closed). "Server backoff" is [`Config::backoff`] (800 ms doubling to 30 s with jitter,
-//! reset after 2 min without trouble; a `Retry-After` or `retryAfterSeconds` within that cap
+//! reset after 2 min without trouble, and as soon as a watch has delivered an event and stayed
+//! healthy for 1 s, so that a failure after a flapping phase has healed waits 800 ms again, as
+//! in client-go; a `Retry-After` or `retryAfterSeconds` within that cap
 //! is honoured, one beyond it is ignored as malformed); "reconnect backoff" is [`Config::reconnect_backoff`] (250 ms doubling to 1 s).
 //!
 //! | where | what happened | action | client-go |
@@ -36,7 +40,7 @@
 //! | streaming list | connection refused / reset | reconnect backoff, stream again | server backoff, stream again |
 //! | streaming list | 429 | server backoff, stream again | same |
 //! | streaming list | 410 / too large RV | forget the RV, stream again at once at RV `""` (at RV `""` already: plain LIST) | same (loops at `""`) |
-//! | streaming list | anything else: 400/403/5xx, `ERROR` event, undecodable event, closed before the end bookmark, very short or idle stream, no end bookmark within [`Config::list_timeout`] | plain LIST at once for this round; stream again on the next round | same, except a stream closed before the bookmark: client-go streams again at once, which never syncs on a server that does not send it |
+//! | streaming list | anything else: 400/403/5xx, `ERROR` event, undecodable event, closed before the end bookmark, very short or idle stream, no end bookmark within [`Config::list_timeout`] | plain LIST at once for this round; stream again on the next round (`Auto`: LIST from then on) | same, except a stream closed before the bookmark: client-go streams again at once, which never syncs on a server that does not send it |
 //! | watch open | connection refused / reset, deadline ([`Config::watch_open_timeout`]) | reconnect backoff, re-watch | 30 s cap |
 //! | watch open | 429 | server backoff, re-watch (no relist) | same |
 //! | watch open | any other error (403, 410, 5xx, too large RV, …) | server backoff, relist at the last RV (a too large RV then lists at `""`) | same |
@@ -75,6 +79,7 @@ mod backoff;
 mod config;
 mod error;
 mod handle;
+mod initial_list;
 mod pager;
 mod recovery;
 mod resync;
@@ -96,6 +101,9 @@ pub use config::{
 };
 pub use error::Error;
 pub use handle::{Health, Metrics, ReflectorHandle, RelistCauses, WatchEventCounts};
+pub use initial_list::{
+    FIRST_COMPRESSED_WATCH_LIST_MINOR, InitialList, ParseInitialListError, auto_initial_list,
+};
 
 use crate::{
     lister_watcher::{self, ListerWatcher, WatchStream},
@@ -117,6 +125,9 @@ pub struct Reflector<K, L> {
     error_handler: Option<WatchErrorHandler>,
     should_resync: Option<ShouldResyncFunc>,
     known: Option<Arc<dyn KeyListerGetter<K>>>,
+    /// Set when a watch proves the server healthy (see `watch::HEALTHY_WATCH`); the run loop
+    /// then starts its backoffs over.
+    watch_proved_healthy: std::sync::atomic::AtomicBool,
 }
 
 impl<K, L> std::fmt::Debug for Reflector<K, L> {
@@ -172,6 +183,7 @@ where
             error_handler: None,
             should_resync: None,
             known: None,
+            watch_proved_healthy: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -229,9 +241,13 @@ where
             let mut reconnect = Backoff::new(self.config.reconnect_backoff.clone());
             let mut resync = Resync::new(self.config.resync_period);
             let mut next = Next::Sync;
+            let Some(mut streaming) = self.streams(&cancel).await else {
+                info!("stopping reflector");
+                return;
+            };
             while !cancel.is_cancelled() {
                 let (phase, at_consistent_rv) = match &next {
-                    Next::Sync if self.config.use_watch_list => (
+                    Next::Sync if streaming => (
                         Phase::StreamingList,
                         self.rewatch_resource_version().is_empty(),
                     ),
@@ -242,9 +258,18 @@ where
                     Next::Watch(Some(_)) => (Phase::Watch, false),
                     Next::Watch(None) => (Phase::WatchOpen, false),
                 };
-                let step = AssertUnwindSafe(self.step(next, &cancel, &mut resync))
+                let step = AssertUnwindSafe(self.step(next, streaming, &cancel, &mut resync))
                     .catch_unwind()
                     .await;
+                if self
+                    .watch_proved_healthy
+                    .swap(false, std::sync::atomic::Ordering::Relaxed)
+                {
+                    // As client-go's backoff manager after a period without errors: the
+                    // trouble before this watch no longer lengthens the next wait.
+                    backoff.reset();
+                    reconnect.reset();
+                }
                 let err = match step {
                     Ok(Ok(Some(n))) => {
                         if matches!(phase, Phase::List | Phase::StreamingList) {
@@ -310,7 +335,14 @@ where
                 let (wait, then) = match action {
                     Action::Stop => break,
                     Action::RelistConsistent => (Wait::None, Next::ListConsistent),
-                    Action::FallbackToList => (Wait::None, Next::List),
+                    Action::FallbackToList => {
+                        if self.config.initial_list == InitialList::Auto && streaming {
+                            // Auto's first answer: this server refuses the streaming list.
+                            info!("the server refused the streaming list: listing from now on");
+                            streaming = false;
+                        }
+                        (Wait::None, Next::List)
+                    }
                     Action::Relist(w) => (w, Next::Sync),
                     Action::Rewatch(w) => (w, Next::Watch(None)),
                 };
@@ -340,15 +372,42 @@ where
         .await;
     }
 
+    /// Whether initial syncs stream ([`Config::initial_list`], `Auto` resolved from the
+    /// server's version under [`VERSION_DEADLINE`]); `None` when cancelled meanwhile.
+    async fn streams(&self, cancel: &CancellationToken) -> Option<bool> {
+        let strategy = match self.config.initial_list {
+            InitialList::Auto => {
+                let asked = tokio::time::timeout(VERSION_DEADLINE, self.lw.server_version());
+                let version = tokio::select! {
+                    () = cancel.cancelled() => return None,
+                    v = AssertUnwindSafe(asked).catch_unwind() => v.ok().and_then(Result::ok).flatten(),
+                };
+                let chosen = auto_initial_list(version.as_ref());
+                match version {
+                    Some(v) => {
+                        info!(server = %v, initial_list = %chosen, "initial list chosen by the server's version")
+                    }
+                    None => {
+                        info!(initial_list = %chosen, "the server's version is unknown: initial list by LIST")
+                    }
+                }
+                chosen
+            }
+            other => other,
+        };
+        Some(strategy == InitialList::Stream)
+    }
+
     /// Runs one step; `Ok(None)` when cancelled or when the step says stop.
     async fn step(
         &self,
         next: Next<K>,
+        streaming: bool,
         cancel: &CancellationToken,
         resync: &mut Resync,
     ) -> Result<Option<Next<K>>, Error> {
         match next {
-            Next::Sync if self.config.use_watch_list => match self.watch_list(cancel).await? {
+            Next::Sync if streaming => match self.watch_list(cancel).await? {
                 Some(stream) => Ok(Some(Next::Watch(Some(stream)))),
                 None => Ok(None),
             },
@@ -502,6 +561,10 @@ where
     }
 }
 
+/// How long `Auto` waits for the server's version before it lists (the answer is cached per
+/// client, so only a reflector's first start pays it).
+const VERSION_DEADLINE: Duration = Duration::from_secs(10);
+
 /// The server's `Retry-After` behind an error, if any.
 fn retry_after(err: &Error) -> Option<Duration> {
     err.lister_watcher_error().and_then(|e| e.retry_after())
@@ -518,6 +581,8 @@ fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 
 #[cfg(test)]
 mod hardening_tests;
+#[cfg(test)]
+mod initial_list_tests;
 #[cfg(test)]
 mod pager_tests;
 #[cfg(test)]

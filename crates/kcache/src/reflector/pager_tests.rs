@@ -137,7 +137,12 @@ async fn the_next_page_is_asked_for_while_the_one_before_arrives() {
     let src = source_of(50);
     let lw = Telling::new(&src);
     let started = tokio::time::Instant::now();
-    let run = start(&lw, Config::default().use_watch_list(false).page_size(2));
+    let run = start(
+        &lw,
+        Config::default()
+            .initial_list(super::InitialList::List)
+            .page_size(2),
+    );
     wait_synced(&run).await;
     let took = started.elapsed();
     let requests = lw.requests();
@@ -180,7 +185,12 @@ async fn a_source_that_does_not_tell_gets_one_page_at_a_time() {
     }
     let src = source_of(20);
     let lw = Silent(Telling::new(&src));
-    let run = start(&lw, Config::default().use_watch_list(false).page_size(2));
+    let run = start(
+        &lw,
+        Config::default()
+            .initial_list(super::InitialList::List)
+            .page_size(2),
+    );
     wait_synced(&run).await;
     assert_eq!(lw.0.requests().len(), 10);
     assert_eq!(lw.0.most_in_flight(), 1);
@@ -200,7 +210,12 @@ async fn short_pages_are_not_asked_for_ahead() {
         }
         page.metadata.continue_ = Some(format!("fake-t{n}"));
     }));
-    let run = start(&lw, Config::default().use_watch_list(false).page_size(10));
+    let run = start(
+        &lw,
+        Config::default()
+            .initial_list(super::InitialList::List)
+            .page_size(10),
+    );
     tokio::time::sleep(Duration::from_secs(60)).await;
     let requests = lw.requests().len();
     assert!(
@@ -219,7 +234,12 @@ async fn a_wrong_early_token_is_not_used() {
     let src = source_of(10);
     let mut lw = Telling::new(&src);
     lw.tell_instead = Some("0:cm-00".into());
-    let run = start(&lw, Config::default().use_watch_list(false).page_size(2));
+    let run = start(
+        &lw,
+        Config::default()
+            .initial_list(super::InitialList::List)
+            .page_size(2),
+    );
     wait_synced(&run).await;
     assert_eq!(run.names().len(), 10);
     let requests = lw.requests();

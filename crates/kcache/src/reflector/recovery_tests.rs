@@ -166,7 +166,7 @@ async fn a_streaming_list_refused_with_500_falls_back_to_a_list_and_streams_agai
     f.on_watch(streaming_only(|| {
         Err(api(500, "InternalError", "the stream broke"))
     }));
-    let run = start(&f, Config::default().use_watch_list(true));
+    let run = start(&f, Config::default().initial_list(InitialList::Stream));
     run_for(Duration::from_secs(2)).await;
     assert_eq!(run.names(), ["a"], "synced by the fallback LIST");
     assert!(run.handle.health().synced_once);
@@ -209,7 +209,7 @@ async fn a_busy_stream_that_never_ends_its_initial_list_falls_back_at_the_list_d
             .boxed())
     }));
     let config = Config::default()
-        .use_watch_list(true)
+        .initial_list(InitialList::Stream)
         .list_timeout(Duration::from_secs(20));
     let run = start(&f, config);
     run_for(Duration::from_secs(25)).await;
@@ -264,7 +264,7 @@ async fn a_watch_error_event_500_relists_and_drops_what_the_server_no_longer_has
     src.upsert(cm("a"));
     src.upsert(cm("corrupt"));
     let f = Faulty::new(&src);
-    let run = start(&f, Config::default().use_watch_list(false));
+    let run = start(&f, Config::default().initial_list(InitialList::List));
     run_for(Duration::from_secs(2)).await;
     assert_eq!(run.names(), ["a", "corrupt"]);
     assert_eq!(f.lists().len(), 1);
@@ -308,7 +308,7 @@ async fn a_failing_resync_ends_the_watch_and_does_not_spin_during_the_backoff() 
     let resyncs = Arc::new(AtomicUsize::new(0));
     let store = Arc::new(failing_resync(2, resyncs.clone()));
     let config = Config::default()
-        .use_watch_list(false)
+        .initial_list(InitialList::List)
         .resync_period(Duration::from_millis(1));
     let reflector = Reflector::new(f.clone(), store.clone(), config);
     let cancel = CancellationToken::new();
@@ -347,7 +347,7 @@ async fn a_watch_at_a_too_large_resource_version_relists_and_converges() {
             Ok(l)
         });
     }
-    let run = start(&f, Config::default().use_watch_list(false));
+    let run = start(&f, Config::default().initial_list(InitialList::List));
     run_for(Duration::from_secs(10)).await;
     let rvs: Vec<String> = f
         .lists()
@@ -390,7 +390,12 @@ async fn endless_short_pages_are_paced() {
             Ok(l)
         });
     }
-    let run = start(&f, Config::default().use_watch_list(false).page_size(10));
+    let run = start(
+        &f,
+        Config::default()
+            .initial_list(InitialList::List)
+            .page_size(10),
+    );
     run_for(Duration::from_secs(60)).await;
     let requests = f.lists().len();
     assert!(
@@ -410,7 +415,12 @@ async fn full_pages_are_not_paced() {
     }
     src.set_paginate_at_rv0(true);
     let f = Faulty::new(&src);
-    let run = start(&f, Config::default().use_watch_list(false).page_size(2));
+    let run = start(
+        &f,
+        Config::default()
+            .initial_list(InitialList::List)
+            .page_size(2),
+    );
     let started = tokio::time::Instant::now();
     let deadline = started + Duration::from_secs(60);
     while !run.handle.health().synced_once && tokio::time::Instant::now() < deadline {
@@ -452,10 +462,63 @@ async fn an_absurd_retry_after_is_ignored_for_the_normal_backoff() {
             Ok(l)
         });
     }
-    let run = start(&f, Config::default().use_watch_list(false));
+    let run = start(&f, Config::default().initial_list(InitialList::List));
     run_for(Duration::from_secs(3)).await;
     assert_eq!(f.lists().len(), 2, "retried after the normal backoff");
     assert_eq!(run.names(), ["a"]);
     assert!(!run.errors.lock().is_empty(), "the 429 was reported");
+    run.stop().await;
+}
+
+/// After a flapping phase (watches that close at once, each a step of the server backoff) the
+/// server heals: a watch delivers events for a few seconds, then a 410 `ERROR` event ends it.
+/// The relist waits the backoff's first step (800 ms), as client-go's does, not the step the
+/// flapping reached. Before the fix: 12.8 s.
+#[tokio::test(start_paused = true)]
+async fn a_healthy_watch_resets_the_backoff_so_a_relist_after_flapping_is_quick() {
+    let src = FakeSource::new();
+    src.upsert(cm("a"));
+    let f = Faulty::new(&src);
+    let flaps = Arc::new(AtomicUsize::new(0));
+    {
+        let flaps = Arc::clone(&flaps);
+        // Four watches that close at once without an event: very short, each relists after
+        // the server backoff (0.8, 1.6, 3.2, 6.4 s without jitter).
+        f.on_watch(move |_| {
+            (flaps.fetch_add(1, Ordering::SeqCst) < 4).then(|| Ok(futures::stream::empty().boxed()))
+        });
+    }
+    let config = Config::default()
+        .initial_list(InitialList::List)
+        .backoff(BackoffConfig::default().jitter(0.0));
+    let run = start(&f, config);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while f.watches().len() < 5 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        f.watches().len(),
+        5,
+        "four flapping watches, then a healthy one"
+    );
+    assert_eq!(f.lists().len(), 5, "each very short watch relisted");
+    // Healed: the watch delivers events for 3 s.
+    for name in ["b", "c", "d"] {
+        run_for(Duration::from_secs(1)).await;
+        src.upsert(cm(name));
+    }
+    run_for(Duration::from_millis(100)).await;
+    assert_eq!(run.names(), ["a", "b", "c", "d"]);
+    src.inject_watch_error(status(410, "Expired", "too old resource version"));
+    let expired_at = tokio::time::Instant::now();
+    while f.lists().len() < 6 && expired_at.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(f.lists().len(), 6, "relisted after the 410");
+    let waited = expired_at.elapsed();
+    assert!(
+        waited <= Duration::from_millis(850),
+        "the relist waited {waited:?}: the healthy watch did not reset the backoff"
+    );
     run.stop().await;
 }

@@ -107,7 +107,7 @@ fn watches(calls: &[Call]) -> Vec<&Call> {
 }
 
 fn list_config() -> Config {
-    Config::default().use_watch_list(false)
+    Config::default().initial_list(InitialList::List)
 }
 
 #[tokio::test(start_paused = true)]
@@ -467,7 +467,7 @@ async fn streaming_initial_list_replaces_at_the_end_bookmark_and_keeps_the_strea
         src.upsert(cm(n));
     }
     let rv = src.resource_version();
-    let h = Harness::start(&src, Config::default().use_watch_list(true));
+    let h = Harness::start(&src, Config::default().initial_list(InitialList::Stream));
     h.store.wait_for(|ops| !ops.is_empty()).await;
     assert_eq!(h.store.ops()[0], StoreOp::Replace(3, rv.clone()));
     assert_eq!(h.handle.last_sync_resource_version(), rv);
@@ -501,7 +501,7 @@ async fn streaming_list_refused_falls_back_to_list() {
     let src = FakeSource::new();
     src.upsert(cm("a"));
     src.set_supports_watch_list(false);
-    let h = Harness::start(&src, Config::default().use_watch_list(true));
+    let h = Harness::start(&src, Config::default().initial_list(InitialList::Stream));
     h.store.wait_for(|ops| !ops.is_empty()).await;
     let calls = src.calls();
     assert!(matches!(

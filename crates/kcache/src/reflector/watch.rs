@@ -17,7 +17,12 @@ use crate::{
 };
 
 /// A watch that lived at least this long may close and be re-watched at once (client-go's
-/// "very short watch" bound); a shorter one backs off first.
+/// "very short watch" bound); a shorter one backs off first. A watch into the store that has
+/// delivered an event (a bookmark counts) and is still healthy this long after it opened
+/// proves the server healthy: the reflector's backoffs start over, so that the next failure
+/// (a 410 ending the watch, say) waits 800 ms, not the step a flapping phase before it
+/// reached. client-go gets there by stepping less (a short watch with events re-watches at
+/// once) and by resetting its backoff two minutes after the last reset.
 const HEALTHY_WATCH: Duration = Duration::from_secs(1);
 
 /// Events in a row that cannot be applied (unknown type, no key) before the watch is given up
@@ -246,6 +251,7 @@ where
         let mut useful = 0u64;
         let mut bad_in_a_row = 0u32;
         let mut past_added = false;
+        let mut proved_healthy = initial_list;
         // The store hears of the end of each burst of events (and of the watch, however it
         // ends): the informer wakes its handlers once per burst.
         let _flush = FlushOnDrop(&*self.store);
@@ -286,6 +292,10 @@ where
                     }
                 }
             };
+            if !proved_healthy && useful > 0 && started.elapsed() >= HEALTHY_WATCH {
+                proved_healthy = true;
+                self.watch_proved_healthy.store(true, Ordering::Relaxed);
+            }
             let event = match item {
                 Err(_elapsed) => {
                     return Err(Error::WatchIdle {
@@ -380,6 +390,9 @@ where
             }
         }
         let lived = started.elapsed();
+        if !proved_healthy && useful > 0 && lived >= HEALTHY_WATCH {
+            self.watch_proved_healthy.store(true, Ordering::Relaxed);
+        }
         debug!(events = useful, ?lived, "watch closed");
         Ok(WatchEnd::Closed { useful, lived })
     }

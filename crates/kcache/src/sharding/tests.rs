@@ -305,7 +305,11 @@ mod filter {
             filter: ShardFilter::new(selection.clone()),
         };
         let mut config = informer::Config::default();
-        config.reflector = config.reflector.use_watch_list(streaming);
+        config.reflector = config.reflector.initial_list(if streaming {
+            crate::reflector::InitialList::Stream
+        } else {
+            crate::reflector::InitialList::List
+        });
         let informer = SharedIndexInformer::new(lw, config);
         let cancel = CancellationToken::new();
         let task = tokio::spawn({

@@ -349,8 +349,8 @@ async fn test_update() {
     let deleted = Arc::new(Notify::new());
     let bad = Arc::new(Mutex::new(Vec::<String>::new()));
     // The list-watcher does not support watch-list semantics: plain LIST, then watch.
-    let config =
-        informer::Config::default().reflector(reflector::Config::default().use_watch_list(false));
+    let config = informer::Config::default()
+        .reflector(reflector::Config::default().initial_list(kcache::reflector::InitialList::List));
     let informer = SharedIndexInformer::new(source.clone(), config);
     let (src, bad2) = (source.clone(), Arc::clone(&bad));
     let (deletes2, deleted2) = (Arc::clone(&deletes), Arc::clone(&deleted));
@@ -893,7 +893,7 @@ async fn informer_with_recorder(
     };
     let config = informer::Config::default()
         .queue(queue)
-        .reflector(reflector::Config::default().use_watch_list(false));
+        .reflector(reflector::Config::default().initial_list(kcache::reflector::InitialList::List));
     let informer = SharedIndexInformer::new(source.clone(), config);
     let recorder = EventRecorder::new(informer.indexer().clone());
     informer

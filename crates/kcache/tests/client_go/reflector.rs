@@ -34,19 +34,19 @@ use tokio_util::sync::CancellationToken;
 use support::*;
 
 /// client-go 1.36's reflector defaults: the streaming list on (its `WatchListClient` gate;
-/// kcache's default is off, see `Config::use_watch_list`) and no watch idle timeout (its HTTP/2
+/// kcache's default, `InitialList::Auto`, lists on a server of unknown version, see `Config::initial_list`) and no watch idle timeout (its HTTP/2
 /// transport pings instead; the ports keep kcache's backstop out of the way so that paused time
 /// can run freely while a watch is open).
 fn base() -> Config {
     Config::default()
-        .use_watch_list(true)
+        .initial_list(kcache::reflector::InitialList::Stream)
         .watch_idle_timeout(Duration::ZERO)
 }
 
 /// A reflector that lists then watches: client-go's tests wrap their `ListWatch` with
 /// `toListWatcherWithUnSupportedWatchListSemantics`, or build a `Reflector{}` literal.
 fn list_mode() -> Config {
-    base().use_watch_list(false)
+    base().initial_list(kcache::reflector::InitialList::List)
 }
 
 /// A backoff of exactly `d` every time (no growth, no jitter), so that gaps between requests
@@ -439,7 +439,11 @@ mod reflector_list_and_watch {
             meta_namespace_key_func::<Pod>(),
             DeltaFifoConfig::default(),
         ));
-        let config = base().use_watch_list(case.use_watch_list);
+        let config = base().initial_list(if case.use_watch_list {
+            kcache::reflector::InitialList::Stream
+        } else {
+            kcache::reflector::InitialList::List
+        });
         let run = start(lw.clone(), fifo.clone(), config, &cancel, never);
         let errors = run.errors.clone();
 

@@ -25,7 +25,11 @@ use support::*;
 fn config(use_watch_list: bool) -> Config {
     Config::default()
         .watch_idle_timeout(Duration::ZERO)
-        .use_watch_list(use_watch_list)
+        .initial_list(if use_watch_list {
+            kcache::reflector::InitialList::Stream
+        } else {
+            kcache::reflector::InitialList::List
+        })
         .backoff(BackoffConfig::new(BACKOFF, BACKOFF).factor(1.0).jitter(0.0))
 }
 

@@ -402,7 +402,7 @@ async fn test_shared_informer_watch_disruption() {
     src.upsert(pod("pod2"));
     let config = informer::Config::default()
         .resync_period(Duration::from_secs(1))
-        .reflector(reflector::Config::default().use_watch_list(false));
+        .reflector(reflector::Config::default().initial_list(kcache::reflector::InitialList::List));
     let informer = SharedIndexInformer::new(src.clone(), config);
 
     let no_resync = TestListener::new("listenerNoResync", Duration::ZERO, &["pod1", "pod2"]);

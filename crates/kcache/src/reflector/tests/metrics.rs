@@ -135,7 +135,7 @@ async fn a_streaming_list_counts_its_added_events_and_end_bookmark() {
     for n in ["a", "b", "c"] {
         src.upsert(cm(n));
     }
-    let h = Harness::start(&src, Config::default().use_watch_list(true));
+    let h = Harness::start(&src, Config::default().initial_list(InitialList::Stream));
     let m = wait_metrics(&h, |m| m.watch_lists == 1).await;
     assert_eq!(m.watch_events_by_type.added, 3, "{m:?}");
     assert_eq!(
@@ -257,6 +257,6 @@ async fn a_list_is_counted_before_the_store_is_synced_with_it() {
 
 #[tokio::test(start_paused = true)]
 async fn a_streaming_list_is_counted_before_the_store_is_synced_with_it() {
-    let m = counts_at_first_replace(Config::default().use_watch_list(true)).await;
+    let m = counts_at_first_replace(Config::default().initial_list(InitialList::Stream)).await;
     assert_eq!((m.lists, m.watch_lists), (0, 1), "{m:?}");
 }
