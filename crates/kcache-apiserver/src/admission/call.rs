@@ -112,21 +112,6 @@ pub(crate) fn review(attrs: &Attributes, uid: &str) -> Value {
     json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": req})
 }
 
-fn tls_config(ca: &[u8]) -> Result<rustls::ClientConfig, String> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca).flatten() {
-        roots.add(cert).map_err(|e| e.to_string())?;
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
-}
-
 /// POSTs `body` to the endpoint; the response status and body, or Go's words for the failure.
 async fn post(ep: &Endpoint, url: &str, body: Vec<u8>) -> Result<(u16, Vec<u8>), String> {
     let rest = url
@@ -150,7 +135,7 @@ async fn post(ep: &Endpoint, url: &str, body: Vec<u8>) -> Result<(u16, Vec<u8>),
         };
         post(format!("dial tcp {addr}: {what}"))
     })?;
-    let config = tls_config(&ep.ca_bundle).map_err(post)?;
+    let config = crate::tls::webhook_client_config(&ep.ca_bundle).map_err(post)?;
     let name = rustls::pki_types::ServerName::try_from(ep.server_name.clone())
         .map_err(|e| post(e.to_string()))?;
     let tls = tokio_rustls::TlsConnector::from(Arc::new(config))

@@ -345,7 +345,8 @@ pub(crate) fn create_object(
     if crd::is_crd(info) {
         crd::install(state, &created.value());
     }
-    if info.group.is_empty() && info.plural == "namespaces" {
+    if info.group.is_empty() && info.plural == "namespaces" && state.config.default_service_accounts
+    {
         default_service_account(state, &name);
     }
     state.gc.wake_for(&created);
