@@ -4,7 +4,7 @@
 //! listen address — or certificates given in PEM, as kube-apiserver's `--tls-cert-file` /
 //! `--tls-private-key-file` — and an acceptor that does the TLS handshakes off the accept loop.
 //! With a client CA (kube-apiserver's `--client-ca-file`), a client may present a certificate
-//! that CA signed: its subject is the request's identity ([`ClientCertificate`]); a client
+//! that CA signed: its subject is the request's identity (`ClientCertificate`); a client
 //! presenting none still connects (bearer tokens work as before).
 
 use std::net::SocketAddr;
