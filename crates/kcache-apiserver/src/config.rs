@@ -39,9 +39,17 @@ pub struct ServerConfig {
     /// objects and the `foregroundDeletion` / `orphan` finalizers a DELETE adds stay, as with a
     /// bare kube-apiserver (envtest).
     pub garbage_collector: bool,
-    /// Create the `default` ServiceAccount in every new namespace, as kube-controller-manager's
-    /// service account controller does in a cluster; default on. Off, the server behaves as a
-    /// bare kube-apiserver (envtest), which creates none.
+    /// CA certificates (PEM) whose client certificates authenticate, as kube-apiserver's
+    /// `--client-ca-file`: the subject's CN is the user, its O the groups. A client presenting
+    /// no certificate still connects. Needs HTTPS (setting it turns [`https`](Self::https) on).
+    pub client_ca_pem: Option<String>,
+    /// Serve this certificate instead of a generated one (kube-apiserver's `--tls-cert-file`
+    /// / `--tls-private-key-file`); turns [`https`](Self::https) on. The server then has no
+    /// CA of its own to put into its kubeconfig.
+    pub serving_certificate: Option<crate::tls::ServingCertificate>,
+    /// Create a `default` ServiceAccount in every new namespace, as kube-controller-manager's
+    /// service account controller does in a cluster; default on. Off, as envtest's bare
+    /// kube-apiserver: namespaces get none.
     pub default_service_accounts: bool,
 }
 
@@ -59,6 +67,8 @@ impl Default for ServerConfig {
             auto_create_namespaces: false,
             https: false,
             garbage_collector: true,
+            client_ca_pem: None,
+            serving_certificate: None,
             default_service_accounts: true,
         }
     }

@@ -140,9 +140,23 @@ impl ApiServerBuilder {
         self
     }
 
-    /// Create the `default` ServiceAccount in every new namespace
-    /// ([`ServerConfig::default_service_accounts`]; default on). Off, namespaces start empty, as
-    /// on a bare kube-apiserver (envtest).
+    /// Authenticate client certificates signed by this CA (PEM), as kube-apiserver's
+    /// `--client-ca-file` ([`ServerConfig::client_ca_pem`]); turns HTTPS on.
+    pub fn client_ca_pem(mut self, pem: impl Into<String>) -> Self {
+        self.config.client_ca_pem = Some(pem.into());
+        self
+    }
+
+    /// Serve this certificate instead of a generated one
+    /// ([`ServerConfig::serving_certificate`]); turns HTTPS on.
+    pub fn serving_certificate(mut self, cert: crate::tls::ServingCertificate) -> Self {
+        self.config.serving_certificate = Some(cert);
+        self
+    }
+
+    /// Create a `default` ServiceAccount in every new namespace
+    /// ([`ServerConfig::default_service_accounts`]; default on, off for envtest's bare
+    /// kube-apiserver).
     pub fn default_service_accounts(mut self, on: bool) -> Self {
         self.config.default_service_accounts = on;
         self
@@ -178,15 +192,23 @@ impl ApiServerBuilder {
         let local = listener
             .local_addr()
             .map_err(|source| ServerError::Bind { addr, source })?;
+        if self.config.client_ca_pem.is_some() || self.config.serving_certificate.is_some() {
+            self.config.https = true;
+        }
         let tls = if self.config.https {
             if self.config.token.is_none() {
                 let bytes: [u8; 32] = rand::random();
                 self.config.token = Some(bytes.iter().map(|b| format!("{b:02x}")).collect());
             }
-            Some(crate::tls::generate(local)?)
+            Some(crate::tls::material(
+                local,
+                self.config.serving_certificate.as_ref(),
+                self.config.client_ca_pem.as_deref(),
+            )?)
         } else {
             None
         };
+        let https = tls.is_some();
         let store = Store::new(self.config.history);
         let registry = Registry::new(self.resources);
         let shutdown = CancellationToken::new();
@@ -269,13 +291,14 @@ impl ApiServerBuilder {
         for (path, obj) in self.seed {
             handle.create(&path, obj).map_err(ServerError::Seed)?;
         }
-        let ca_pem = tls.as_ref().map(|m| m.ca_pem.clone());
+        let ca_pem = tls.as_ref().and_then(|m| m.ca_pem.clone());
         if self.config.garbage_collector {
             tokio::spawn(crate::gc::run(state.clone(), shutdown.clone()));
         }
         let task = tokio::spawn(http::serve(listener, state, shutdown.clone(), tls));
         Ok(RunningServer {
             addr: local,
+            https,
             token: self.config.token,
             ca_pem,
             shutdown,
@@ -293,6 +316,7 @@ impl ApiServerBuilder {
 #[derive(Debug)]
 pub struct RunningServer {
     addr: SocketAddr,
+    https: bool,
     token: Option<String>,
     ca_pem: Option<String>,
     shutdown: CancellationToken,
@@ -311,16 +335,13 @@ impl RunningServer {
     /// The base URL, e.g. `http://127.0.0.1:40123` (`https://` when serving HTTPS).
     #[must_use]
     pub fn url(&self) -> String {
-        let scheme = if self.ca_pem.is_some() {
-            "https"
-        } else {
-            "http"
-        };
+        let scheme = if self.https { "https" } else { "http" };
         format!("{scheme}://{}", self.addr)
     }
 
     /// The generated CA certificate (PEM) that signed the serving certificate, when serving
-    /// HTTPS; clients trust it to verify the server.
+    /// HTTPS with a generated one (none with [`ServerConfig::serving_certificate`]); clients
+    /// trust it to verify the server.
     #[must_use]
     pub fn ca_pem(&self) -> Option<&str> {
         self.ca_pem.as_deref()

@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod counting;
 mod demo;
+mod envtest;
 mod serve;
 mod watch;
 
@@ -47,9 +48,16 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Benchmark kcache side by side with client-go and kube-rs (see BENCHMARKS.md).
     Bench(bench::BenchArgs),
+    /// Write `kube-apiserver`, `etcd` and `kubectl` for Go's envtest into a directory (use it
+    /// as KUBEBUILDER_ASSETS): controller-runtime suites then start kcache's server.
+    EnvtestAssets(envtest::AssetsArgs),
 }
 
 fn main() -> ExitCode {
+    // Started as `kube-apiserver` or `etcd` (the envtest assets): act as that program.
+    if let Some(code) = envtest::dispatch() {
+        return code;
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -78,6 +86,13 @@ fn main() -> ExitCode {
         }
     };
     let code = match cli.command {
+        Command::EnvtestAssets(args) => match envtest::write_assets(&args) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                exit::FAILURE
+            }
+        },
         Command::Serve(args) => match runtime.block_on(serve::run(args)) {
             Ok(()) => 0,
             Err(e) => {

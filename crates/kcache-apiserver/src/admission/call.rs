@@ -112,19 +112,31 @@ pub(crate) fn review(attrs: &Attributes, uid: &str) -> Value {
     json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": req})
 }
 
-fn tls_config(ca: &[u8]) -> Result<rustls::ClientConfig, String> {
-    use rustls::pki_types::CertificateDer;
-    use rustls::pki_types::pem::PemObject;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in CertificateDer::pem_slice_iter(ca).flatten() {
-        roots.add(cert).map_err(|e| e.to_string())?;
+/// The request path as kube-apiserver's webhook client sends it: its REST client joins the
+/// URL's path with Go's `path.Join`, which drops empty and `.` segments and resolves `..`
+/// (envtest's webhook URLs are `https://host:port//path`) and a trailing slash. The query is
+/// left as it is.
+fn clean_path(path_and_query: &str) -> String {
+    let (path, query) = match path_and_query.split_once('?') {
+        Some((p, q)) => (p, Some(q)),
+        None => (path_and_query, None),
+    };
+    let mut segments: Vec<&str> = Vec::new();
+    for seg in path.split('/') {
+        match seg {
+            "" | "." => {}
+            ".." => {
+                segments.pop();
+            }
+            s => segments.push(s),
+        }
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_root_certificates(roots)
-        .with_no_client_auth())
+    let mut out = format!("/{}", segments.join("/"));
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    out
 }
 
 /// POSTs `body` to the endpoint; the response status and body, or Go's words for the failure.
@@ -136,6 +148,8 @@ async fn post(ep: &Endpoint, url: &str, body: Vec<u8>) -> Result<(u16, Vec<u8>),
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, "/"),
     };
+    let path = clean_path(path);
+    let path = path.as_str();
     let addr = if authority.contains(':') && !authority.ends_with(']') {
         authority.to_owned()
     } else {
@@ -150,7 +164,7 @@ async fn post(ep: &Endpoint, url: &str, body: Vec<u8>) -> Result<(u16, Vec<u8>),
         };
         post(format!("dial tcp {addr}: {what}"))
     })?;
-    let config = tls_config(&ep.ca_bundle).map_err(post)?;
+    let config = crate::tls::webhook_client_config(&ep.ca_bundle).map_err(post)?;
     let name = rustls::pki_types::ServerName::try_from(ep.server_name.clone())
         .map_err(|e| post(e.to_string()))?;
     let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
@@ -319,5 +333,19 @@ pub(crate) async fn call(
             Ok(None)
         }
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clean_path;
+
+    #[test]
+    fn paths_are_cleaned_as_go_path_join_cleans_them() {
+        assert_eq!(clean_path("//failing?timeout=10s"), "/failing?timeout=10s");
+        assert_eq!(clean_path("/a/./b/../c"), "/a/c");
+        assert_eq!(clean_path("/validate/"), "/validate");
+        assert_eq!(clean_path("/"), "/");
+        assert_eq!(clean_path("/x?a=//b"), "/x?a=//b");
     }
 }

@@ -63,7 +63,10 @@ pub(crate) async fn serve(
     let stopped = async move { stop.cancelled().await };
     let result = match tls {
         Some(material) => match crate::tls::TlsListener::new(listener, &material, shutdown) {
-            Ok(l) => axum::serve(l, app).with_graceful_shutdown(stopped).await,
+            Ok(l) => {
+                let app = app.into_make_service_with_connect_info::<crate::tls::Peer>();
+                axum::serve(l, app).with_graceful_shutdown(stopped).await
+            }
             Err(e) => Err(e),
         },
         None => {
@@ -77,7 +80,15 @@ pub(crate) async fn serve(
     }
 }
 
-async fn entry(State(state): State<Arc<AppState>>, req: Request) -> Response {
+async fn entry(State(state): State<Arc<AppState>>, mut req: Request) -> Response {
+    // The verified client certificate of the connection, if any, for the authenticator.
+    let certificate = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<crate::tls::Peer>>()
+        .and_then(|peer| peer.0.certificate.clone());
+    if let Some(certificate) = certificate {
+        req.extensions_mut().insert(certificate);
+    }
     let resp = match AssertUnwindSafe(handle(state, req)).catch_unwind().await {
         Ok(resp) => resp,
         Err(_) => error_response(&ApiError::internal(
@@ -220,6 +231,21 @@ fn authorized(state: &AppState, req: &Request) -> bool {
     let Some(token) = &state.config.token else {
         return true;
     };
+    // kube-apiserver's anonymous requests may read these (system:public-info-viewer).
+    if matches!(
+        req.uri().path(),
+        "/healthz" | "/livez" | "/readyz" | "/version"
+    ) {
+        return true;
+    }
+    // A client certificate the TLS layer verified against the client CA.
+    if req
+        .extensions()
+        .get::<crate::tls::ClientCertificate>()
+        .is_some()
+    {
+        return true;
+    }
     let Some(value) = req
         .headers()
         .get(AUTHORIZATION)

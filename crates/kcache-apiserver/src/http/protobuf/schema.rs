@@ -316,6 +316,12 @@ pub(crate) fn message(ty: &str, buf: &[u8]) -> Result<Value, ProtoError> {
             continue;
         };
         match f.label {
+            Label::Optional if inline(f) => {
+                // An embedded Go struct (`json:",inline"`): its fields are the parent's.
+                if let Value::Object(fields) = value(&f.ty, &w)? {
+                    obj.extend(fields);
+                }
+            }
             Label::Optional => {
                 obj.insert(f.name.clone(), value(&f.ty, &w)?);
             }
@@ -575,6 +581,11 @@ pub(crate) fn encode(ty: &str, v: &Value) -> Result<Vec<u8>, String> {
     numbers.sort();
     for n in numbers {
         let f = &msg.fields[n];
+        if matches!(f.label, Label::Optional) && inline(f) {
+            // An embedded Go struct: its fields are this object's.
+            put_value(&mut out, *n, &f.ty, v)?;
+            continue;
+        }
         let Some(value) = obj.get(&f.name).filter(|x| !x.is_null()) else {
             continue;
         };
@@ -601,6 +612,12 @@ pub(crate) fn encode(ty: &str, v: &Value) -> Result<Vec<u8>, String> {
         }
     }
     Ok(out)
+}
+
+/// An embedded Go struct (`json:",inline"`, e.g. `Rule` in `RuleWithOperations`): the table
+/// names it by its Go type name, a capital, and its type is a message of the table.
+fn inline(f: &Field) -> bool {
+    f.name.starts_with(|c: char| c.is_ascii_uppercase()) && table().contains_key(&f.ty)
 }
 
 /// A map value that was absent on the wire: the type's zero value.
@@ -639,6 +656,26 @@ mod tests {
             Some("k8s.io.api.core.v1.Pod")
         );
         assert_eq!(message_for("example.com/v1", "Widget"), None);
+    }
+
+    /// An embedded Go struct (`Rule` in `RuleWithOperations`, `json:",inline"`) is its
+    /// parent's fields in JSON, as client-go sends webhook configurations in protobuf.
+    #[test]
+    fn embedded_structs_are_inline() {
+        let ty = "k8s.io.api.admissionregistration.v1.RuleWithOperations";
+        // operations: ["CREATE"]; Rule{apiGroups: ["apps"], resources: ["deployments"]}.
+        let mut wire = vec![0x0a, 6];
+        wire.extend_from_slice(b"CREATE");
+        wire.extend_from_slice(&[0x12, 19, 0x0a, 4]);
+        wire.extend_from_slice(b"apps");
+        wire.extend_from_slice(&[0x1a, 11]);
+        wire.extend_from_slice(b"deployments");
+        let decoded = message(ty, &wire).unwrap();
+        assert_eq!(
+            decoded,
+            json!({"operations": ["CREATE"], "apiGroups": ["apps"], "resources": ["deployments"]})
+        );
+        assert_eq!(encode(ty, &decoded).unwrap(), wire);
     }
 
     /// The schema path gives what the Go types marshal: a rich Deployment and Pod, encoded by

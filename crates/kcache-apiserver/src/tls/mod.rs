@@ -1,7 +1,11 @@
 //! HTTPS for the embedded server: a CA generated at start (never written anywhere but the
 //! kubeconfig, as `certificate-authority-data`), a serving certificate it signs for
 //! `127.0.0.1`, `::1`, `localhost`, the in-cluster `kubernetes.default.svc` names and the
-//! listen address, and an acceptor that does the TLS handshakes off the accept loop.
+//! listen address — or certificates given in PEM, as kube-apiserver's `--tls-cert-file` /
+//! `--tls-private-key-file` — and an acceptor that does the TLS handshakes off the accept loop.
+//! With a client CA (kube-apiserver's `--client-ca-file`), a client may present a certificate
+//! that CA signed: its subject is the request's identity (`ClientCertificate`); a client
+//! presenting none still connects (bearer tokens work as before).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -10,12 +14,18 @@ use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
 };
-use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 use tokio_util::sync::CancellationToken;
+
+mod webhook;
+pub(crate) mod x509;
+
+pub(crate) use webhook::client_config as webhook_client_config;
 
 /// Why the TLS material could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -26,18 +36,109 @@ pub enum TlsError {
     /// rustls refused the configuration.
     #[error("configuring TLS: {0}")]
     Rustls(#[from] rustls::Error),
+    /// The given serving certificate or key is not usable PEM.
+    #[error("the serving certificate: {0}")]
+    ServingCertificate(String),
+    /// The client CA is not usable (no certificate in the PEM, or one rustls refuses).
+    #[error("the client CA: {0}")]
+    ClientCa(String),
+}
+
+/// A serving certificate chain and its private key, PEM (as kube-apiserver reads them from
+/// `--tls-cert-file` and `--tls-private-key-file`, or `apiserver.crt` / `apiserver.key` of
+/// `--cert-dir`). The key is PKCS#8, PKCS#1 (RSA) or SEC1 (EC).
+#[derive(Clone)]
+pub struct ServingCertificate {
+    /// The certificate, then any intermediates, PEM.
+    pub cert_pem: String,
+    /// The private key, PEM.
+    pub key_pem: String,
+}
+
+impl std::fmt::Debug for ServingCertificate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServingCertificate")
+            .field("cert_pem", &self.cert_pem)
+            .field("key_pem", &"<redacted>")
+            .finish()
+    }
 }
 
 /// The server's certificates and its rustls configuration.
 #[derive(Debug, Clone)]
 pub(crate) struct Material {
-    /// The CA certificate, PEM.
-    pub(crate) ca_pem: String,
+    /// The generated CA certificate, PEM (none when serving a given certificate).
+    pub(crate) ca_pem: Option<String>,
     config: Arc<rustls::ServerConfig>,
 }
 
+/// The TLS material of a server listening on `listen`: the given serving certificate or a
+/// generated one, and client-certificate verification against `client_ca_pem` when set.
+pub(crate) fn material(
+    listen: SocketAddr,
+    serving: Option<&ServingCertificate>,
+    client_ca_pem: Option<&str>,
+) -> Result<Material, TlsError> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let (ca_pem, chain, key) = match serving {
+        Some(given) => {
+            let chain: Vec<CertificateDer<'static>> =
+                CertificateDer::pem_slice_iter(given.cert_pem.as_bytes())
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| TlsError::ServingCertificate(e.to_string()))?;
+            if chain.is_empty() {
+                return Err(TlsError::ServingCertificate(
+                    "no CERTIFICATE block in the certificate PEM".to_owned(),
+                ));
+            }
+            let key = PrivateKeyDer::from_pem_slice(given.key_pem.as_bytes())
+                .map_err(|e| TlsError::ServingCertificate(format!("the private key: {e}")))?;
+            (None, chain, key)
+        }
+        None => {
+            let (ca_pem, cert, key) = generated(listen)?;
+            (Some(ca_pem), vec![cert], key)
+        }
+    };
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()?;
+    let builder = match client_ca_pem {
+        Some(pem) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in CertificateDer::pem_slice_iter(pem.as_bytes()) {
+                let cert = cert.map_err(|e| TlsError::ClientCa(e.to_string()))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| TlsError::ClientCa(e.to_string()))?;
+            }
+            if roots.is_empty() {
+                return Err(TlsError::ClientCa(
+                    "no CERTIFICATE block in the PEM".to_owned(),
+                ));
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(roots),
+                provider,
+            )
+            .allow_unauthenticated()
+            .build()
+            .map_err(|e| TlsError::ClientCa(e.to_string()))?;
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    let mut config = builder.with_single_cert(chain, key)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Material {
+        ca_pem,
+        config: Arc::new(config),
+    })
+}
+
 /// A fresh CA and a serving certificate for the loopback names and `listen`'s address.
-pub(crate) fn generate(listen: SocketAddr) -> Result<Material, TlsError> {
+fn generated(
+    listen: SocketAddr,
+) -> Result<(String, CertificateDer<'static>, PrivateKeyDer<'static>), TlsError> {
     let mut names: Vec<String> = [
         "localhost",
         "127.0.0.1",
@@ -53,8 +154,7 @@ pub(crate) fn generate(listen: SocketAddr) -> Result<Material, TlsError> {
     if !ip.is_unspecified() && !names.contains(&ip.to_string()) {
         names.push(ip.to_string());
     }
-    let (ca_pem, config) = self_signed("kube-apiserver", &names)?;
-    Ok(Material { ca_pem, config })
+    generate_pair("kube-apiserver", &names)
 }
 
 /// A CA generated now (`{common_name}-ca`) and a serving certificate it signs for `names`
@@ -76,6 +176,21 @@ pub fn self_signed(
     common_name: &str,
     names: &[String],
 ) -> Result<(String, Arc<rustls::ServerConfig>), TlsError> {
+    let (ca_pem, cert, key) = generate_pair(common_name, names)?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)?;
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok((ca_pem, Arc::new(config)))
+}
+
+/// A CA (PEM) and a serving certificate it signs for `names`, with the certificate's key.
+fn generate_pair(
+    common_name: &str,
+    names: &[String],
+) -> Result<(String, CertificateDer<'static>, PrivateKeyDer<'static>), TlsError> {
     let ca_key = KeyPair::generate()?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
     ca_params
@@ -101,17 +216,11 @@ pub fn self_signed(
     ];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let cert = params.signed_by(&key, &issuer)?;
-
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![cert.der().clone()],
-            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-        )?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok((ca_cert.pem(), Arc::new(config)))
+    Ok((
+        ca_cert.pem(),
+        cert.der().clone(),
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+    ))
 }
 
 /// A listener whose connections are TLS streams: TCP connections are accepted and their
@@ -184,12 +293,37 @@ impl axum::serve::Listener for TlsListener {
     }
 }
 
+/// What the server knows of a TLS connection's peer: the verified client certificate's
+/// identity, if the client presented one (axum's connect info of the TLS listener; the request
+/// entry moves it into the request's extensions as a [`ClientCertificate`]).
+#[derive(Debug, Clone)]
+pub(crate) struct Peer {
+    pub(crate) certificate: Option<ClientCertificate>,
+}
+
+impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TlsListener>> for Peer {
+    fn connect_info(stream: axum::serve::IncomingStream<'_, TlsListener>) -> Self {
+        // rustls verified the chain against the client CA during the handshake.
+        let certificate = stream
+            .io()
+            .get_ref()
+            .1
+            .peer_certificates()
+            .and_then(|chain| chain.first())
+            .and_then(|leaf| x509::subject(leaf))
+            .map(|(common_name, organizations)| ClientCertificate {
+                common_name,
+                organizations,
+            });
+        Self { certificate }
+    }
+}
+
 /// The identity a client certificate verified against the server's client CA names, as
 /// kube-apiserver's x509 authenticator reads it: the subject's CN is the user, each O a group.
 /// The TLS layer puts it into the extensions of every request on that connection; the
 /// authenticator reads it from there.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[allow(dead_code)] // filled by the client-certificate verifier, read by the authenticator
 pub(crate) struct ClientCertificate {
     /// The subject's common name: the user name.
     pub(crate) common_name: String,
