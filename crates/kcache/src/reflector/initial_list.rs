@@ -10,7 +10,8 @@ use std::{fmt, str::FromStr};
 ///
 /// A streaming list (`sendInitialEvents=true`, KEP-3157) sends one watch event per object;
 /// a paginated LIST sends pages of 500. Measured with kcache against kube-apiserver v1.36.5
-/// (BENCHMARKS.md, "Issue 33, session 26"), the streaming list cost the client 36–46% more CPU
+/// (BENCHMARKS.md, "The initial list: paginated LIST or streaming list", 2026-12-06), the
+/// streaming list cost the client 36–46% more CPU
 /// and, over JSON, 1.5–1.9× the sync wall time; the server's own time (the limit lines) was
 /// 1.2–1.8× that of the LIST. A LIST asks for gzip (`Accept-Encoding: gzip`); a streaming list
 /// is uncompressed until kube-apiserver 1.37, so it also moves several times the bytes
