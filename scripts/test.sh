@@ -99,5 +99,8 @@ scripts/kube-rs-cluster-tests.sh
 
 du -sh target 2>/dev/null | sed 's/^/test.sh: build directory: /' || true
 
+step "Go's envtest on the kcache assets (scripts/envtest-smoke.sh: controller-runtime v0.25.3, unchanged)"
+scripts/envtest-smoke.sh
+
 step "kcache bench smoke (500 pods, 1 run, every peer) against the upstream server"
 scripts/bench-smoke.sh
