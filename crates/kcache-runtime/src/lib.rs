@@ -131,6 +131,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 pub mod api;
+pub mod conditions;
 mod controller;
 mod expectations;
 pub mod manager;

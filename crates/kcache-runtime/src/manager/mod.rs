@@ -247,6 +247,38 @@ impl Manager {
         })
     }
 
+    /// Serves `/metrics`, `/healthz` and `/readyz` on `listener`, already bound (a test's
+    /// port picked in advance, a socket handed over by systemd), instead of
+    /// [`Config::metrics_addr`] (whose listener, if bound, is closed).
+    ///
+    /// A tokio listener converts with `into_std()`:
+    ///
+    /// ```no_run
+    /// use kcache_runtime::{Manager, manager};
+    ///
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let addr = listener.local_addr()?;
+    /// let client = kcache_client::Client::infer().await?;
+    /// let manager = Manager::new(client, manager::Config::new("demo"))?
+    ///     .with_metrics_listener(listener.into_std()?)?;
+    /// assert_eq!(manager.metrics_addr(), Some(addr));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Bind`] when the listener's address cannot be read.
+    pub fn with_metrics_listener(mut self, listener: std::net::TcpListener) -> Result<Self, Error> {
+        let addr = listener.local_addr().map_err(|source| Error::Bind {
+            manager: self.shared.config.name.clone(),
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            source,
+        })?;
+        self.listener = Mutex::new(Some(listener));
+        self.metrics_addr = Some(addr);
+        Ok(self)
+    }
+
     /// Declares a controller of primary type `K`; see [`ControllerBuilder`].
     pub fn controller<K: ApiObject>(&self) -> ControllerBuilder<'_, K> {
         ControllerBuilder::new(self)
