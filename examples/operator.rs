@@ -111,6 +111,10 @@ pub(crate) fn operator_with(
     config: manager::Config,
 ) -> Result<Manager, manager::Error> {
     let manager = Manager::new(client, config)?;
+    // Only what this operator made (it labels all of it) is cached, not every ConfigMap.
+    let labelled = "app.kubernetes.io/instance";
+    manager.cache::<ConfigMap>(manager::Cache::new().label_selector(labelled))?;
+    manager.cache::<Deployment>(manager::Cache::new().label_selector(labelled))?;
     manager
         .controller::<Website>()
         .owns::<ConfigMap>()

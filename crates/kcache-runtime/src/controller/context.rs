@@ -197,6 +197,48 @@ impl<K: ApiObject> Context<K> {
         self.informer::<C>().indexer().get_by_key(key.as_str())
     }
 
+    /// [`get`](Self::get), with a miss as an error that names the cache's selectors (see
+    /// [`manager::Cache`](crate::manager::Cache)): a selected cache leaves out every object
+    /// its selectors do not match, and a reconcile that expected one learns why.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kcache_runtime::{Action, Context, api};
+    ///
+    /// async fn reconcile(_cm: Arc<ConfigMap>, ctx: Context<ConfigMap>) -> Result<Action, api::Error> {
+    ///     // "configmaps apps/settings is not in the manager's cache of configmaps
+    ///     // (label selector "app=web"): it does not exist, or the cache's selectors leave it out"
+    ///     let _settings = ctx.read::<ConfigMap>("settings")?;
+    ///     Ok(Action::Done)
+    /// }
+    /// # fn main() { let _ = reconcile; }
+    /// ```
+    ///
+    /// # Errors
+    /// [`api::Error::NotCached`] when the cache holds no such object.
+    ///
+    /// # Panics
+    /// As [`lister`](Self::lister).
+    pub fn read<C: ApiObject>(&self, name: &str) -> Result<Arc<C>, api::Error> {
+        self.get::<C>(name).ok_or_else(|| {
+            let resource = C::plural(&()).into_owned();
+            let what = match self.namespace().filter(|_| !is_cluster_scoped::<C>()) {
+                Some(ns) => format!("{resource} {ns}/{name}"),
+                None => format!("{resource} {name}"),
+            };
+            api::Error::NotCached {
+                what,
+                resource,
+                selectors: self
+                    .shared
+                    .manager
+                    .selectors::<C>()
+                    .unwrap_or_else(|| "no selector".to_owned()),
+            }
+        })
+    }
+
     fn informer<C: ApiObject>(&self) -> SharedIndexInformer<C> {
         self.shared.manager.cached::<C>().unwrap_or_else(|| {
             panic!(
