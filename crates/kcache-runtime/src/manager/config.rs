@@ -43,7 +43,9 @@ pub struct Config {
     pub leader_election: Option<LeaderElection>,
     /// Serve `/metrics`, `/healthz` (`/livez`) and `/readyz` on this address (bound by
     /// [`Manager::new`](super::Manager::new); port 0 picks one, see
-    /// [`Manager::metrics_addr`](super::Manager::metrics_addr)). `None`: no server.
+    /// [`Manager::metrics_addr`](super::Manager::metrics_addr)). `None`: no server (unless
+    /// [`Manager::with_metrics_listener`](super::Manager::with_metrics_listener) gives one a
+    /// listener bound beforehand).
     pub metrics_addr: Option<SocketAddr>,
     /// On shutdown, how long the reconciles in flight may take to finish; past it they are
     /// aborted (their futures dropped) and [`Manager::run`](super::Manager::run) reports
