@@ -18,7 +18,9 @@ use clap::Parser;
 use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap};
 use kcache_client::Client;
 use kcache_runtime::{
-    Action, Context, Event, EventType, FinalizerEvent, Manager, api, filter,
+    Action, Context, Event, EventType, FinalizerEvent, Manager,
+    api::{self, Applied},
+    filter,
     manager::{self, LeaderElection},
 };
 use kube::{CustomResource, ResourceExt};
@@ -109,6 +111,10 @@ pub(crate) fn operator_with(
     config: manager::Config,
 ) -> Result<Manager, manager::Error> {
     let manager = Manager::new(client, config)?;
+    // Only what this operator made (it labels all of it) is cached, not every ConfigMap.
+    let labelled = "app.kubernetes.io/instance";
+    manager.cache::<ConfigMap>(manager::Cache::new().label_selector(labelled))?;
+    manager.cache::<Deployment>(manager::Cache::new().label_selector(labelled))?;
     manager
         .controller::<Website>()
         .owns::<ConfigMap>()
@@ -136,15 +142,15 @@ async fn reconcile(_site: Arc<Website>, ctx: Context<Website>) -> Result<Action,
 /// Makes the ConfigMap and the Deployment match the Website, and reports.
 async fn apply(site: &Website, ctx: &Context<Website>) -> Result<Action, api::Error> {
     let name = site.name_any();
-    // From the cache: it holds whatever this controller wrote before (read-your-own-writes),
-    // so a reconcile right after the create does not "create" it again.
-    let created = ctx.get::<Deployment>(&name).is_none();
     ctx.apply_owned(page(site)).await?;
-    let deployment = ctx.apply_owned(deployment(site)).await?;
-    if created {
+    // Created, Updated or Unchanged; a reconcile right after the create reads it from the
+    // cache (read-your-own-writes), so it does not report "Created" twice.
+    let applied = ctx.apply_owned(deployment(site)).await?;
+    if let Applied::Created(_) = applied {
         let note = format!("Deployment {name} serves {}", site.spec.image);
         publish(ctx, "Created", "Create", note).await;
     }
+    let deployment = applied.into_object();
     let status = WebsiteStatus {
         ready_replicas: deployment
             .status

@@ -54,6 +54,23 @@
 //! # Ok(()) }
 //! ```
 //!
+//! # Caches
+//!
+//! The manager keeps one shared informer per type, typed, in its namespace. Declare a type's
+//! cache with [`Manager::cache`] before a controller uses it to narrow it
+//! ([`manager::Cache`]: label and field selectors, managed-fields stripping, a transform);
+//! [`Context::read`] then reports a miss as an error naming the selectors. (The lean
+//! storage of `kcache_client::Compact` is not used by the manager's caches yet.)
+//!
+//! # Helpers
+//!
+//! [`Context::apply_owned`] says whether it created, updated or left the object unchanged
+//! ([`api::Applied`]); [`conditions`] sets status conditions with Kubernetes' rules;
+//! [`Context::finalizer`] removes its finalizer from the newest version the controller
+//! knows, so a cleanup may write the object it finalizes. The field manager and the Events'
+//! reporter are `MANAGER/CONTROLLER` unless [`manager::Config::field_manager`],
+//! [`manager::Config::event_reporter`] or the controller's own say otherwise.
+//!
 //! # Read-your-own-writes
 //!
 //! A controller reads from caches that follow the API server a little behind. Without care,
@@ -131,6 +148,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 pub mod api;
+pub mod conditions;
 mod controller;
 mod expectations;
 pub mod manager;

@@ -28,6 +28,19 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// [`Context::read`](crate::Context::read) found no such object in the manager's cache:
+    /// it does not exist, or the cache's selectors leave it out.
+    #[error(
+        "{what} is not in the manager's cache of {resource} ({selectors}): it does not exist, or the cache's selectors leave it out"
+    )]
+    NotCached {
+        /// The object, e.g. `configmaps apps/web`.
+        what: String,
+        /// The resource.
+        resource: String,
+        /// The cache's selectors (`label selector "app=web"`, or `no selector`).
+        selectors: String,
+    },
     /// The object to write has no `metadata.name`.
     #[error("{verb} {resource}: the object has no metadata.name")]
     NoName {
@@ -75,6 +88,11 @@ impl Error {
     /// 409 AlreadyExists: a create of an object that exists.
     pub fn is_already_exists(&self) -> bool {
         self.status().is_some_and(Status::is_already_exists)
+    }
+
+    /// [`Error::NotCached`]: a read found nothing in the cache.
+    pub fn is_not_cached(&self) -> bool {
+        matches!(self, Self::NotCached { .. })
     }
 
     /// 404 NotFound.

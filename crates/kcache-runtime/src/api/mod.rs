@@ -19,10 +19,13 @@
 //! failed attempt wrote). The informers' lists and watches use the other client, without
 //! retries, because the reflector must see those answers to apply client-go's recovery.
 
+mod applied;
 mod error;
 mod finalizer;
 
 use std::{any::TypeId, fmt::Debug, sync::Arc};
+
+use kube_core::params::GetParams;
 
 use kcache::store::{ObjectKey, Reader};
 use kube_core::{
@@ -31,6 +34,7 @@ use kube_core::{
 };
 use serde::{Serialize, de::DeserializeOwned};
 
+pub use applied::Applied;
 pub use error::Error;
 pub use finalizer::FinalizerEvent;
 
@@ -41,6 +45,10 @@ use crate::{
 
 /// `Result` with this module's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Called with every object a write returned (the controller's own writes of its primary
+/// type: the finalizer removes from the newest, own events do not requeue).
+pub(crate) type WriteHook<C> = Arc<dyn Fn(&C) + Send + Sync>;
 
 /// Where a write is recorded: the reconciled key, and the cache that must show the write.
 pub(crate) struct Tracker<C> {
@@ -72,6 +80,7 @@ pub struct TrackedApi<C> {
     field_manager: String,
     tracker: Option<Tracker<C>>,
     metrics: Option<ControllerCacheMetrics>,
+    on_write: Option<WriteHook<C>>,
 }
 
 impl<C> Debug for TrackedApi<C> {
@@ -114,6 +123,28 @@ where
             field_manager,
             tracker: None,
             metrics: None,
+            on_write: None,
+        }
+    }
+
+    /// Calls `hook` with every object a write returns.
+    pub(crate) fn on_write(mut self, hook: Option<WriteHook<C>>) -> Self {
+        self.on_write = hook;
+        self
+    }
+
+    /// Object `name` as the API server has it now (GET; not a write, not tracked); `None`
+    /// when it does not exist.
+    pub(crate) async fn get_fresh(&self, name: &str) -> Result<Option<C>> {
+        let what = self.what(name);
+        let request = self
+            .request
+            .get(name, &GetParams::default())
+            .map_err(|e| Error::request("get", &what, kube_client::Error::BuildRequest(e)))?;
+        match self.kube.request::<serde_json::Value>(request).await {
+            Ok(value) => self.decode(value, "get", &what).map(Some),
+            Err(kube_client::Error::Api(s)) if s.is_not_found() => Ok(None),
+            Err(e) => Err(Error::request("get", &what, e)),
         }
     }
 
@@ -217,6 +248,9 @@ where
         let value = self.send(request, verb, what.clone()).await?;
         let obj = self.decode(value, verb, &what)?;
         self.track(&obj, Written::Upserted, verb);
+        if let Some(hook) = &self.on_write {
+            hook(&obj);
+        }
         Ok(obj)
     }
 
@@ -328,7 +362,12 @@ where
                 && o.meta().finalizers.as_ref().is_some_and(|f| !f.is_empty())
         });
         match (terminating, &self.tracker) {
-            (Some(o), _) => self.track(o, Written::Upserted, "delete"),
+            (Some(o), _) => {
+                self.track(o, Written::Upserted, "delete");
+                if let Some(hook) = &self.on_write {
+                    hook(o);
+                }
+            }
             (None, Some(t)) => {
                 let key = ObjectKey::new(self.namespace.as_deref(), name);
                 // Not the returned object's resourceVersion: kube-apiserver may answer with

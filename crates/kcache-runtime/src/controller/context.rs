@@ -1,20 +1,26 @@
 //! [`Context`]: what a reconcile gets next to its object.
 
-use std::sync::Arc;
+use std::{
+    any::{Any, TypeId},
+    sync::Arc,
+};
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kcache::{
     SharedIndexInformer,
     store::{Lister, ObjectKey},
 };
 use kcache_client::events::{Event, Recorder};
 use kube_core::params::Patch;
+use parking_lot::Mutex;
 use serde::Serialize;
 use serde_json::json;
 
 use crate::{
     ApiObject,
-    api::{self, TrackedApi, Tracker, is_cluster_scoped},
-    expectations::Expectations,
+    api::{self, TrackedApi, Tracker, WriteHook, is_cluster_scoped},
+    controller::own_writes::OwnWrites,
+    expectations::{Expectations, at_least},
     manager::Shared as ManagerShared,
     metrics::ControllerCacheMetrics,
 };
@@ -28,6 +34,8 @@ pub(crate) struct Shared<K> {
     pub(crate) expectations: Arc<Expectations>,
     pub(crate) metrics: ControllerCacheMetrics,
     pub(crate) primary: SharedIndexInformer<K>,
+    /// The primary objects this controller wrote, whose events must not queue them again.
+    pub(crate) own_writes: Arc<OwnWrites>,
 }
 
 /// The context of one reconcile: the object's key, the manager's client for writes, the
@@ -41,6 +49,8 @@ pub struct Context<K> {
     shared: Arc<Shared<K>>,
     key: ObjectKey,
     object: Arc<K>,
+    /// The newest version of the reconciled object this reconcile wrote.
+    written: Arc<Mutex<Option<Arc<K>>>>,
 }
 
 impl<K> Clone for Context<K> {
@@ -49,6 +59,7 @@ impl<K> Clone for Context<K> {
             shared: Arc::clone(&self.shared),
             key: self.key.clone(),
             object: Arc::clone(&self.object),
+            written: Arc::clone(&self.written),
         }
     }
 }
@@ -68,7 +79,64 @@ impl<K: ApiObject> Context<K> {
             shared,
             key,
             object,
+            written: Arc::new(Mutex::new(None)),
         }
+    }
+
+    /// The newest version of the reconciled object the controller knows: the cache's, the
+    /// one the reconcile started from, or the one its last write returned, whichever has the
+    /// highest resourceVersion.
+    pub(crate) fn newest(&self) -> Arc<K> {
+        let mut newest = Arc::clone(&self.object);
+        let cached = self.shared.primary.indexer().get_by_key(self.key.as_str());
+        let written = self.written.lock().clone();
+        for candidate in [cached, written].into_iter().flatten() {
+            let rv = |o: &K| o.meta().resource_version.clone().unwrap_or_default();
+            if rv(&candidate) != rv(&newest) && at_least(&rv(&candidate), &rv(&newest)) {
+                newest = candidate;
+            }
+        }
+        newest
+    }
+
+    /// For writes of the primary type: records each object written, for [`newest`](Self::newest)
+    /// and so that its watch event does not queue the key again.
+    fn write_hook<C: ApiObject>(&self) -> Option<WriteHook<C>> {
+        if TypeId::of::<C>() != TypeId::of::<K>() {
+            return None;
+        }
+        let (own, written) = (
+            Arc::clone(&self.shared.own_writes),
+            Arc::clone(&self.written),
+        );
+        let (primary, key) = (self.shared.primary.clone(), self.key.clone());
+        Some(Arc::new(move |obj: &C| {
+            let Some(obj) = (obj as &dyn Any).downcast_ref::<K>() else {
+                return;
+            };
+            let meta = obj.meta();
+            let same = meta.name.as_deref() == Some(key.name())
+                && meta.namespace.as_deref() == key.namespace();
+            if same {
+                *written.lock() = Some(Arc::new(obj.clone()));
+            }
+            // Its event may already be in: then there is nothing to hold back.
+            let rv = meta.resource_version.as_deref().unwrap_or_default();
+            let shown = primary
+                .indexer()
+                .get_by_key(
+                    ObjectKey::new(
+                        meta.namespace.as_deref(),
+                        meta.name.as_deref().unwrap_or_default(),
+                    )
+                    .as_str(),
+                )
+                .and_then(|o| o.meta().resource_version.clone())
+                .is_some_and(|seen| at_least(&seen, rv));
+            if !shown {
+                own.record(obj);
+            }
+        }))
     }
 
     /// The key being reconciled.
@@ -93,8 +161,8 @@ impl<K: ApiObject> Context<K> {
         &self.shared.manager.kube
     }
 
-    /// The controller's Events recorder (reporting as `MANAGER/CONTROLLER`, instance the
-    /// manager's identity).
+    /// The controller's Events recorder (reporting as its event reporter, by default
+    /// `MANAGER/CONTROLLER`; instance the manager's identity).
     pub fn recorder(&self) -> &Recorder {
         &self.shared.recorder
     }
@@ -127,6 +195,48 @@ impl<K: ApiObject> Context<K> {
             None => ObjectKey::new(None, name),
         };
         self.informer::<C>().indexer().get_by_key(key.as_str())
+    }
+
+    /// [`get`](Self::get), with a miss as an error that names the cache's selectors (see
+    /// [`manager::Cache`](crate::manager::Cache)): a selected cache leaves out every object
+    /// its selectors do not match, and a reconcile that expected one learns why.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kcache_runtime::{Action, Context, api};
+    ///
+    /// async fn reconcile(_cm: Arc<ConfigMap>, ctx: Context<ConfigMap>) -> Result<Action, api::Error> {
+    ///     // "configmaps apps/settings is not in the manager's cache of configmaps
+    ///     // (label selector "app=web"): it does not exist, or the cache's selectors leave it out"
+    ///     let _settings = ctx.read::<ConfigMap>("settings")?;
+    ///     Ok(Action::Done)
+    /// }
+    /// # fn main() { let _ = reconcile; }
+    /// ```
+    ///
+    /// # Errors
+    /// [`api::Error::NotCached`] when the cache holds no such object.
+    ///
+    /// # Panics
+    /// As [`lister`](Self::lister).
+    pub fn read<C: ApiObject>(&self, name: &str) -> Result<Arc<C>, api::Error> {
+        self.get::<C>(name).ok_or_else(|| {
+            let resource = C::plural(&()).into_owned();
+            let what = match self.namespace().filter(|_| !is_cluster_scoped::<C>()) {
+                Some(ns) => format!("{resource} {ns}/{name}"),
+                None => format!("{resource} {name}"),
+            };
+            api::Error::NotCached {
+                what,
+                resource,
+                selectors: self
+                    .shared
+                    .manager
+                    .selectors::<C>()
+                    .unwrap_or_else(|| "no selector".to_owned()),
+            }
+        })
     }
 
     fn informer<C: ApiObject>(&self) -> SharedIndexInformer<C> {
@@ -169,6 +279,7 @@ impl<K: ApiObject> Context<K> {
             self.shared.field_manager.clone(),
         )
         .tracked(tracker, self.shared.metrics.clone())
+        .on_write(self.write_hook::<C>())
     }
 
     /// Server-side applies `obj` as an object owned by the one being reconciled: in its
@@ -178,9 +289,43 @@ impl<K: ApiObject> Context<K> {
     /// then garbage-collects it, and [`owns`](crate::ControllerBuilder::owns) maps its
     /// changes back to this key. Tracked for read-your-own-writes.
     ///
+    /// Returns what happened ([`api::Applied`]): `Created` when the object did not exist,
+    /// `Unchanged` when the apply left its resourceVersion where it was, else `Updated`.
+    /// "Did not exist" and the version before are read from the manager's cache of `C`
+    /// (which holds this controller's own earlier writes), or with a GET when the manager
+    /// caches no `C` there (one more request). A cache behind another writer's change may
+    /// report `Updated` for an apply that changed nothing.
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    /// use kcache_runtime::{Action, Context, Event, EventType, api::{self, Applied}};
+    ///
+    /// async fn reconcile(cm: Arc<ConfigMap>, ctx: Context<ConfigMap>) -> Result<Action, api::Error> {
+    ///     let mut secret = Secret::default();
+    ///     secret.metadata.name = cm.metadata.name.clone();
+    ///     let applied = ctx.apply_owned(secret).await?;
+    ///     if let Applied::Created(_) | Applied::Updated(_) = &applied {
+    ///         let event = Event {
+    ///             type_: EventType::Normal,
+    ///             reason: applied.verb().into(),
+    ///             note: Some("secret written".into()),
+    ///             action: "Apply".into(),
+    ///             secondary: None,
+    ///         };
+    ///         ctx.publish(event).await;
+    ///     }
+    ///     Ok(Action::Done)
+    /// }
+    /// # fn main() { let _ = reconcile; }
+    /// ```
+    ///
     /// # Errors
     /// [`api::Error`]: the server's answer (e.g. 409 when another controller owns `obj`).
-    pub async fn apply_owned<C: ApiObject>(&self, mut obj: C) -> Result<C, api::Error> {
+    pub async fn apply_owned<C: ApiObject>(
+        &self,
+        mut obj: C,
+    ) -> Result<api::Applied<C>, api::Error> {
         if !is_cluster_scoped::<C>() && obj.meta().namespace.is_none() {
             obj.meta_mut().namespace = self.namespace().map(str::to_owned);
         }
@@ -190,7 +335,62 @@ impl<K: ApiObject> Context<K> {
             refs.push(owner);
         }
         let namespace = obj.meta().namespace.clone();
-        self.api_in::<C>(namespace.as_deref()).apply(&obj).await
+        let api = self.api_in::<C>(namespace.as_deref());
+        let name = obj.meta().name.clone().unwrap_or_default();
+        let before = if api.is_tracked() {
+            let key = ObjectKey::new(
+                namespace.as_deref().filter(|_| !is_cluster_scoped::<C>()),
+                &name,
+            );
+            self.informer::<C>()
+                .indexer()
+                .get_by_key(key.as_str())
+                .map(|o| o.meta().resource_version.clone().unwrap_or_default())
+        } else if name.is_empty() {
+            None
+        } else {
+            api.get_fresh(&name)
+                .await?
+                .map(|o| o.meta().resource_version.clone().unwrap_or_default())
+        };
+        let applied = api.apply(&obj).await?;
+        let after = applied.meta().resource_version.clone().unwrap_or_default();
+        Ok(match before {
+            None => api::Applied::Created(applied),
+            Some(rv) if rv == after => api::Applied::Unchanged(applied),
+            Some(_) => api::Applied::Updated(applied),
+        })
+    }
+
+    /// A status condition observed on the object being reconciled: `observedGeneration` is
+    /// its `metadata.generation`; set it with [`conditions::set_condition`](crate::conditions::set_condition)
+    /// (which keeps `lastTransitionTime` unless the status changes).
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use k8s_openapi::{api::apps::v1::Deployment, apimachinery::pkg::apis::meta::v1::Condition};
+    /// use kcache_runtime::{Action, Context, api, conditions::set_condition};
+    ///
+    /// async fn reconcile(_dep: Arc<Deployment>, ctx: Context<Deployment>) -> Result<Action, api::Error> {
+    ///     let mut conditions: Vec<Condition> = Vec::new(); // from the object's status
+    ///     let ready = ctx.condition("Ready", true, "Serving", "all replicas ready");
+    ///     if set_condition(&mut conditions, ready) {
+    ///         ctx.patch_status(&serde_json::json!({ "conditions": conditions })).await?;
+    ///     }
+    ///     Ok(Action::Done)
+    /// }
+    /// # fn main() { let _ = reconcile; }
+    /// ```
+    pub fn condition(
+        &self,
+        type_: impl Into<String>,
+        status: bool,
+        reason: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Condition {
+        let mut condition = crate::conditions::new(type_, status, reason, message);
+        condition.observed_generation = self.object.meta().generation;
+        condition
     }
 
     /// Sets the object's `status` to `status` (a JSON merge patch of the `status`

@@ -4,6 +4,7 @@
 
 mod context;
 pub mod filter;
+mod own_writes;
 mod reconciler;
 
 use std::{future::Future, sync::Arc, time::Duration};
@@ -21,6 +22,7 @@ use kcache_client::events::{Recorder, Reporter};
 
 pub use context::Context;
 pub(crate) use context::Shared;
+use own_writes::OwnWrites;
 use reconciler::{Policy, reconcile_key};
 
 use crate::{
@@ -46,8 +48,9 @@ fn synced<C: ApiObject>(informer: &kcache::SharedIndexInformer<C>) -> Synced {
 ///
 /// The defaults are kcache's [`Controller`]'s (one worker, client-go's rate limiter, retries
 /// with backoff for ever); the name defaults to `K`'s plural resource name (`websites`) and
-/// names the controller's metrics, its work queue's `workqueue_*` series, its Events'
-/// reporter (`MANAGER/NAME`) and its field manager.
+/// names the controller's metrics, its work queue's `workqueue_*` series, and by default its
+/// Events' reporter and its field manager (`MANAGER/NAME`; see
+/// [`field_manager`](Self::field_manager), [`event_reporter`](Self::event_reporter)).
 ///
 /// ```no_run
 /// use std::{sync::Arc, time::Duration};
@@ -76,6 +79,8 @@ fn synced<C: ApiObject>(informer: &kcache::SharedIndexInformer<C>) -> Synced {
 pub struct ControllerBuilder<'m, K, P = DefaultErrorPolicy> {
     manager: &'m Manager,
     config: kcontroller::Config,
+    field_manager: Option<String>,
+    event_reporter: Option<String>,
     filters: Vec<UpdateFilter<K>>,
     relations: Vec<Relation<K>>,
     /// The owned and watched informers: reconciles start once they have synced.
@@ -98,6 +103,8 @@ impl<'m, K: ApiObject> ControllerBuilder<'m, K> {
         Self {
             manager,
             config: kcontroller::Config::default().name(K::plural(&()).into_owned()),
+            field_manager: None,
+            event_reporter: None,
             filters: Vec::new(),
             relations: Vec::new(),
             synced: Vec::new(),
@@ -111,6 +118,20 @@ impl<'m, K: ApiObject, P> ControllerBuilder<'m, K, P> {
     /// a manager.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.config = self.config.name(name);
+        self
+    }
+
+    /// The field manager of this controller's writes (default: the manager's
+    /// [`field_manager`](crate::manager::Config::field_manager), else `MANAGER/NAME`).
+    pub fn field_manager(mut self, manager: impl Into<String>) -> Self {
+        self.field_manager = Some(manager.into());
+        self
+    }
+
+    /// The reporting controller of this controller's Events (default: the manager's
+    /// [`event_reporter`](crate::manager::Config::event_reporter), else `MANAGER/NAME`).
+    pub fn event_reporter(mut self, reporter: impl Into<String>) -> Self {
+        self.event_reporter = Some(reporter.into());
         self
     }
 
@@ -191,6 +212,8 @@ impl<'m, K: ApiObject, P> ControllerBuilder<'m, K, P> {
         ControllerBuilder {
             manager: self.manager,
             config: self.config,
+            field_manager: self.field_manager,
+            event_reporter: self.event_reporter,
             filters: self.filters,
             relations: self.relations,
             synced: self.synced,
@@ -207,6 +230,14 @@ impl<'m, K: ApiObject, P> ControllerBuilder<'m, K, P> {
     /// An object gone from the cache is not reconciled: what it owns is garbage collected,
     /// and what must be released before it goes belongs in a [finalizer](Context::finalizer).
     ///
+    /// The update events of the primary objects this controller wrote itself through its
+    /// [`Context`] (status, annotations, finalizers) do not queue them again: the reconcile
+    /// that wrote saw what it wrote and said with its [`Action`] what comes next (a failed
+    /// one is retried with the queue's backoff instead of at once, on its own event). Other
+    /// writers' updates, adds and deletes queue as usual. (controller-runtime queues on every
+    /// event; its users filter their own status writes out with
+    /// `GenerationChangedPredicate`.)
+    ///
     /// # Errors
     /// [`Error::DuplicateController`] when the manager already has a controller of this
     /// name.
@@ -220,6 +251,8 @@ impl<'m, K: ApiObject, P> ControllerBuilder<'m, K, P> {
         let Self {
             manager,
             config,
+            field_manager,
+            event_reporter,
             filters,
             relations,
             synced,
@@ -231,13 +264,14 @@ impl<'m, K: ApiObject, P> ControllerBuilder<'m, K, P> {
         let primary = manager.informer::<K>();
         let config = config.metrics_provider(m.workqueue_metrics.clone());
         let workers = config.workers;
-        let mut controller = if filters.is_empty() {
-            Controller::new(primary.clone(), config)
-        } else {
+        let own_writes = Arc::new(OwnWrites::new(m.config.expectations_ttl));
+        let own = Arc::clone(&own_writes);
+        // The update events of this controller's own writes queue nothing: the reconcile
+        // that wrote knew what it wrote, and returned what comes next.
+        let mut controller =
             Controller::new_with_update_filter(primary.clone(), config, move |old: &K, new: &K| {
-                filters.iter().all(|f| f(old, new))
-            })
-        };
+                !own.take(new) && filters.iter().all(|f| f(old, new))
+            });
         for relation in relations {
             controller = relation(controller);
         }
@@ -245,12 +279,17 @@ impl<'m, K: ApiObject, P> ControllerBuilder<'m, K, P> {
         m.controller_metrics
             .register_controller(name.clone(), workers, controller.metrics());
         let metrics = m.runtime_metrics.controller(&name);
+        let default = || format!("{}/{name}", m.config.name);
         let reporter = Reporter {
-            controller: format!("{}/{name}", m.config.name),
+            controller: event_reporter
+                .or_else(|| m.config.event_reporter.clone())
+                .unwrap_or_else(default),
             instance: Some(m.identity.clone()),
         };
         let shared = Arc::new(Shared {
-            field_manager: format!("{}/{name}", m.config.name),
+            field_manager: field_manager
+                .or_else(|| m.config.field_manager.clone())
+                .unwrap_or_else(default),
             recorder: Recorder::new(&m.client, reporter),
             expectations: Arc::new(Expectations::new(
                 name.clone(),
@@ -261,6 +300,7 @@ impl<'m, K: ApiObject, P> ControllerBuilder<'m, K, P> {
             metrics,
             manager: Arc::clone(&m),
             primary,
+            own_writes,
             name: name.clone(),
         });
         let reconcile = Arc::new(reconcile);

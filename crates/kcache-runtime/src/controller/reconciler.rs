@@ -19,8 +19,6 @@ pub(crate) enum Failure<E> {
     Reconcile(E),
     /// It was not run: the caches had not caught up with an earlier write.
     CacheBehind(CacheBehind),
-    /// It was not run: the manager shut down while it waited for the caches.
-    ShuttingDown,
 }
 
 impl<E: fmt::Display> fmt::Display for Failure<E> {
@@ -28,9 +26,6 @@ impl<E: fmt::Display> fmt::Display for Failure<E> {
         match self {
             Self::Reconcile(e) => e.fmt(f),
             Self::CacheBehind(e) => e.fmt(f),
-            Self::ShuttingDown => {
-                f.write_str("not run: shutting down while waiting for the caches")
-            }
         }
     }
 }
@@ -39,7 +34,7 @@ impl<E: ReconcileError> ReconcileError for Failure<E> {
     fn is_terminal(&self) -> bool {
         match self {
             Self::Reconcile(e) => e.is_terminal(),
-            Self::CacheBehind(_) | Self::ShuttingDown => false,
+            Self::CacheBehind(_) => false,
         }
     }
 }
@@ -51,7 +46,7 @@ impl<E, P: ErrorPolicy<E>> ErrorPolicy<Failure<E>> for Policy<P> {
     fn on_error(&self, key: &ObjectKey, error: &Failure<E>, retries: u32) -> ErrorAction {
         match error {
             Failure::Reconcile(e) => self.0.on_error(key, e, retries),
-            Failure::CacheBehind(_) | Failure::ShuttingDown => ErrorAction::Backoff,
+            Failure::CacheBehind(_) => ErrorAction::Backoff,
         }
     }
 }
@@ -72,8 +67,13 @@ where
     let timeout = shared.manager.config.cache_wait_timeout;
     tokio::select! {
         waited = shared.expectations.wait(&key, timeout) => waited.map_err(Failure::CacheBehind)?,
-        // Draining: a reconcile in flight finishes, one still waiting is not started.
-        () = shared.manager.stopping.cancelled() => return Err(Failure::ShuttingDown),
+        // Draining: a reconcile in flight finishes, one still waiting is not started. Not a
+        // failure: the key is left to the next leader (which queues every object), or to
+        // this process's next start.
+        () = shared.manager.stopping.cancelled() => {
+            debug!(controller = %shared.name, %key, "shutting down: not reconciled");
+            return Ok(Action::Done);
+        }
     }
     // Read after the wait: the cache is now at least as new as this controller's writes.
     let Some(object) = shared.primary.indexer().get_by_key(key.as_str()) else {

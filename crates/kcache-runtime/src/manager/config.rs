@@ -22,8 +22,20 @@ use std::{net::SocketAddr, time::Duration};
 #[non_exhaustive]
 pub struct Config {
     /// The manager's name: the prefix of its controllers' field managers and Events'
-    /// reporting controller (`NAME/CONTROLLER`), e.g. `website-operator`.
+    /// reporting controller (`NAME/CONTROLLER`, unless [`field_manager`](Self::field_manager)
+    /// or [`event_reporter`](Self::event_reporter) say otherwise), e.g. `website-operator`.
     pub name: String,
+    /// The field manager of every write of the manager's controllers (server-side apply's
+    /// owner of the fields they set). Default `None`: `NAME/CONTROLLER` per controller. Set
+    /// it to keep the field manager of an operator migrated with live objects;
+    /// [`ControllerBuilder::field_manager`](crate::ControllerBuilder::field_manager) sets one
+    /// per controller.
+    pub field_manager: Option<String>,
+    /// The reporting controller of the Events the manager's controllers publish
+    /// (`reportingController`, `source.component`). Default `None`: `NAME/CONTROLLER` per
+    /// controller; [`ControllerBuilder::event_reporter`](crate::ControllerBuilder::event_reporter)
+    /// sets one per controller.
+    pub event_reporter: Option<String>,
     /// Cache (and so reconcile) only this namespace; `None`: every namespace. A
     /// cluster-scoped kind is cached cluster-wide either way.
     pub namespace: Option<String>,
@@ -31,7 +43,9 @@ pub struct Config {
     pub leader_election: Option<LeaderElection>,
     /// Serve `/metrics`, `/healthz` (`/livez`) and `/readyz` on this address (bound by
     /// [`Manager::new`](super::Manager::new); port 0 picks one, see
-    /// [`Manager::metrics_addr`](super::Manager::metrics_addr)). `None`: no server.
+    /// [`Manager::metrics_addr`](super::Manager::metrics_addr)). `None`: no server (unless
+    /// [`Manager::with_metrics_listener`](super::Manager::with_metrics_listener) gives one a
+    /// listener bound beforehand).
     pub metrics_addr: Option<SocketAddr>,
     /// On shutdown, how long the reconciles in flight may take to finish; past it they are
     /// aborted (their futures dropped) and [`Manager::run`](super::Manager::run) reports
@@ -59,6 +73,8 @@ impl Config {
     pub fn new(name: impl Into<String>) -> Self {
         Self {
             name: name.into(),
+            field_manager: None,
+            event_reporter: None,
             namespace: None,
             leader_election: None,
             metrics_addr: None,
@@ -116,6 +132,20 @@ impl Config {
     #[must_use]
     pub fn strip_managed_fields(mut self, on: bool) -> Self {
         self.strip_managed_fields = on;
+        self
+    }
+
+    /// Sets [`Config::field_manager`].
+    #[must_use]
+    pub fn field_manager(mut self, manager: impl Into<String>) -> Self {
+        self.field_manager = Some(manager.into());
+        self
+    }
+
+    /// Sets [`Config::event_reporter`].
+    #[must_use]
+    pub fn event_reporter(mut self, reporter: impl Into<String>) -> Self {
+        self.event_reporter = Some(reporter.into());
         self
     }
 

@@ -76,4 +76,18 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// [`Manager::cache`](super::Manager::cache) for a type the manager already caches (a
+    /// controller, `owns`, `watches` or `informer` asked for it first, or another `cache`
+    /// call): declare the cache before them.
+    #[error(
+        "manager {manager}: {kind} is already cached ({existing}); declare its cache before any controller, owns, watches or informer uses it"
+    )]
+    CacheExists {
+        /// The manager's name.
+        manager: String,
+        /// The kind.
+        kind: String,
+        /// The existing cache's selectors.
+        existing: String,
+    },
 }

@@ -2,6 +2,7 @@
 //! Prometheus registry with the probes server, signals and a graceful shutdown, in one
 //! value configured by [`Config`] and run by one call.
 
+mod cache;
 mod config;
 mod error;
 mod run;
@@ -26,6 +27,7 @@ use prometheus_client::registry::Registry;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
+pub use cache::Cache;
 pub use config::{Config, LeaderElection};
 pub use error::Error;
 
@@ -41,6 +43,9 @@ pub(crate) type Runnable = Box<
         + Send,
 >;
 
+/// A `SharedIndexInformer<C>`, type-erased.
+type AnyInformer = Box<dyn Any + Send + Sync>;
+
 /// What the manager shares with its controllers and their reconciles.
 pub(crate) struct Shared {
     pub(crate) config: Config,
@@ -49,8 +54,8 @@ pub(crate) struct Shared {
     pub(crate) kube: kube_client::Client,
     pub(crate) identity: String,
     factory: SharedInformerFactory,
-    /// `SharedIndexInformer<C>` by `TypeId::of::<C>()`.
-    informers: Mutex<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
+    /// `SharedIndexInformer<C>` by `TypeId::of::<C>()`, with its selectors described.
+    informers: Mutex<HashMap<TypeId, (AnyInformer, String)>>,
     /// Notified after every change any informer applied to its cache.
     pub(crate) wake: Arc<Notify>,
     /// Cancelled when the controllers start draining.
@@ -67,8 +72,16 @@ impl Shared {
         self.informers
             .lock()
             .get(&TypeId::of::<C>())
-            .and_then(|i| i.downcast_ref::<SharedIndexInformer<C>>())
+            .and_then(|(i, _)| i.downcast_ref::<SharedIndexInformer<C>>())
             .cloned()
+    }
+
+    /// The selectors of the cache of `C` (`no selector` when whole), if the manager caches it.
+    pub(crate) fn selectors<C: ApiObject>(&self) -> Option<String> {
+        self.informers
+            .lock()
+            .get(&TypeId::of::<C>())
+            .map(|(_, s)| s.clone())
     }
 }
 
@@ -247,27 +260,102 @@ impl Manager {
         })
     }
 
+    /// Serves `/metrics`, `/healthz` and `/readyz` on `listener`, already bound (a test's
+    /// port picked in advance, a socket handed over by systemd), instead of
+    /// [`Config::metrics_addr`] (whose listener, if bound, is closed).
+    ///
+    /// A tokio listener converts with `into_std()`:
+    ///
+    /// ```no_run
+    /// use kcache_runtime::{Manager, manager};
+    ///
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let addr = listener.local_addr()?;
+    /// let client = kcache_client::Client::infer().await?;
+    /// let manager = Manager::new(client, manager::Config::new("demo"))?
+    ///     .with_metrics_listener(listener.into_std()?)?;
+    /// assert_eq!(manager.metrics_addr(), Some(addr));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Bind`] when the listener's address cannot be read.
+    pub fn with_metrics_listener(mut self, listener: std::net::TcpListener) -> Result<Self, Error> {
+        let addr = listener.local_addr().map_err(|source| Error::Bind {
+            manager: self.shared.config.name.clone(),
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            source,
+        })?;
+        self.listener = Mutex::new(Some(listener));
+        self.metrics_addr = Some(addr);
+        Ok(self)
+    }
+
     /// Declares a controller of primary type `K`; see [`ControllerBuilder`].
     pub fn controller<K: ApiObject>(&self) -> ControllerBuilder<'_, K> {
         ControllerBuilder::new(self)
     }
 
-    /// The manager's shared informer of `C` (typed storage, in the manager's namespace),
-    /// created on first request: it starts when the manager runs, on every replica; its
-    /// metrics are exported, readiness waits for its sync, and reconciles read it with
+    /// The manager's shared informer of `C` (typed storage, in the manager's namespace,
+    /// with the settings of its [`cache`](Self::cache) if one was declared), created on first
+    /// request: it starts when the manager runs, on every replica; its metrics are exported,
+    /// readiness waits for its sync, and reconciles read it with
     /// [`Context::lister`](crate::Context::lister) and [`Context::get`](crate::Context::get).
     /// [`owns`](ControllerBuilder::owns) and [`watches`](ControllerBuilder::watches) call
     /// it; call it for a type the reconciles read without being triggered by it.
     pub fn informer<C: ApiObject>(&self) -> SharedIndexInformer<C> {
-        let s = &self.shared;
-        if let Some(existing) = s.cached::<C>() {
+        if let Some(existing) = self.shared.cached::<C>() {
             return existing;
         }
-        let informer = s
-            .factory
-            .informer_builder::<C>()
+        self.make_informer(Cache::new())
+            .expect("no settings of its own: the factory's, which cannot conflict")
+    }
+
+    /// Declares how the manager caches `C` (controller-runtime's `cache.ByObject`): label
+    /// and field selectors, managed-fields stripping, a transform; see [`Cache`]. Call it
+    /// before any controller, [`owns`](ControllerBuilder::owns),
+    /// [`watches`](ControllerBuilder::watches) or [`informer`](Self::informer) uses `C`.
+    ///
+    /// # Errors
+    /// [`Error::CacheExists`] when `C` is already cached.
+    pub fn cache<C: ApiObject>(&self, cache: Cache<C>) -> Result<SharedIndexInformer<C>, Error> {
+        if let Some(existing) = self.shared.selectors::<C>() {
+            return Err(Error::CacheExists {
+                manager: self.shared.config.name.clone(),
+                kind: C::kind(&()).into_owned(),
+                existing,
+            });
+        }
+        self.make_informer(cache)
+    }
+
+    fn make_informer<C: ApiObject>(
+        &self,
+        cache: Cache<C>,
+    ) -> Result<SharedIndexInformer<C>, Error> {
+        let s = &self.shared;
+        let describe = cache.describe();
+        let mut builder = s.factory.informer_builder::<C>();
+        if let Some(selector) = &cache.label_selector {
+            builder = builder.label_selector(selector.clone());
+        }
+        if let Some(selector) = &cache.field_selector {
+            builder = builder.field_selector(selector.clone());
+        }
+        if let Some(on) = cache.strip_managed_fields {
+            builder = builder.strip_managed_fields(on);
+        }
+        if let Some(transform) = cache.transform {
+            builder = builder.transform(move |obj| transform(obj));
+        }
+        let informer = builder
             .build(&s.client.typed())
-            .expect("the manager makes each informer once, with the factory's settings");
+            .map_err(|e| Error::CacheExists {
+                manager: s.config.name.clone(),
+                kind: C::kind(&()).into_owned(),
+                existing: e.to_string(),
+            })?;
         let _ = informer.add_event_handler_with_options(
             Wake(Arc::clone(&s.wake)),
             HandlerConfig::default()
@@ -279,12 +367,13 @@ impl Manager {
             .namespace
             .as_deref()
             .filter(|_| !is_cluster_scoped::<C>());
-        s.informer_metrics
-            .register_with_labels(&informer, ResourceLabels::of::<C>(namespace, None));
+        let mut labels = ResourceLabels::of::<C>(namespace, cache.label_selector.as_deref());
+        labels.field_selector = cache.field_selector.clone().unwrap_or_default();
+        s.informer_metrics.register_with_labels(&informer, labels);
         s.informers
             .lock()
-            .insert(TypeId::of::<C>(), Box::new(informer.clone()));
-        informer
+            .insert(TypeId::of::<C>(), (Box::new(informer.clone()), describe));
+        Ok(informer)
     }
 
     /// The client the manager was made with (the informers list and watch through it).

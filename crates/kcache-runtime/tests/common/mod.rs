@@ -95,3 +95,81 @@ pub(crate) fn sample(m: &HashMap<String, f64>, key: &str) -> Result<f64> {
         format!("no sample {key}; the family has {near:?}")
     })
 }
+
+/// A TCP proxy in front of a server that counts the `409` answers it carries (the status
+/// lines of HTTP/1.1 responses): what a test asserts about conflicts seen on the wire.
+pub(crate) struct ConflictCounter {
+    addr: SocketAddr,
+    conflicts: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ConflictCounter {
+    /// Proxies to `upstream`.
+    pub(crate) async fn start(upstream: SocketAddr) -> Result<Self> {
+        use std::sync::{Arc, atomic::AtomicUsize};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let conflicts = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&conflicts);
+        let task = tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let counter = Arc::clone(&counter);
+                tokio::spawn(async move {
+                    let Ok(server) = tokio::net::TcpStream::connect(upstream).await else {
+                        return;
+                    };
+                    let (mut client_rd, mut client_wr) = client.into_split();
+                    let (mut server_rd, mut server_wr) = server.into_split();
+                    let up = tokio::io::copy(&mut client_rd, &mut server_wr);
+                    let down = async {
+                        const STATUS: &[u8] = b"HTTP/1.1 409 ";
+                        let mut buf = vec![0u8; 16 * 1024];
+                        // The tail of the previous read: a status line split between reads.
+                        let mut carry: Vec<u8> = Vec::new();
+                        loop {
+                            let n = match server_rd.read(&mut buf).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(n) => n,
+                            };
+                            carry.extend_from_slice(&buf[..n]);
+                            let found =
+                                carry.windows(STATUS.len()).filter(|w| *w == STATUS).count();
+                            counter.fetch_add(found, std::sync::atomic::Ordering::SeqCst);
+                            let keep = carry.len().min(STATUS.len() - 1);
+                            carry.drain(..carry.len() - keep);
+                            if client_wr.write_all(&buf[..n]).await.is_err() {
+                                return;
+                            }
+                        }
+                    };
+                    tokio::select! {
+                        _ = up => {}
+                        () = down => {}
+                    }
+                });
+            }
+        });
+        Ok(Self {
+            addr,
+            conflicts,
+            task,
+        })
+    }
+
+    /// The proxy's URL.
+    pub(crate) fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The 409 answers carried so far.
+    pub(crate) fn conflicts(&self) -> usize {
+        self.conflicts.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Drop for ConflictCounter {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
