@@ -39,6 +39,19 @@ pub struct ServerConfig {
     /// objects and the `foregroundDeletion` / `orphan` finalizers a DELETE adds stay, as with a
     /// bare kube-apiserver (envtest).
     pub garbage_collector: bool,
+    /// Authorize requests by RBAC over the server's own Roles, ClusterRoles and bindings, as
+    /// kube-apiserver with `--authorization-mode=RBAC` (and envtest) do; default on. The admin
+    /// (the [`token`](Self::token)'s user, in `system:masters`) may do everything either way;
+    /// off, every authenticated request is allowed.
+    pub authorization: bool,
+    /// Treat requests without credentials as `system:anonymous` (group
+    /// `system:unauthenticated`), as kube-apiserver's default `--anonymous-auth=true`; off,
+    /// they get 401. Only when an admin [`token`](Self::token) is set: without one, a request
+    /// without credentials is the admin.
+    pub anonymous_auth: bool,
+    /// More bearer tokens and the users they authenticate (kube-apiserver's
+    /// `--token-auth-file`); default none.
+    pub users: Vec<crate::auth::StaticToken>,
 }
 
 impl Default for ServerConfig {
@@ -55,6 +68,9 @@ impl Default for ServerConfig {
             auto_create_namespaces: false,
             https: false,
             garbage_collector: true,
+            authorization: true,
+            anonymous_auth: true,
+            users: Vec::new(),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! An embedded, in-process Kubernetes-compatible API server.
 //!
 //! `kcache-apiserver` speaks the real Kubernetes REST protocol (as recorded from
-//! kube-apiserver v1.36.2) for any resource, stored as schemaless JSON: lists with
+//! kube-apiserver v1.36.5) for any resource, stored as schemaless JSON: lists with
 //! pagination and resourceVersion semantics, chunked watches with bookmarks and streaming
 //! initial lists, CRUD with merge and JSON patches, discovery so that `kubectl` works,
 //! and fault injection for tests. It depends on no other kcache crate, so it can be used
@@ -64,6 +64,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 pub(crate) mod admission;
+pub mod auth;
 mod config;
 pub mod fault;
 pub(crate) mod gc;

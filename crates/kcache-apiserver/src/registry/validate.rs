@@ -298,6 +298,25 @@ pub(crate) fn check_name(info: &ResourceInfo, name: &str) -> Result<(), ApiError
 
 /// What is wrong with `name` as an object name of `info` (nothing when valid).
 pub(crate) fn name_causes(info: &ResourceInfo, name: &str) -> Vec<Cause> {
+    if info.group == "rbac.authorization.k8s.io" {
+        // RBAC names are path segments (`system:...` is valid), as `ValidateRBACName`.
+        let why = match name {
+            "." => Some("may not be '.'"),
+            ".." => Some("may not be '..'"),
+            n if n.contains('/') => Some("may not contain '/'"),
+            n if n.contains('%') => Some("may not contain '%'"),
+            _ => None,
+        };
+        return why
+            .map(|why| {
+                vec![Cause::new(
+                    "FieldValueInvalid",
+                    format!("Invalid value: \"{name}\": {why}"),
+                    "metadata.name",
+                )]
+            })
+            .unwrap_or_default();
+    }
     let label_only = info.plural == "namespaces" && info.group.is_empty();
     let ok = if label_only {
         is_dns_label(name)
