@@ -36,7 +36,12 @@
 //! - subresources: `status`, `scale`, `finalize`, `pods/eviction` (PodDisruptionBudgets
 //!   honoured), `pods/binding`, `pods/ephemeralcontainers`, `pods/resize`,
 //!   `serviceaccounts/token` (a token the server accepts),
-//!   CertificateSigningRequests' `approval`; the review kinds answered as for an admin;
+//!   CertificateSigningRequests' `approval`; the review kinds answered by the authorizer;
+//! - who may do what ([`auth`]): the admin token (`system:masters`), a static token table and
+//!   [`RunningServer::add_user`], service account tokens, client certificates, anonymous
+//!   requests, impersonation, and RBAC over the server's own Roles and bindings with the
+//!   bootstrap roles of kube-apiserver v1.36.5 ([`ApiServerBuilder::authorization`] turns
+//!   it off);
 //! - the objects of a fresh cluster: the system namespaces, the `default/kubernetes`
 //!   Service and a `default` ServiceAccount in every namespace;
 //! - list: `limit`/`continue` (kube-apiserver's token format), `remainingItemCount`,

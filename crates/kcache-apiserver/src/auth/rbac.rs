@@ -90,14 +90,19 @@ impl Rule {
             });
         }
         let group = self.api_groups.iter().any(|g| g == "*" || *g == a.group);
-        let combined = if a.subresource.is_empty() {
-            a.resource.clone()
-        } else {
-            format!("{}/{}", a.resource, a.subresource)
+        // `resource` or `resource/subresource`, compared without building the string.
+        let combined = |r: &str| {
+            if a.subresource.is_empty() {
+                r == a.resource
+            } else {
+                r.strip_prefix(a.resource.as_str())
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    .is_some_and(|sub| sub == a.subresource)
+            }
         };
         let resource = self.resources.iter().any(|r| {
             r == "*"
-                || *r == combined
+                || combined(r)
                 || (!a.subresource.is_empty()
                     && r.len() == a.subresource.len() + 2
                     && r.starts_with("*/")
@@ -172,7 +177,13 @@ impl Binding {
                 } else {
                     &s.namespace
                 };
-                !ns.is_empty() && user.name == format!("system:serviceaccount:{ns}:{}", s.name)
+                !ns.is_empty()
+                    && user
+                        .name
+                        .strip_prefix("system:serviceaccount:")
+                        .and_then(|rest| rest.strip_prefix(ns.as_str()))
+                        .and_then(|rest| rest.strip_prefix(':'))
+                        .is_some_and(|name| name == s.name)
             }
             _ => false,
         })
