@@ -51,6 +51,19 @@ pub struct ServerConfig {
     /// service account controller does in a cluster; default on. Off, as envtest's bare
     /// kube-apiserver: namespaces get none.
     pub default_service_accounts: bool,
+    /// Authorize requests by RBAC over the server's own Roles, ClusterRoles and bindings, as
+    /// kube-apiserver with `--authorization-mode=RBAC` (and envtest) do; default on. The admin
+    /// (the [`token`](Self::token)'s user, in `system:masters`) may do everything either way;
+    /// off, every authenticated request is allowed.
+    pub authorization: bool,
+    /// Treat requests without credentials as `system:anonymous` (group
+    /// `system:unauthenticated`), as kube-apiserver's default `--anonymous-auth=true`; off,
+    /// they get 401. Only when an admin [`token`](Self::token) is set: without one, a request
+    /// without credentials is the admin.
+    pub anonymous_auth: bool,
+    /// More bearer tokens and the users they authenticate (kube-apiserver's
+    /// `--token-auth-file`); default none.
+    pub users: Vec<crate::auth::StaticToken>,
 }
 
 impl Default for ServerConfig {
@@ -70,6 +83,9 @@ impl Default for ServerConfig {
             client_ca_pem: None,
             serving_certificate: None,
             default_service_accounts: true,
+            authorization: true,
+            anonymous_auth: true,
+            users: Vec::new(),
         }
     }
 }

@@ -1,7 +1,7 @@
 //! An embedded, in-process Kubernetes-compatible API server.
 //!
 //! `kcache-apiserver` speaks the real Kubernetes REST protocol (as recorded from
-//! kube-apiserver v1.36.2) for any resource, stored as schemaless JSON: lists with
+//! kube-apiserver v1.36.5) for any resource, stored as schemaless JSON: lists with
 //! pagination and resourceVersion semantics, chunked watches with bookmarks and streaming
 //! initial lists, CRUD with merge and JSON patches, discovery so that `kubectl` works,
 //! and fault injection for tests. Of the kcache crates it needs only kcache-proto, so it can be used
@@ -36,7 +36,12 @@
 //! - subresources: `status`, `scale`, `finalize`, `pods/eviction` (PodDisruptionBudgets
 //!   honoured), `pods/binding`, `pods/ephemeralcontainers`, `pods/resize`,
 //!   `serviceaccounts/token` (a token the server accepts),
-//!   CertificateSigningRequests' `approval`; the review kinds answered as for an admin;
+//!   CertificateSigningRequests' `approval`; the review kinds answered by the authorizer;
+//! - who may do what ([`auth`]): the admin token (`system:masters`), a static token table and
+//!   [`RunningServer::add_user`], service account tokens, client certificates, anonymous
+//!   requests, impersonation, and RBAC over the server's own Roles and bindings with the
+//!   bootstrap roles of kube-apiserver v1.36.5 ([`ApiServerBuilder::authorization`] turns
+//!   it off);
 //! - the objects of a fresh cluster: the system namespaces, the `default/kubernetes`
 //!   Service and a `default` ServiceAccount in every namespace;
 //! - list: `limit`/`continue` (kube-apiserver's token format), `remainingItemCount`,
@@ -64,6 +69,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 pub(crate) mod admission;
+pub mod auth;
 mod config;
 pub mod fault;
 pub(crate) mod gc;

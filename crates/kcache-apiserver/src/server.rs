@@ -162,6 +162,28 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Authorize requests by RBAC ([`ServerConfig::authorization`]; default on). Off, every
+    /// authenticated request is allowed.
+    pub fn authorization(mut self, on: bool) -> Self {
+        self.config.authorization = on;
+        self
+    }
+
+    /// Anonymous requests as `system:anonymous` ([`ServerConfig::anonymous_auth`]; default on).
+    pub fn anonymous_auth(mut self, on: bool) -> Self {
+        self.config.anonymous_auth = on;
+        self
+    }
+
+    /// One more bearer token, authenticating as `user` (a line of kube-apiserver's
+    /// `--token-auth-file`).
+    pub fn user_token(mut self, token: impl Into<String>, user: crate::auth::UserInfo) -> Self {
+        self.config
+            .users
+            .push(crate::auth::StaticToken::new(token, user));
+        self
+    }
+
     /// Serves one more resource type.
     pub fn resource(mut self, info: ResourceInfo) -> Self {
         self.resources.push(info);
@@ -221,6 +243,7 @@ impl ApiServerBuilder {
             shutdown: shutdown.clone(),
             tokens: parking_lot::Mutex::new(std::collections::HashMap::new()),
             gc: crate::gc::Trigger::default(),
+            auth: crate::auth::AuthState::new(&self.config),
         });
         let handle = ServerHandle {
             state: state.clone(),
@@ -264,30 +287,8 @@ impl ApiServerBuilder {
                 )
                 .map_err(ServerError::Seed)?;
         }
-        // The RBAC bootstrap's `cluster-admin` role and its binding to `system:masters`.
-        let bootstrap = serde_json::json!({
-            "name": "cluster-admin",
-            "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
-            "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"},
-        });
-        for (path, obj) in [
-            (
-                "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-                serde_json::json!({"metadata": bootstrap, "rules": [
-                    {"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]},
-                    {"verbs": ["*"], "nonResourceURLs": ["*"]}]}),
-            ),
-            (
-                "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
-                serde_json::json!({"metadata": bootstrap,
-                    "subjects": [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io",
-                                  "name": "system:masters"}],
-                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                "name": "cluster-admin"}}),
-            ),
-        ] {
-            handle.create(path, obj).map_err(ServerError::Seed)?;
-        }
+        // The RBAC roles and bindings kube-apiserver creates at start.
+        crate::auth::bootstrap::seed(&handle).map_err(ServerError::Seed)?;
         for (path, obj) in self.seed {
             handle.create(&path, obj).map_err(ServerError::Seed)?;
         }
@@ -351,6 +352,35 @@ impl RunningServer {
     #[must_use]
     pub fn admin_token(&self) -> Option<&str> {
         self.token.as_deref()
+    }
+
+    /// Adds a user `name` in `groups` (and `system:authenticated`) with a fresh bearer token,
+    /// as envtest's `AddUser`: what it may do is what RBAC objects grant it.
+    ///
+    /// ```no_run
+    /// # async fn f(server: kcache_apiserver::RunningServer) {
+    /// let alice = server.add_user("alice", ["dev"]);
+    /// std::fs::write("alice.kubeconfig", &alice.kubeconfig).unwrap();
+    /// # }
+    /// ```
+    pub fn add_user<I, S>(&self, name: &str, groups: I) -> crate::auth::AddedUser
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let token = crate::auth::random_token();
+        let user = crate::auth::UserInfo::new(name, groups);
+        self.handle
+            .state
+            .auth
+            .tokens
+            .write()
+            .insert(token.clone(), user.clone());
+        crate::auth::AddedUser {
+            kubeconfig: kubeconfig_document(&self.url(), Some(&token), self.ca_pem.as_deref()),
+            token,
+            user: user.with_authenticated(),
+        }
     }
 
     /// Fault injection for this server.

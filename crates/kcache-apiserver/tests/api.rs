@@ -558,9 +558,32 @@ async fn list_at_too_large_resource_version_is_504_with_retry_after() {
 #[tokio::test]
 async fn bearer_token_is_required_when_configured() {
     let s = ApiServer::builder().token("s3cret").start().await.unwrap();
+    // Without credentials: anonymous (kube-apiserver's default), which RBAC refuses.
     let r = get(s.addr(), "/api/v1/namespaces").await;
-    assert_eq!(r.status, 401);
-    assert_eq!(r.json()["reason"], "Unauthorized");
+    assert_eq!(r.status, 403);
+    assert_eq!(
+        r.json()["message"],
+        "namespaces is forbidden: User \"system:anonymous\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope"
+    );
+    // An unknown token: 401, as with anonymous auth off.
+    let bad = common::request(
+        s.addr(),
+        http::Method::GET,
+        "/api/v1/namespaces",
+        &[("authorization", "Bearer wrong")],
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(bad.status, 401);
+    assert_eq!(bad.json()["reason"], "Unauthorized");
+    let closed = ApiServer::builder()
+        .token("s3cret")
+        .anonymous_auth(false)
+        .start()
+        .await
+        .unwrap();
+    assert_eq!(get(closed.addr(), "/api/v1/namespaces").await.status, 401);
     let ok = common::request(
         s.addr(),
         http::Method::GET,

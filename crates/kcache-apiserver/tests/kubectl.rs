@@ -143,7 +143,7 @@ async fn kubectl_creates_applies_patches_watches_and_deletes_configmaps_and_pods
     run_blocking(move || {
         // version and discovery
         let v = k.ok(&["version", "-o", "json"]);
-        assert!(v.contains("v1.36.2-kcache"), "{v}");
+        assert!(v.contains("v1.36.5-kcache"), "{v}");
 
         // create from a file, then read it back
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",

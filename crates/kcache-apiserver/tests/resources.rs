@@ -109,18 +109,40 @@ async fn a_service_account_token_is_a_token_request_the_server_accepts() {
     assert!(tr["status"]["expirationTimestamp"].is_string());
     let token = tr["status"]["token"].as_str().unwrap().to_owned();
     assert_eq!(token.split('.').count(), 3, "a JWT: {token}");
-    // The token authenticates, and a TokenReview names the service account.
+    // The token authenticates as the service account, which RBAC refuses until a binding
+    // grants it `view`; a TokenReview names the service account.
     let bearer = format!("Bearer {token}");
+    let sa_auth = [("authorization", bearer.as_str())];
+    let list = || {
+        request(
+            s.addr(),
+            Method::GET,
+            "/api/v1/namespaces/default/configmaps",
+            &sa_auth,
+            None,
+        )
+    };
+    let r = list().await.expect("request");
+    assert_eq!(r.status, 403);
+    assert_eq!(
+        r.json()["message"],
+        "configmaps is forbidden: User \"system:serviceaccount:default:robot\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""
+    );
+    let binding = json!({"metadata": {"name": "robot-view"},
+        "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": "default"}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}});
     let r = request(
         s.addr(),
-        Method::GET,
-        "/api/v1/namespaces/default/configmaps",
-        &[("authorization", bearer.as_str())],
-        None,
+        Method::POST,
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+        &auth,
+        Some(serde_json::to_vec(&binding).unwrap()),
     )
     .await
     .expect("request");
-    assert_eq!(r.status, 200);
+    assert_eq!(r.status, 201, "{}", r.json());
+    let r = list().await.expect("request");
+    assert_eq!(r.status, 200, "{}", r.json());
     let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
                         "spec": {"token": token}});
     let r = request(

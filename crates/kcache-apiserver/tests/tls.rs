@@ -67,10 +67,16 @@ async fn https_serves_with_a_generated_ca_and_an_admin_token() {
             .unwrap_or_else(|e| panic!("TLS to {name}: {e:#}"));
         assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
     }
-    let (status, _) = https_get(&s, "localhost", "/api/v1/namespaces", None)
+    // Without a token: anonymous, as kube-apiserver's default, which RBAC refuses.
+    let (status, body) = https_get(&s, "localhost", "/api/v1/namespaces", None)
         .await
         .unwrap();
-    assert_eq!(status, 401, "the admin token is required");
+    assert_eq!(status, 403, "the admin token is required");
+    let status_body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        status_body["message"],
+        "namespaces is forbidden: User \"system:anonymous\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope"
+    );
     let (status, _) = https_get(&s, "localhost", "/api/v1/namespaces", Some("wrong"))
         .await
         .unwrap();

@@ -48,6 +48,32 @@ pub(crate) struct ServeArgs {
     /// (CustomResourceDefinitions and Namespaces first).
     #[arg(long, value_name = "DIR")]
     pub manifests: Option<PathBuf>,
+    /// Add a user with a fresh bearer token and write a kubeconfig for it, `NAME.kubeconfig`
+    /// next to --write-kubeconfig's file (or in the current directory): `NAME` or
+    /// `NAME:GROUP,GROUP`. Repeatable. What the user may do is what the server's RBAC objects
+    /// grant it (create Roles and bindings with the admin kubeconfig or --manifests).
+    #[arg(long = "user", value_name = "NAME[:GROUP,...]")]
+    pub users: Vec<String>,
+    /// How requests are authorized, as kube-apiserver's flag: `RBAC` (the default, as
+    /// envtest's kube-apiserver) or `AlwaysAllow`. The admin is in `system:masters` either way.
+    #[arg(long, default_value = "RBAC", value_parser = ["RBAC", "AlwaysAllow"])]
+    pub authorization_mode: String,
+}
+
+/// `NAME[:GROUP,GROUP]` as a name and groups.
+fn parse_user(spec: &str) -> anyhow::Result<(String, Vec<String>)> {
+    let (name, groups) = spec.split_once(':').unwrap_or((spec, ""));
+    anyhow::ensure!(
+        !name.is_empty() && !name.contains(['/', '\\']),
+        "--user {spec:?}: the user name must be non-empty and contain no '/'"
+    );
+    let groups = groups
+        .split(',')
+        .map(str::trim)
+        .filter(|g| !g.is_empty())
+        .map(str::to_owned)
+        .collect();
+    Ok((name.to_owned(), groups))
 }
 
 /// A small but realistic pod for seeding.
@@ -61,6 +87,17 @@ fn seed_pod(i: usize) -> serde_json::Value {
     })
 }
 
+/// Writes `text` to `path`, readable by the owner only on Unix (it holds a token).
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    std::fs::write(path, text)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(())
+}
+
 /// Runs the server until Ctrl-C.
 ///
 /// # Errors
@@ -72,7 +109,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         .bookmark_interval(Duration::from_secs(args.bookmark_interval.max(1)))
         .enable_faults_http(args.enable_faults)
         .garbage_collector(args.enable_garbage_collector)
-        .https(!args.insecure_http);
+        .https(!args.insecure_http)
+        .authorization(args.authorization_mode == "RBAC");
+    let users = args
+        .users
+        .iter()
+        .map(|u| parse_user(u))
+        .collect::<anyhow::Result<Vec<_>>>()?;
     if let Some(t) = &args.token {
         builder = builder.token(t.clone());
     }
@@ -96,6 +139,22 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         println!("kubeconfig written to {}", path.display());
         println!("try: kubectl --kubeconfig {} get pods", path.display());
     }
+    let user_dir = args
+        .write_kubeconfig
+        .as_deref()
+        .and_then(std::path::Path::parent)
+        .map_or_else(|| PathBuf::from("."), std::path::Path::to_path_buf);
+    for (name, groups) in users {
+        let added = server.add_user(&name, groups);
+        let path = user_dir.join(format!("{name}.kubeconfig"));
+        write_private(&path, &added.kubeconfig)
+            .with_context(|| format!("writing kubeconfig {}", path.display()))?;
+        println!(
+            "user {name} (groups {}): kubeconfig written to {}",
+            added.user.groups.join(","),
+            path.display()
+        );
+    }
     if args.enable_faults {
         println!(
             "fault injection enabled under {}/debug/kcache/",
@@ -108,4 +167,20 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     println!("shutting down");
     server.shutdown().await;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn users_are_names_and_groups() {
+        let (n, g) = super::parse_user("alice:dev,ops").unwrap();
+        assert_eq!(
+            (n.as_str(), g),
+            ("alice", vec!["dev".to_owned(), "ops".to_owned()])
+        );
+        let (n, g) = super::parse_user("bob").unwrap();
+        assert_eq!((n.as_str(), g.len()), ("bob", 0));
+        assert!(super::parse_user(":dev").is_err());
+        assert!(super::parse_user("a/b").is_err());
+    }
 }

@@ -216,3 +216,97 @@ fn serve_fails_clearly_on_a_bad_manifest() {
     assert!(err.contains("does not serve Thing"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn serve_adds_users_whose_kubeconfigs_rbac_governs() {
+    let dir = std::env::temp_dir().join(format!("kcache-serve-users-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kcache"))
+        .args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--user",
+            "alice:dev,ops",
+        ])
+        .arg("--write-kubeconfig")
+        .arg(&kubeconfig)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("kcache starts");
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let _listening = lines.next().unwrap().unwrap();
+    let _admin = lines.next().unwrap().unwrap();
+    let _try = lines.next().unwrap().unwrap();
+    let alice_cfg = dir.join("alice.kubeconfig");
+    assert_eq!(
+        lines.next().unwrap().unwrap(),
+        format!(
+            "user alice (groups dev,ops,system:authenticated): kubeconfig written to {}",
+            alice_cfg.display()
+        )
+    );
+    let kubectl_as = |cfg: &std::path::Path, args: &[&str]| {
+        Command::new(kubectl())
+            .arg("--kubeconfig")
+            .arg(cfg)
+            .arg("--cache-dir")
+            .arg(dir.join("cache"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = kubectl_as(
+        &alice_cfg,
+        &[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ],
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "alice");
+    let out = kubectl_as(&alice_cfg, &["get", "pods"]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "pods is forbidden: User \"alice\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The admin binds the group `dev` to `view` in `default`; alice may list pods there.
+    let out = kubectl_as(
+        &kubeconfig,
+        &[
+            "create",
+            "rolebinding",
+            "dev-view",
+            "--clusterrole=view",
+            "--group=dev",
+            "-n",
+            "default",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = kubectl_as(
+        &alice_cfg,
+        &["auth", "can-i", "list", "pods", "-n", "default"],
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "yes");
+    let out = kubectl_as(
+        &alice_cfg,
+        &["auth", "can-i", "delete", "pods", "-n", "default"],
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no");
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    assert!(child.wait().unwrap().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -96,10 +96,30 @@ impl Target {
         content_type: Option<&str>,
         body: Option<Vec<u8>>,
     ) -> anyhow::Result<Response> {
+        self.send_with_headers(method, path_and_query, &[], content_type, body)
+            .await
+    }
+
+    /// Sends one request with extra headers (e.g. `Impersonate-User`) and a body of the given
+    /// content type (`None`: no body).
+    ///
+    /// # Errors
+    /// On a transport failure.
+    pub async fn send_with_headers(
+        &self,
+        method: &str,
+        path_and_query: &str,
+        headers: &[(&str, &str)],
+        content_type: Option<&str>,
+        body: Option<Vec<u8>>,
+    ) -> anyhow::Result<Response> {
         let mut req = http::Request::builder()
             .method(method)
             .uri(path_and_query)
             .header("Accept", "application/json");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
         if let Some(ct) = content_type {
             req = req.header("Content-Type", ct);
         }

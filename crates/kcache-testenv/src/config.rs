@@ -26,6 +26,11 @@ pub struct Config {
     pub https: bool,
     /// How long to wait for each CRD to be Established (default 10 s).
     pub established_timeout: Duration,
+    /// Authorize requests by RBAC (default on, as envtest's kube-apiserver). The environment's
+    /// own clients are the admin (`system:masters`) and may do everything either way; users
+    /// added with [`TestEnv::add_user`] may do what Roles and bindings grant them. Off, every
+    /// authenticated request is allowed.
+    pub authorization: bool,
 }
 
 impl Default for Config {
@@ -37,6 +42,7 @@ impl Default for Config {
             garbage_collector: true,
             https: false,
             established_timeout: Duration::from_secs(10),
+            authorization: true,
         }
     }
 }
@@ -78,6 +84,12 @@ impl Config {
     /// Serves HTTPS ([`Config::https`]).
     pub fn https(mut self, on: bool) -> Self {
         self.https = on;
+        self
+    }
+
+    /// Authorizes by RBAC or not ([`Config::authorization`]).
+    pub fn authorization(mut self, on: bool) -> Self {
+        self.authorization = on;
         self
     }
 

@@ -9,6 +9,9 @@ use serde_json::{Value, json};
 
 use crate::{Config, Error};
 
+/// Numbers the users' kubeconfig files.
+static USERS: AtomicUsize = AtomicUsize::new(0);
+
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 
 /// A running test environment: the embedded server, its clients and kubeconfig. Dropping it
@@ -53,6 +56,7 @@ impl TestEnv {
         let server = ApiServer::builder()
             .garbage_collector(config.garbage_collector)
             .https(config.https)
+            .authorization(config.authorization)
             .start()
             .await?;
         let h = server.handle();
@@ -186,6 +190,54 @@ impl TestEnv {
     #[must_use]
     pub fn kubeconfig_path(&self) -> &Path {
         &self.kubeconfig
+    }
+
+    /// Adds a user `name` in `groups` (and `system:authenticated`), as envtest's `AddUser`:
+    /// a bearer token the server accepts, a kubeconfig written next to the environment's, and
+    /// a kube client. What the user may do is what the server's Roles and bindings grant it
+    /// (create them with [`kube_client`](Self::kube_client), the admin).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), kcache_testenv::Error> {
+    /// let env = kcache_testenv::TestEnv::builder().start().await?;
+    /// let alice = env.add_user("alice", ["dev"]).await?;
+    /// let pods: kube_client::Api<k8s_openapi::api::core::v1::Pod> =
+    ///     kube_client::Api::default_namespaced(alice.kube_client());
+    /// let err = pods.list(&Default::default()).await.unwrap_err();
+    /// assert!(err.to_string().contains("forbidden"), "{err}");
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the kubeconfig cannot be written, [`Error::Kube`] when the client
+    /// cannot be built.
+    pub async fn add_user<I, S>(&self, name: &str, groups: I) -> Result<crate::User, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let added = self.server().add_user(name, groups);
+        let n = USERS.fetch_add(1, Ordering::Relaxed);
+        let path = self.dir.join(format!("user-{n}.kubeconfig"));
+        std::fs::write(&path, &added.kubeconfig)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        }
+        let kc = kube_client::config::Kubeconfig::from_yaml(&added.kubeconfig)
+            .map_err(|e| Error::Kube(e.to_string()))?;
+        let config = kube_client::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .map_err(|e| Error::Kube(e.to_string()))?;
+        let kube = kube_client::Client::try_from(config).map_err(|e| Error::Kube(e.to_string()))?;
+        Ok(crate::User {
+            info: added.user,
+            kubeconfig: path,
+            kube,
+        })
     }
 
     /// Stops the server and waits for it; removes the kubeconfig.

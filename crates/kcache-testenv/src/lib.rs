@@ -40,11 +40,13 @@
 mod config;
 mod env;
 mod registration;
+mod user;
 mod webhook;
 
 pub use config::Config;
 pub use env::TestEnv;
 pub use registration::Webhook;
+pub use user::User;
 pub use webhook::{Handler, WebhookServer};
 
 /// Errors starting or using a [`TestEnv`].

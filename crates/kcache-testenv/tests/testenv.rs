@@ -174,3 +174,47 @@ fn report(what: &str, mut times: Vec<Duration>) {
         times.len()
     );
 }
+
+#[tokio::test]
+async fn added_users_may_do_what_rbac_grants_them() -> Result<(), Box<dyn std::error::Error>> {
+    use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
+
+    let env = TestEnv::builder().start().await?;
+    let alice = env.add_user("alice", ["dev"]).await?;
+    assert_eq!(alice.groups(), ["dev", "system:authenticated"]);
+    let cms: Api<ConfigMap> = Api::namespaced(alice.kube_client(), "default");
+    let err = cms.list(&Default::default()).await.unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "configmaps is forbidden: User \"alice\" cannot list resource \"configmaps\" in API group \"\" in the namespace \"default\""
+        ),
+        "{err}"
+    );
+    // The admin grants the group `dev` reading configmaps in `default`.
+    let role: Role = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "cm-reader"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]}))?;
+    Api::<Role>::namespaced(env.kube_client(), "default")
+        .create(&Default::default(), &role)
+        .await?;
+    let binding: RoleBinding = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "dev-cm-reader"},
+        "subjects": [{"kind": "Group", "name": "dev", "apiGroup": "rbac.authorization.k8s.io"}],
+        "roleRef": {"kind": "Role", "name": "cm-reader", "apiGroup": "rbac.authorization.k8s.io"}}))?;
+    Api::<RoleBinding>::namespaced(env.kube_client(), "default")
+        .create(&Default::default(), &binding)
+        .await?;
+    assert!(cms.list(&Default::default()).await.is_ok());
+    let other: Api<ConfigMap> = Api::namespaced(alice.kube_client(), "kube-system");
+    assert!(other.list(&Default::default()).await.is_err());
+    assert!(alice.kubeconfig_path().exists());
+    env.stop().await;
+
+    // Authorization off: every authenticated user may do everything.
+    let open = TestEnv::builder().authorization(false).start().await?;
+    let bob = open.add_user("bob", Vec::<String>::new()).await?;
+    let cms: Api<ConfigMap> = Api::namespaced(bob.kube_client(), "kube-system");
+    assert!(cms.list(&Default::default()).await.is_ok());
+    open.stop().await;
+    Ok(())
+}

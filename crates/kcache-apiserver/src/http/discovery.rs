@@ -18,7 +18,8 @@ use crate::status::ApiError;
 
 const DISCOVERY_CT: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
-/// The `/version` document (kube-apiserver v1.36.2).
+/// The `/version` document (kube-apiserver v1.36.5, the version the discovery data was
+/// recorded from).
 pub(crate) fn version() -> Response {
     json_response(
         200,
@@ -26,7 +27,7 @@ pub(crate) fn version() -> Response {
             "major": "1", "minor": "36",
             "emulationMajor": "1", "emulationMinor": "36",
             "minCompatibilityMajor": "1", "minCompatibilityMinor": "35",
-            "gitVersion": "v1.36.2-kcache",
+            "gitVersion": "v1.36.5-kcache",
             "gitCommit": "0000000000000000000000000000000000000000",
             "gitTreeState": "clean",
             "buildDate": "2026-01-01T00:00:00Z",

@@ -24,7 +24,7 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use bytes::Bytes;
 use futures::FutureExt;
-use http::header::{AUTHORIZATION, CONTENT_TYPE, RETRY_AFTER};
+use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::{HeaderValue, Method, StatusCode};
 use http_body_util::BodyExt;
 use serde_json::Value;
@@ -35,7 +35,7 @@ use crate::resource::Registry;
 use crate::status::ApiError;
 
 pub(crate) use crate::registry::{AppState, Target, delete_object, get_object};
-pub(crate) use crud::selector_string;
+pub(crate) use crud::{selector_string, token_identity};
 
 /// Serves until `shutdown` is cancelled.
 pub(crate) async fn serve(
@@ -53,6 +53,7 @@ pub(crate) async fn serve(
                 () = maint_stop.cancelled() => break,
                 _ = tick.tick() => {
                     maint_state.store.maintain();
+                    let _ = crate::auth::aggregate::aggregate(&maint_state);
                     crate::registry::finalize_namespaces(&maint_state);
                 }
             }
@@ -227,45 +228,68 @@ async fn read_body(body: Body, limit: usize) -> Result<Bytes, ApiError> {
     }
 }
 
-fn authorized(state: &AppState, req: &Request) -> bool {
-    let Some(token) = &state.config.token else {
-        return true;
-    };
-    // kube-apiserver's anonymous requests may read these (system:public-info-viewer).
-    if matches!(
-        req.uri().path(),
-        "/healthz" | "/livez" | "/readyz" | "/version"
-    ) {
-        return true;
-    }
-    // A client certificate the TLS layer verified against the client CA.
-    if req
-        .extensions()
-        .get::<crate::tls::ClientCertificate>()
-        .is_some()
+/// Who the request acts as (authentication, then impersonation), and whether it may do what
+/// it asks (RBAC): the user, or the 401 / 400 / 403 answer.
+fn authorized(
+    state: &AppState,
+    req: &Request,
+    attrs: &crate::auth::attrs::Attributes,
+) -> Result<crate::auth::UserInfo, ApiError> {
+    let cert = req.extensions().get::<crate::tls::ClientCertificate>();
+    let user = crate::auth::authn::authenticate(state, req.headers(), cert)?;
+    let user = crate::auth::impersonate::impersonate(state, user, req.headers(), attrs)?;
+    crate::auth::rbac::authorize(state, &user, attrs)
+        .map_err(|reason| crate::auth::attrs::forbidden(&user, attrs, &reason))?;
+    Ok(user)
+}
+
+/// The escalation and bind checks of a write of a role or binding: the object as it would be
+/// stored (the JSON body of a POST or PUT, else the answer of the same request as a dry run)
+/// checked against what `user` holds.
+async fn check_escalation(
+    state: &Arc<AppState>,
+    parts: &http::request::Parts,
+    target: &Target,
+    query: &HashMap<String, String>,
+    body: &Bytes,
+    user: &crate::auth::UserInfo,
+    attrs: &crate::auth::attrs::Attributes,
+) -> Result<(), ApiError> {
+    let direct = matches!(parts.method, Method::POST | Method::PUT)
+        && parts
+            .headers
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_none_or(|c| c.starts_with("application/json"));
+    let object = match serde_json::from_slice::<Value>(body)
+        .ok()
+        .filter(|_| direct)
     {
-        return true;
-    }
-    let Some(value) = req
-        .headers()
-        .get(AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return false;
+        Some(o) => o,
+        None => {
+            let mut r = http::Request::new(());
+            *r.method_mut() = parts.method.clone();
+            *r.uri_mut() = parts.uri.clone();
+            *r.headers_mut() = parts.headers.clone();
+            r.headers_mut().insert(
+                http::header::ACCEPT,
+                HeaderValue::from_static("application/json"),
+            );
+            let dry_parts = r.into_parts().0;
+            let mut dry_query = query.clone();
+            dry_query.insert("dryRun".into(), "All".into());
+            let resp =
+                dispatch(state, &dry_parts, target.clone(), &dry_query, body.clone()).await?;
+            let bytes = resp
+                .into_body()
+                .collect()
+                .await
+                .map(|c| c.to_bytes())
+                .unwrap_or_default();
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null)
+        }
     };
-    let presented = value
-        .strip_prefix("Bearer ")
-        .or_else(|| value.strip_prefix("bearer "))
-        .unwrap_or("")
-        .trim();
-    // Constant-time comparison: no early exit on the first differing byte.
-    let admin = presented.len() == token.len()
-        && presented
-            .bytes()
-            .zip(token.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
-    admin || crud::token_identity(state, presented).is_some()
+    crate::auth::escalation::check(state, user, attrs, &object)
 }
 
 /// The verb of a request (kube-apiserver's names, as discovery lists them).
@@ -307,11 +331,25 @@ pub(super) fn check_verb(
     Err(ApiError::method_not_allowed())
 }
 
-async fn handle(state: Arc<AppState>, req: Request) -> Response {
-    if !authorized(&state, &req) {
-        return error_response(&ApiError::unauthorized());
-    }
+async fn handle(state: Arc<AppState>, mut req: Request) -> Response {
     let path = req.uri().path().to_owned();
+    let attrs =
+        crate::auth::attrs::request_attributes(req.method().as_str(), &path, req.uri().query());
+    let user = match authorized(&state, &req, &attrs) {
+        Ok(u) => u,
+        Err(e) => {
+            let protobuf = negotiate::output(req.headers(), true)
+                == Ok(negotiate::Output::Protobuf)
+                && e.code == 403
+                && attrs.resource_request;
+            return if protobuf {
+                protobuf_error_response(&e)
+            } else {
+                error_response(&e)
+            };
+        }
+    };
+    req.extensions_mut().insert(user.clone());
     tracing::debug!(
         method = %req.method(),
         uri = %req.uri(),
@@ -374,7 +412,20 @@ async fn handle(state: Arc<AppState>, req: Request) -> Response {
                 }
                 _ => Bytes::new(),
             };
-            admit::dispatch_admitted(&state, &parts, target, &query, body).await
+            if crate::auth::escalation::applies(&state, &user, &attrs)
+                && let Err(e) =
+                    check_escalation(&state, &parts, &target, &query, &body, &user, &attrs).await
+            {
+                return error_response(&e);
+            }
+            let aggregate = target.info.group == crate::auth::rbac::GROUP
+                && target.info.plural == "clusterroles"
+                && parts.method != Method::GET;
+            let result = admit::dispatch_admitted(&state, &parts, target, &query, body).await;
+            if aggregate {
+                let _ = crate::auth::aggregate::aggregate(&state);
+            }
+            result
         }
         Route::OpenApi(rest) => match openapi::serve(&state, &rest, accept_header(&parts)) {
             Some(r) => Ok(r),
@@ -425,7 +476,12 @@ async fn dispatch(
             crud::bind(state, &target, query, headers, &body)
         }
         (false, Method::POST) if crud::is_review(&target.info) => {
-            crud::review(state, &target, query, headers, &body)
+            let user = parts
+                .extensions
+                .get::<crate::auth::UserInfo>()
+                .cloned()
+                .unwrap_or_else(crate::auth::UserInfo::admin);
+            crud::review(state, &target, query, headers, &body, &user)
         }
         (false, Method::GET) => {
             let out = negotiate::output(headers, protobuf::supports(&target.info))?;

@@ -51,6 +51,8 @@ pub(crate) struct AppState {
     pub(crate) tokens: parking_lot::Mutex<HashMap<String, IssuedToken>>,
     /// Wakes the garbage collector after writes that may concern it.
     pub(crate) gc: crate::gc::Trigger,
+    /// The token table and the RBAC snapshot.
+    pub(crate) auth: crate::auth::AuthState,
 }
 
 /// Where a resource request points.
@@ -185,4 +187,6 @@ pub(crate) struct IssuedToken {
     pub(crate) uid: String,
     pub(crate) audiences: Vec<String>,
     pub(crate) expires: i64,
+    /// The token's `jti` claim (the credential id kube-apiserver reports as an extra).
+    pub(crate) jti: String,
 }

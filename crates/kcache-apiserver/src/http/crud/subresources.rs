@@ -454,9 +454,10 @@ pub(crate) fn token(
     let exp = now.timestamp() + expiration;
     let ns = target.namespace.clone().unwrap_or_default();
     let uid = meta_str(&sa, "uid").to_owned();
+    let jti = uuid::Uuid::new_v4().to_string();
     let claims = json!({
         "aud": audiences, "exp": exp, "iat": now.timestamp(), "iss": ISSUER,
-        "jti": uuid::Uuid::new_v4().to_string(),
+        "jti": jti,
         "kubernetes.io": {"namespace": ns, "serviceaccount": {"name": name, "uid": uid}},
         "nbf": now.timestamp(), "sub": format!("system:serviceaccount:{ns}:{name}"),
     });
@@ -479,6 +480,7 @@ pub(crate) fn token(
                 uid: uid.clone(),
                 audiences: audiences.clone(),
                 expires: exp,
+                jti: jti.clone(),
             },
         );
     }
@@ -508,21 +510,22 @@ pub(crate) fn token(
 }
 
 /// The service account a bearer token this server issued names, if it is still valid.
-pub(crate) fn token_identity(state: &AppState, token: &str) -> Option<(String, String, String)> {
+pub(crate) fn token_identity(state: &AppState, token: &str) -> Option<IssuedToken> {
     let tokens = state.tokens.lock();
     let t = tokens.get(token)?;
-    (t.expires > chrono::Utc::now().timestamp())
-        .then(|| (t.namespace.clone(), t.name.clone(), t.uid.clone()))
+    (t.expires > chrono::Utc::now().timestamp()).then(|| t.clone())
 }
 
-/// POST of a review kind: the review answered (status filled in), never stored. This server
-/// authorizes everything, so access reviews are allowed.
+/// POST of a review kind: the review answered (status filled in), never stored. Access
+/// reviews are answered by the server's authorizer for `user` (the requester, or the subject
+/// the spec names), `selfsubjectreviews` with `user`.
 pub(crate) fn review(
     state: &Arc<AppState>,
     target: &Target,
     query: &HashMap<String, String>,
     headers: &HeaderMap,
     body: &[u8],
+    user: &crate::auth::UserInfo,
 ) -> Result<Response, ApiError> {
     let out = output(headers, false)?;
     dry_run_query(query)?;
@@ -541,31 +544,30 @@ pub(crate) fn review(
         .unwrap_or_default();
     let mut meta: Map<String, Value> = meta;
     meta.remove("managedFields");
-    let admin_groups: Vec<&str> = ADMIN_GROUPS.to_vec();
-    let status = match info.plural.as_str() {
-        "selfsubjectreviews" => {
-            meta.insert("creationTimestamp".into(), json!(now_rfc3339()));
-            json!({"userInfo": {"username": ADMIN_USER, "uid": ADMIN_UID, "groups": admin_groups}})
-        }
-        "selfsubjectrulesreviews" => json!({
-            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
-            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-            "incomplete": false,
-        }),
-        "tokenreviews" => {
-            let token = m
-                .get("spec")
-                .and_then(|s| s.get("token"))
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned();
-            let audiences = m.get("spec").and_then(|s| s.get("audiences")).cloned();
-            token_review_status(state, &token, audiences.as_ref())
-        }
-        _ => json!({"allowed": true}),
+    if info.plural == "selfsubjectreviews" {
+        meta.insert("creationTimestamp".into(), json!(now_rfc3339()));
+    }
+    m.entry("spec").or_insert_with(|| json!({}));
+    let status = if info.plural == "tokenreviews" {
+        let token = m
+            .get("spec")
+            .and_then(|s| s.get("token"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let audiences = m.get("spec").and_then(|s| s.get("audiences")).cloned();
+        token_review_status(state, &token, audiences.as_ref())
+    } else {
+        let snapshot = Value::Object(m.clone());
+        crate::auth::review::answer(
+            state,
+            user,
+            &info.plural,
+            &snapshot,
+            target.namespace.as_deref(),
+        )?
     };
     m.insert("metadata".into(), Value::Object(meta));
-    m.entry("spec").or_insert_with(|| json!({}));
     m.insert("status".into(), status);
     let _ = out;
     Ok(json_response(201, &obj))
@@ -575,6 +577,16 @@ fn token_review_status(state: &AppState, token: &str, audiences: Option<&Value>)
     if state.config.token.as_deref() == Some(token) && !token.is_empty() {
         return json!({"authenticated": true, "user": {"username": ADMIN_USER, "uid": ADMIN_UID,
                        "groups": ADMIN_GROUPS}, "audiences": [ISSUER]});
+    }
+    if let Some(u) = state
+        .auth
+        .tokens
+        .read()
+        .get(token)
+        .filter(|_| !token.is_empty())
+    {
+        return json!({"authenticated": true, "user": u.clone().with_authenticated().to_json(),
+                      "audiences": [ISSUER]});
     }
     let issued = state.tokens.lock().get(token).cloned();
     match issued {

@@ -1,0 +1,586 @@
+//! Differential RBAC: the same requests, as several users, against the embedded server and the
+//! upstream kube-apiserver v1.36.5 (`scripts/kube-up.sh`: `--authorization-mode=RBAC`, a token
+//! file with `admin` in `system:masters` and `alice` without bindings). The users: nobody (no
+//! rights), alice (a namespaced Role, impersonation of bob, escalation attempts), bob (a
+//! ClusterRole with resourceNames), carol (an aggregated ClusterRole), a ServiceAccount's
+//! token, anonymous requests, and impersonated identities. Every status code and 403 message,
+//! the reviews' answers, and `kubectl auth can-i --list` / `kubectl auth whoami` must match,
+//! except for the differences in [`DELIBERATE`], each of which must still occur.
+//!
+//! A missing upstream server is a failure; only `KCACHE_UPSTREAM=skip` skips the test.
+
+use std::path::{Path, PathBuf};
+
+use kcache_apiserver::auth::UserInfo;
+use kcache_apiserver::{ApiServer, kubeconfig_document};
+use kcache_conformance::{Target, describe, item_names, upstream_kubeconfig};
+use serde_json::{Value, json};
+
+/// (embedded line prefix, upstream line prefix) pairs that differ on purpose. The upstream
+/// harness runs no kube-controller-manager, so its aggregated ClusterRole never gets rules; the
+/// embedded server runs the aggregation controller, as a cluster does, so carol may list
+/// secrets there. The `kubectl auth can-i --list` lines differ only by that rule (checked in
+/// [`deliberate`]).
+const DELIBERATE: &[(&str, &str)] = &[
+    (
+        "carol list secrets: 200 [s1]",
+        "carol list secrets: 403 Forbidden: secrets is forbidden: User \"carol\" cannot list",
+    ),
+    (
+        "carol review can list secrets: allowed=true reason=RBAC: allowed by RoleBinding \"carol-agg/NS\" of ClusterRole \"agg-NS\"",
+        "carol review can list secrets: allowed=false reason=",
+    ),
+    (
+        "carol rules: 201 {\"apiGroups\":[\"\"],\"resources\":[\"secrets\"],\"verbs\":[\"list\"]} ",
+        "carol rules: 201 {\"apiGroups\":[\"authentication.k8s.io\"]",
+    ),
+    ("carol kubectl auth can-i:", "carol kubectl auth can-i:"),
+];
+
+/// Which [`DELIBERATE`] difference `ours` / `theirs` is, if any: the prefixes match and, apart
+/// from the aggregated `secrets` rule, the lines are the same.
+fn deliberate(ours: &str, theirs: &str) -> Option<usize> {
+    let without_secrets = |s: &str| {
+        s.replace(
+            r#"{"apiGroups":[""],"resources":["secrets"],"verbs":["list"]} "#,
+            "",
+        )
+        .lines()
+        .filter(|l| !l.starts_with("secrets "))
+        .collect::<Vec<_>>()
+        .join("\n")
+    };
+    let i = DELIBERATE
+        .iter()
+        .position(|(o, t)| ours.starts_with(o) && theirs.starts_with(t))?;
+    (i < 2 || without_secrets(ours) == without_secrets(theirs)).then_some(i)
+}
+
+struct Server {
+    url: String,
+    ca_pem: String,
+    admin: String,
+    alice: String,
+    dir: PathBuf,
+}
+
+/// Who sends a request: a bearer token (none: anonymous) and impersonation headers.
+#[derive(Clone)]
+struct Who {
+    label: String,
+    token: Option<String>,
+    impersonate: Option<String>,
+}
+
+impl Server {
+    fn kubeconfig(&self, who: &Who) -> anyhow::Result<PathBuf> {
+        let path = self
+            .dir
+            .join(format!("{}.kubeconfig", who.label.replace(' ', "-")));
+        let mut text = kubeconfig_document(&self.url, who.token.as_deref(), Some(&self.ca_pem));
+        if let Some(user) = &who.impersonate {
+            text.push_str(&format!("    as: {user:?}\n"));
+        }
+        std::fs::write(&path, text)?;
+        Ok(path)
+    }
+
+    async fn target(&self, who: &Who) -> anyhow::Result<Target> {
+        Target::from_kubeconfig(&self.kubeconfig(who)?).await
+    }
+
+    async fn send(
+        &self,
+        who: &Who,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<kcache_conformance::Response> {
+        let t = self.target(who).await?;
+        let headers: Vec<(&str, &str)> = who
+            .impersonate
+            .as_deref()
+            .map(|u| vec![("Impersonate-User", u)])
+            .unwrap_or_default();
+        let bytes = body.map(|b| serde_json::to_vec(&b)).transpose()?;
+        let ct = bytes.as_ref().map(|_| {
+            if method == "PATCH" {
+                "application/merge-patch+json"
+            } else {
+                "application/json"
+            }
+        });
+        t.send_with_headers(method, path, &headers, ct, bytes).await
+    }
+
+    fn kubectl(&self, who: &Who, args: &[&str]) -> anyhow::Result<String> {
+        let cfg = self.kubeconfig(&Who {
+            impersonate: None,
+            ..who.clone()
+        })?;
+        let mut cmd = std::process::Command::new("kubectl");
+        cmd.arg("--kubeconfig").arg(&cfg).args(args);
+        if let Some(u) = &who.impersonate {
+            cmd.arg("--as").arg(u);
+        }
+        let out = cmd.output()?;
+        Ok(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .filter(|l| !l.contains("version difference"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ))
+    }
+}
+
+fn line(out: &mut Vec<String>, ns: &str, text: String) {
+    let text = text.replace(ns, "NS");
+    eprintln!("{text}");
+    out.push(text);
+}
+
+fn summary(r: &kcache_conformance::Response) -> String {
+    match r.status {
+        200 | 201 if r.body.get("items").is_some() => {
+            format!("{} {:?}", r.status, item_names(&r.body)).replace('"', "")
+        }
+        200 | 201 => format!("{}", r.status),
+        code => format!("{code} {}", describe(&r.body)),
+    }
+}
+
+fn who(label: &str, token: Option<&str>, impersonate: Option<&str>) -> Who {
+    Who {
+        label: label.to_owned(),
+        token: token.map(str::to_owned),
+        impersonate: impersonate.map(str::to_owned),
+    }
+}
+
+async fn scenario(s: &Server, ns: &str) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    let admin = who("admin", Some(&s.admin), None);
+    let rbac = "/apis/rbac.authorization.k8s.io/v1";
+    let setup: Vec<(String, Value)> = vec![
+        (
+            "/api/v1/namespaces".into(),
+            json!({"metadata": {"name": ns}}),
+        ),
+        (
+            format!("/api/v1/namespaces/{ns}/configmaps"),
+            json!({"metadata": {"name": "cm1"}}),
+        ),
+        (
+            format!("/api/v1/namespaces/{ns}/configmaps"),
+            json!({"metadata": {"name": "cm2"}}),
+        ),
+        (
+            format!("/api/v1/namespaces/{ns}/secrets"),
+            json!({"metadata": {"name": "s1"}}),
+        ),
+        (
+            format!("/api/v1/namespaces/{ns}/serviceaccounts"),
+            json!({"metadata": {"name": "robot"}}),
+        ),
+        (
+            format!("{rbac}/namespaces/{ns}/roles"),
+            json!({"metadata": {"name": "cm-reader"},
+            "rules": [{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["configmaps"]},
+                      {"verbs": ["create", "update", "patch"], "apiGroups": ["rbac.authorization.k8s.io"],
+                       "resources": ["roles", "rolebindings"]}]}),
+        ),
+        (
+            format!("{rbac}/namespaces/{ns}/rolebindings"),
+            json!({"metadata": {"name": "alice-cm"},
+            "subjects": [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}],
+            "roleRef": {"kind": "Role", "name": "cm-reader", "apiGroup": "rbac.authorization.k8s.io"}}),
+        ),
+        (
+            format!("{rbac}/namespaces/{ns}/rolebindings"),
+            json!({"metadata": {"name": "robot-cm"},
+            "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": ns}],
+            "roleRef": {"kind": "Role", "name": "cm-reader", "apiGroup": "rbac.authorization.k8s.io"}}),
+        ),
+        (
+            format!("{rbac}/clusterroles"),
+            json!({"metadata": {"name": format!("cm1-only-{ns}")},
+            "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cm1"]}]}),
+        ),
+        (
+            format!("{rbac}/clusterrolebindings"),
+            json!({"metadata": {"name": format!("bob-cm1-{ns}")},
+            "subjects": [{"kind": "User", "name": "bob", "apiGroup": "rbac.authorization.k8s.io"}],
+            "roleRef": {"kind": "ClusterRole", "name": format!("cm1-only-{ns}"), "apiGroup": "rbac.authorization.k8s.io"}}),
+        ),
+        (
+            format!("{rbac}/clusterroles"),
+            json!({"metadata": {"name": format!("agg-{ns}")},
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {format!("kcache.test/agg-{ns}"): "true"}}]},
+            "rules": []}),
+        ),
+        (
+            format!("{rbac}/clusterroles"),
+            json!({"metadata": {"name": format!("agg-part-{ns}"),
+                "labels": {format!("kcache.test/agg-{ns}"): "true"}},
+            "rules": [{"verbs": ["list"], "apiGroups": [""], "resources": ["secrets"]}]}),
+        ),
+        (
+            format!("{rbac}/namespaces/{ns}/rolebindings"),
+            json!({"metadata": {"name": "carol-agg"},
+            "subjects": [{"kind": "User", "name": "carol", "apiGroup": "rbac.authorization.k8s.io"}],
+            "roleRef": {"kind": "ClusterRole", "name": format!("agg-{ns}"), "apiGroup": "rbac.authorization.k8s.io"}}),
+        ),
+        (
+            format!("{rbac}/clusterroles"),
+            json!({"metadata": {"name": format!("imp-bob-{ns}")},
+            "rules": [{"verbs": ["impersonate"], "apiGroups": [""], "resources": ["users"], "resourceNames": ["bob"]}]}),
+        ),
+        (
+            format!("{rbac}/clusterrolebindings"),
+            json!({"metadata": {"name": format!("alice-imp-{ns}")},
+            "subjects": [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}],
+            "roleRef": {"kind": "ClusterRole", "name": format!("imp-bob-{ns}"), "apiGroup": "rbac.authorization.k8s.io"}}),
+        ),
+    ];
+    for (path, body) in setup {
+        let r = s.send(&admin, "POST", &path, Some(body)).await?;
+        line(&mut out, ns, format!("setup {path}: {}", summary(&r)));
+    }
+    let tr = s
+        .send(
+            &admin,
+            "POST",
+            &format!("/api/v1/namespaces/{ns}/serviceaccounts/robot/token"),
+            Some(json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}})),
+        )
+        .await?;
+    let robot_token = tr
+        .body
+        .pointer("/status/token")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    line(
+        &mut out,
+        ns,
+        format!("robot token: {} {}", tr.status, !robot_token.is_empty()),
+    );
+    // The aggregation controller's work (kcache: at once and every second).
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+
+    let users = [
+        who("nobody", Some(&s.admin), Some("nobody")),
+        who("alice", Some(&s.alice), None),
+        who("bob", Some(&s.admin), Some("bob")),
+        who("carol", Some(&s.admin), Some("carol")),
+        who("alice as bob", Some(&s.alice), Some("bob")),
+        who("alice as carol", Some(&s.alice), Some("carol")),
+        who(
+            "alice as robot",
+            Some(&s.alice),
+            Some(&format!("system:serviceaccount:{ns}:robot")),
+        ),
+        who("robot", Some(&robot_token), None),
+        who("anonymous", None, None),
+    ];
+    let cms = format!("/api/v1/namespaces/{ns}/configmaps");
+    for u in &users {
+        let requests: Vec<(&str, String, String, Option<Value>)> = vec![
+            ("list configmaps", "GET".into(), cms.clone(), None),
+            ("get cm1", "GET".into(), format!("{cms}/cm1"), None),
+            ("get cm2", "GET".into(), format!("{cms}/cm2"), None),
+            (
+                "list configmaps in default",
+                "GET".into(),
+                "/api/v1/namespaces/default/configmaps".into(),
+                None,
+            ),
+            (
+                "list cm1 by field",
+                "GET".into(),
+                format!("{cms}?fieldSelector=metadata.name%3Dcm1"),
+                None,
+            ),
+            (
+                "watch configmaps",
+                "GET".into(),
+                format!("{cms}?watch=1&timeoutSeconds=1"),
+                None,
+            ),
+            (
+                "create configmap",
+                "POST".into(),
+                cms.clone(),
+                Some(json!({"metadata": {"name": format!("new-{}", u.label.replace(' ', "-"))}})),
+            ),
+            (
+                "list secrets",
+                "GET".into(),
+                format!("/api/v1/namespaces/{ns}/secrets"),
+                None,
+            ),
+            (
+                "list namespaces",
+                "GET".into(),
+                "/api/v1/namespaces".into(),
+                None,
+            ),
+            (
+                "get scale",
+                "GET".into(),
+                format!("/apis/apps/v1/namespaces/{ns}/deployments/d/scale"),
+                None,
+            ),
+            ("discovery", "GET".into(), "/api".into(), None),
+            ("healthz", "GET".into(), "/healthz".into(), None),
+            ("metrics", "GET".into(), "/metrics".into(), None),
+        ];
+        for (label, method, path, body) in requests {
+            let r = s.send(u, &method, &path, body).await?;
+            line(
+                &mut out,
+                ns,
+                format!("{} {label}: {}", u.label, summary(&r)),
+            );
+        }
+        let review = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"namespace": ns, "verb": "list", "resource": "secrets"}}});
+        let r = s
+            .send(
+                u,
+                "POST",
+                "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+                Some(review),
+            )
+            .await?;
+        let st = &r.body["status"];
+        line(
+            &mut out,
+            ns,
+            if r.status == 201 {
+                format!(
+                    "{} review can list secrets: allowed={} reason={}",
+                    u.label,
+                    st["allowed"],
+                    st["reason"].as_str().unwrap_or("")
+                )
+            } else {
+                format!("{} review can list secrets: {}", u.label, summary(&r))
+            },
+        );
+        let r = s
+            .send(
+                u,
+                "POST",
+                "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+                Some(
+                    json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}),
+                ),
+            )
+            .await?;
+        line(
+            &mut out,
+            ns,
+            format!(
+                "{} whoami: {} {}",
+                u.label,
+                r.status,
+                r.body
+                    .pointer("/status/userInfo")
+                    .map(|u| json!({"username": u["username"], "groups": u["groups"]}).to_string())
+                    .unwrap_or_else(|| describe(&r.body))
+            ),
+        );
+        let r = s.send(u, "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+            Some(json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {"namespace": ns}}))).await?;
+        let mut rules: Vec<String> = r
+            .body
+            .pointer("/status/resourceRules")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .chain(
+                r.body
+                    .pointer("/status/nonResourceRules")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten(),
+            )
+            .map(Value::to_string)
+            .collect();
+        rules.sort();
+        rules.dedup();
+        line(
+            &mut out,
+            ns,
+            format!("{} rules: {} {}", u.label, r.status, rules.join(" ")),
+        );
+        for args in [
+            vec!["auth", "can-i", "--list", "-n", ns],
+            vec!["auth", "whoami"],
+        ] {
+            let text = kcache_conformance::normalise(&s.kubectl(u, &args)?);
+            line(
+                &mut out,
+                ns,
+                format!("{} kubectl {}:\n{text}", u.label, args[..2].join(" ")),
+            );
+        }
+    }
+
+    // Escalation and bind checks, as alice (who may create roles and bindings in NS).
+    let alice = &users[1];
+    let writes: Vec<(&str, &str, String, Value)> = vec![
+        (
+            "role granting secrets",
+            "POST",
+            format!("{rbac}/namespaces/{ns}/roles"),
+            json!({"metadata": {"name": "esc"},
+            "rules": [{"verbs": ["get", "delete"], "apiGroups": [""], "resources": ["secrets", "configmaps"]}]}),
+        ),
+        (
+            "role within her rights",
+            "POST",
+            format!("{rbac}/namespaces/{ns}/roles"),
+            json!({"metadata": {"name": "mine"},
+            "rules": [{"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["cm1"]}]}),
+        ),
+        (
+            "patch role beyond her rights",
+            "PATCH",
+            format!("{rbac}/namespaces/{ns}/roles/mine"),
+            json!({
+            "rules": [{"verbs": ["list"], "apiGroups": [""], "resources": ["pods"]}]}),
+        ),
+        (
+            "bind cluster-admin",
+            "POST",
+            format!("{rbac}/namespaces/{ns}/rolebindings"),
+            json!({"metadata": {"name": "esc"},
+            "subjects": [{"kind": "User", "name": "alice", "apiGroup": "rbac.authorization.k8s.io"}],
+            "roleRef": {"kind": "ClusterRole", "name": "cluster-admin", "apiGroup": "rbac.authorization.k8s.io"}}),
+        ),
+        (
+            "bind her own role",
+            "POST",
+            format!("{rbac}/namespaces/{ns}/rolebindings"),
+            json!({"metadata": {"name": "ok"},
+            "subjects": [{"kind": "User", "name": "dave", "apiGroup": "rbac.authorization.k8s.io"}],
+            "roleRef": {"kind": "Role", "name": "cm-reader", "apiGroup": "rbac.authorization.k8s.io"}}),
+        ),
+        (
+            "bind a missing role",
+            "POST",
+            format!("{rbac}/namespaces/{ns}/rolebindings"),
+            json!({"metadata": {"name": "gone"},
+            "subjects": [{"kind": "User", "name": "dave", "apiGroup": "rbac.authorization.k8s.io"}],
+            "roleRef": {"kind": "Role", "name": "gone", "apiGroup": "rbac.authorization.k8s.io"}}),
+        ),
+    ];
+    for (label, method, path, body) in writes {
+        let r = s.send(alice, method, &path, Some(body)).await?;
+        line(&mut out, ns, format!("alice {label}: {}", summary(&r)));
+    }
+
+    for path in [
+        format!("{rbac}/clusterrolebindings/alice-imp-{ns}"),
+        format!("{rbac}/clusterrolebindings/bob-cm1-{ns}"),
+        format!("{rbac}/clusterroles/imp-bob-{ns}"),
+        format!("{rbac}/clusterroles/cm1-only-{ns}"),
+        format!("{rbac}/clusterroles/agg-{ns}"),
+        format!("{rbac}/clusterroles/agg-part-{ns}"),
+        format!("/api/v1/namespaces/{ns}"),
+    ] {
+        let r = s.send(&admin, "DELETE", &path, None).await?;
+        line(&mut out, ns, format!("cleanup {path}: {}", r.status));
+    }
+    Ok(out)
+}
+
+fn read(path: &Path) -> anyhow::Result<String> {
+    Ok(std::fs::read_to_string(path)?.trim().to_owned())
+}
+
+fn env_path(name: &str) -> anyhow::Result<PathBuf> {
+    std::env::var_os(name)
+        .map(PathBuf::from)
+        .ok_or_else(|| anyhow::anyhow!("{name} is not set (scripts/kube-up.sh's env file sets it)"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn users_are_authorized_as_kube_apiserver_authorizes_them() -> anyhow::Result<()> {
+    if upstream_kubeconfig("the RBAC differential scenario").is_none() {
+        return Ok(());
+    }
+    let ns = format!("kcache-rbac-{}", std::process::id());
+    let dir = std::env::temp_dir().join(format!("kcache-rbac-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let upstream = Server {
+        url: std::env::var("KCACHE_UPSTREAM_URL")?,
+        ca_pem: read(&env_path("KCACHE_UPSTREAM_CA")?)?,
+        admin: read(&env_path("KCACHE_UPSTREAM_ADMIN_TOKEN_FILE")?)?,
+        alice: read(&env_path("KCACHE_UPSTREAM_ALICE_TOKEN_FILE")?)?,
+        dir: dir.join("upstream"),
+    };
+    let alice_token = "alice-token-0123456789";
+    let mut alice = UserInfo::new("alice", Vec::<String>::new());
+    alice.uid = "alice-uid".into();
+    let embedded = ApiServer::builder()
+        .https(true)
+        .user_token(alice_token, alice)
+        .start()
+        .await?;
+    let ours_server = Server {
+        url: embedded.url(),
+        ca_pem: embedded.ca_pem().unwrap_or_default().to_owned(),
+        admin: embedded.admin_token().unwrap_or_default().to_owned(),
+        alice: alice_token.to_owned(),
+        dir: dir.join("embedded"),
+    };
+    std::fs::create_dir_all(&upstream.dir)?;
+    std::fs::create_dir_all(&ours_server.dir)?;
+    let ours = scenario(&ours_server, &ns).await?;
+    let theirs = scenario(&upstream, &ns).await?;
+    embedded.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let mut unexpected = Vec::new();
+    let mut seen = vec![false; DELIBERATE.len()];
+    for (o, u) in ours.iter().zip(&theirs) {
+        if o == u {
+            continue;
+        }
+        match deliberate(o, u) {
+            Some(i) => seen[i] = true,
+            None => unexpected.push(format!("  embedded: {o}\n  upstream: {u}")),
+        }
+    }
+    assert_eq!(ours.len(), theirs.len());
+    assert!(
+        unexpected.is_empty(),
+        "the servers differ:\n{}",
+        unexpected.join("\n")
+    );
+    for (i, s) in seen.iter().enumerate() {
+        assert!(
+            s,
+            "a listed deliberate difference no longer occurs: {:?}",
+            DELIBERATE[i]
+        );
+    }
+    // The scenario exercised both answers.
+    assert!(
+        theirs.iter().any(|l| l.contains(": 403 Forbidden: ")),
+        "{theirs:#?}"
+    );
+    assert!(
+        theirs
+            .iter()
+            .any(|l| l.starts_with("alice list configmaps: 200")),
+        "{theirs:#?}"
+    );
+    Ok(())
+}
