@@ -28,7 +28,6 @@ ALLOWED = {
     "crates/kcache-apiserver/src/admission": [{"call", "matching"}],
     "crates/kcache-client/src": [{"client", "decode", "error", "protobuf"}],
     "crates/kcache-client/src/client": [{"errors", "redact"}],
-    "bench/kcache-bench/src": [{"dataset", "widgets"}],
 }
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
