@@ -27,7 +27,6 @@ ALLOWED = {
     ],
     "crates/kcache-apiserver/src/admission": [{"call", "matching"}],
     "crates/kcache-client/src": [{"client", "decode", "error", "protobuf"}],
-    "crates/kcache-client/src/client": [{"errors", "redact"}],
 }
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
