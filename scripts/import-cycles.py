@@ -26,11 +26,7 @@ ALLOWED = {
         {"admission", "config", "fault", "gc", "http", "object", "registry", "store"},
     ],
     "crates/kcache-apiserver/src/admission": [{"call", "matching"}],
-    "crates/kcache-cli/src/bench": [{"chart", "report"}],
     "crates/kcache-client/src": [{"client", "decode", "error", "protobuf"}],
-    "crates/kcache-client/src/client": [{"errors", "redact"}],
-    "crates/kcache-proto/src": [{"compact", "decode"}],
-    "bench/kcache-bench/src": [{"dataset", "widgets"}],
 }
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -17,6 +17,7 @@ use kube_client::{
 use serde::{Serialize, de::DeserializeOwned};
 use serde_json::{Value, json};
 
+pub use crate::labels::{APP_LABEL, APPS, app};
 pub use crate::peer::Dataset;
 use crate::widgets::{self, Widget};
 
@@ -27,17 +28,6 @@ pub const FIELD_MANAGER: &str = "kcache-bench";
 pub const TOUCH_ANNOTATION: &str = "bench.kcache.io/touched";
 
 const TIERS: [&str; 4] = ["web", "api", "worker", "cache"];
-
-/// The label whose value ([`app`]) splits a dataset into [`APPS`] parts, each deleted apart.
-pub const APP_LABEL: &str = "app.kubernetes.io/name";
-
-/// How many values [`APP_LABEL`] takes.
-pub const APPS: usize = 50;
-
-/// The [`APP_LABEL`] of object `i` (pods and widgets alike).
-pub fn app(i: usize) -> String {
-    format!("app-{}", i % APPS)
-}
 
 /// Loading or updating failed.
 #[derive(Debug, thiserror::Error)]

@@ -10,6 +10,7 @@
 #![doc(test(attr(deny(warnings))))]
 
 pub mod dataset;
+pub mod labels;
 pub mod line;
 pub mod metrics;
 pub mod peer;

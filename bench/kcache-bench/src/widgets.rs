@@ -172,7 +172,7 @@ const TIERS: [&str; 4] = ["web", "api", "worker", "cache"];
 
 /// Widget `i` of the dataset, as JSON (labels, annotations, spec and status filled).
 pub fn widget(namespace: &str, i: usize) -> Value {
-    let app = crate::dataset::app(i);
+    let app = crate::labels::app(i);
     let stamp = |k: usize| format!("2026-11-{:02}T{:02}:{:02}:00Z", 1 + k % 28, k % 24, i % 60);
     let endpoints = (0..6)
         .map(|k: i32| Endpoint {
@@ -264,7 +264,7 @@ pub fn widget(namespace: &str, i: usize) -> Value {
     });
     widget.metadata.namespace = Some(namespace.to_owned());
     widget.metadata.labels = Some(map(&[
-        (crate::dataset::APP_LABEL, &app),
+        (crate::labels::APP_LABEL, &app),
         ("app.kubernetes.io/instance", &format!("{app}-prod")),
         ("app.kubernetes.io/managed-by", "kcache-bench"),
         ("tier", TIERS[i % TIERS.len()]),

@@ -60,13 +60,8 @@ fn pod(i: usize) -> Value {
 /// A length-delimited protobuf field.
 fn field(number: u32, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(body.len() + 6);
-    for mut v in [u64::from(number << 3 | 2), body.len() as u64] {
-        while v >= 0x80 {
-            out.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
+    kcache_proto::varint::put(&mut out, u64::from(number << 3 | 2));
+    kcache_proto::varint::put(&mut out, body.len() as u64);
     out.extend_from_slice(body);
     out
 }

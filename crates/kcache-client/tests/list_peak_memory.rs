@@ -27,6 +27,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kcache::{InformerFrom, SharedInformerFactory, factory, informer, reflector};
 use kcache_client::{Client, Compact};
+use kcache_proto::varint;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -52,19 +53,11 @@ fn pod(i: usize) -> Value {
     })
 }
 
-fn varint(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
 /// A length-delimited protobuf field header.
 fn header(field: u32, len: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(6);
-    varint(u64::from(field << 3 | 2), &mut out);
-    varint(len as u64, &mut out);
+    varint::put(&mut out, u64::from(field << 3 | 2));
+    varint::put(&mut out, len as u64);
     out
 }
 

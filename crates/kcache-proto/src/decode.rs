@@ -65,7 +65,7 @@ pub enum DecodeError {
     },
     /// The object's wire structure is invalid (found while walking it without decoding).
     #[error(transparent)]
-    Layout(#[from] crate::compact::LayoutError),
+    Layout(#[from] crate::wire::LayoutError),
     /// The message holds a value k8s-openapi cannot represent.
     #[error(transparent)]
     Convert(#[from] ConvertError),

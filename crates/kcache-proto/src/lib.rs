@@ -59,6 +59,7 @@ pub mod watch;
 mod decode;
 #[cfg(feature = "serde")]
 pub mod serde_support;
+pub mod varint;
 mod wire;
 
 /// prost types generated from the upstream Kubernetes `.proto` files (see `regen.sh`).

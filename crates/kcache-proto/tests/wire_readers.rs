@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::Pod as K8sPod;
 use kcache_proto::api::core::v1 as pb;
 use kcache_proto::apimachinery::pkg::apis::meta::v1 as meta;
 use kcache_proto::compact::{strip_managed_fields, wire};
+use kcache_proto::varint;
 use kcache_proto::{DecodeConfig, Envelope, decode_object_with};
 use prost::Message;
 
@@ -24,18 +25,10 @@ fn pod_bytes() -> Vec<u8> {
     .encode_to_vec()
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v & 0x7f) as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
 /// The key of field `number` with wire type varint.
 fn varint_key(number: u64) -> Vec<u8> {
     let mut out = Vec::new();
-    put_varint(&mut out, number << 3);
+    varint::put(&mut out, number << 3);
     out
 }
 
@@ -95,7 +88,7 @@ fn a_varint_longer_than_ten_bytes_is_an_error_in_both_readers() {
 fn the_largest_ten_byte_varint_is_accepted_by_both_readers() {
     let mut bytes = pod_bytes();
     bytes.extend(varint_key(99));
-    put_varint(&mut bytes, u64::MAX);
+    varint::put(&mut bytes, u64::MAX);
     assert_eq!(verdicts(&bytes), (true, true, true));
 }
 

@@ -12,7 +12,7 @@ use std::{path::Path, sync::OnceLock};
 use anyhow::Context as _;
 use plotters::prelude::*;
 
-use super::report::Row;
+use super::row::Row;
 
 const FONT_PATHS: [&str; 3] = [
     "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",

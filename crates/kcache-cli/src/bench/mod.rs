@@ -16,6 +16,7 @@
 
 mod chart;
 mod report;
+mod row;
 mod runner;
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};

@@ -4,64 +4,12 @@
 use std::{collections::BTreeMap, fmt::Write as _, path::Path};
 
 use anyhow::Context as _;
-use serde::Serialize;
 
 use super::{
     chart,
-    runner::{LIMIT_STORAGE, Record},
+    row::{Row, Stat},
+    runner::Record,
 };
-
-/// One figure over the runs of one configuration.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub(super) struct Stat {
-    pub median: f64,
-    pub min: f64,
-    pub max: f64,
-}
-
-impl Stat {
-    /// `None` for no values.
-    pub(super) fn of(mut values: Vec<f64>) -> Option<Self> {
-        values.retain(|v| v.is_finite());
-        if values.is_empty() {
-            return None;
-        }
-        values.sort_by(f64::total_cmp);
-        let mid = values.len() / 2;
-        let median = if values.len() % 2 == 1 {
-            values[mid]
-        } else {
-            (values[mid - 1] + values[mid]) / 2.0
-        };
-        Some(Self {
-            median,
-            min: values[0],
-            max: values[values.len() - 1],
-        })
-    }
-}
-
-/// The figures of one configuration at one N.
-#[derive(Debug, Clone, Serialize)]
-pub(super) struct Row {
-    pub n: usize,
-    pub label: String,
-    pub peer: String,
-    pub mode: String,
-    pub storage: Option<String>,
-    pub protobuf: bool,
-    pub runs_ok: usize,
-    pub runs_failed: usize,
-    pub figures: BTreeMap<&'static str, Stat>,
-}
-
-impl Row {
-    /// Whether this is a limit line (the server's cost alone, see `kcache-peer --storage
-    /// limit`).
-    pub(super) fn is_limit(&self) -> bool {
-        self.storage.as_deref() == Some(LIMIT_STORAGE)
-    }
-}
 
 /// The figures, in table order: key, column title, decimals. Page faults are there because
 /// their cost is not fixed (a first touch of memory the VM's host had not backed costs several

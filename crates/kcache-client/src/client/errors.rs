@@ -10,7 +10,8 @@ use kcache::lister_watcher::Error as LwError;
 use kube_core::{Status, response::StatusSummary};
 
 use super::redact::{
-    binary_body, body_excerpt, body_excerpt_within, display_safe, redirect_target, sanitize_status,
+    binary_body, body_excerpt, body_excerpt_within, display_safe, plausible_retry_after,
+    redirect_target, sanitize_status,
 };
 use crate::error::redact_quoted;
 
@@ -347,12 +348,6 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .parse::<u64>()
         .ok()?;
     plausible_retry_after(Duration::from_secs(seconds))
-}
-
-/// `Some(d)` when a server-sent retry delay `d` is within the reflector's default backoff cap,
-/// `None` when it is beyond it (see [`retry_after`]).
-pub(crate) fn plausible_retry_after(d: Duration) -> Option<Duration> {
-    (d <= kcache::reflector::BackoffConfig::default().max).then_some(d)
 }
 
 fn default_reason(code: StatusCode) -> &'static str {

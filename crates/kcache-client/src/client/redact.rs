@@ -83,7 +83,7 @@ fn floor_char_boundary(text: &str, at: usize) -> usize {
 /// Makes a `Status` from the server (an error response or a watch `ERROR` event) safe to show
 /// (see [`display_safe`]; a message of 16 characters or more that is mostly not text, see
 /// [`is_mostly_binary`], becomes `binary message, N bytes`), and drops a `retryAfterSeconds`
-/// that is not plausible (see [`super::errors::plausible_retry_after`]).
+/// that is not plausible (see [`plausible_retry_after`]).
 pub(crate) fn sanitize_status(status: &mut Status) {
     status.message = if status.message.chars().nth(15).is_some()
         && is_mostly_binary(status.message.as_bytes())
@@ -95,11 +95,18 @@ pub(crate) fn sanitize_status(status: &mut Status) {
     status.reason = display_safe(&status.reason, 64);
     if let Some(details) = status.details.as_mut() {
         let seconds = std::time::Duration::from_secs(u64::from(details.retry_after_seconds));
-        if super::errors::plausible_retry_after(seconds).is_none() {
+        if plausible_retry_after(seconds).is_none() {
             // `lister_watcher::Error::api` reads 0 as "not said".
             details.retry_after_seconds = 0;
         }
     }
+}
+
+/// `Some(d)` when a server-sent retry delay `d` is within the reflector's default backoff cap,
+/// `None` when it is beyond it: a server's `Retry-After` or `retryAfterSeconds` is kept only
+/// when plausible.
+pub(crate) fn plausible_retry_after(d: std::time::Duration) -> Option<std::time::Duration> {
+    (d <= kcache::reflector::BackoffConfig::default().max).then_some(d)
 }
 
 /// How much of a body is looked at to tell text from binary, and excerpted.

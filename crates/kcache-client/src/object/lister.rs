@@ -1,7 +1,8 @@
 //! [`ObjectLister`]: a lean informer's [`Lister`] handing out [`Object`] views.
 
+use kcache::store::LabelSelector;
 use kcache::store::Lister;
-use kube_core::{Resource, Selector};
+use kube_core::Resource;
 
 use super::Object;
 use crate::Compact;
@@ -58,7 +59,7 @@ impl<K: Resource + Send + Sync + 'static> ObjectLister<K> {
     }
 
     /// Every object, in any namespace, whose labels match `selector`.
-    pub fn list(&self, selector: &Selector) -> Vec<Object<K>> {
+    pub fn list(&self, selector: &LabelSelector) -> Vec<Object<K>> {
         views(self.inner.list(selector))
     }
 
@@ -98,7 +99,7 @@ impl<K> std::fmt::Debug for ObjectNamespaceLister<K> {
 
 impl<K: Resource + Send + Sync + 'static> ObjectNamespaceLister<K> {
     /// The objects of this namespace whose labels match `selector`.
-    pub fn list(&self, selector: &Selector) -> Vec<Object<K>> {
+    pub fn list(&self, selector: &LabelSelector) -> Vec<Object<K>> {
         views(self.inner.list(selector))
     }
 

@@ -9,6 +9,7 @@
 use std::borrow::Cow;
 use std::ops::Range;
 
+use crate::varint;
 pub use crate::wire::LayoutError;
 use crate::wire::Reader;
 
@@ -100,20 +101,6 @@ pub fn without_field(msg: &[u8], number: u32) -> Result<Option<Vec<Range<usize>>
     Ok(dropped.then_some(kept))
 }
 
-fn varint_len(v: u64) -> usize {
-    // 7 bits per byte, at least one byte.
-    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        // Low 7 bits with the continuation bit: always fits a byte.
-        out.push((v as u8 & 0x7f) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
 /// The values of every `metadata` (field 1) record of an object's message, in order (protobuf
 /// merges repeated occurrences of a message field; the API server writes one).
 ///
@@ -168,22 +155,22 @@ pub fn strip_managed_fields(object: &[u8]) -> Result<Cow<'_, [u8]>, LayoutError>
         return Ok(Cow::Borrowed(object));
     }
     // Exact size first, so that the stored buffer has no spare capacity.
-    let key_len = varint_len(u64::from(OBJECT_METADATA << 3 | u32::from(WIRE_LEN)));
+    let key_len = varint::encoded_len(u64::from(OBJECT_METADATA << 3 | u32::from(WIRE_LEN)));
     let mut size = object.len();
     for (record, kept) in &rewrites {
         let payload: usize = kept.iter().map(ExactSizeIterator::len).sum();
-        size = size - record.len() + key_len + varint_len(payload as u64) + payload;
+        size = size - record.len() + key_len + varint::encoded_len(payload as u64) + payload;
     }
     let mut out = Vec::with_capacity(size);
     let mut pos = 0;
     for (record, kept) in rewrites {
         out.extend_from_slice(&object[pos..record.start]);
         let payload: usize = kept.iter().map(ExactSizeIterator::len).sum();
-        put_varint(
+        varint::put(
             &mut out,
             u64::from(OBJECT_METADATA << 3 | u32::from(WIRE_LEN)),
         );
-        put_varint(&mut out, payload as u64);
+        varint::put(&mut out, payload as u64);
         for r in kept {
             out.extend_from_slice(&object[r]);
         }
@@ -199,7 +186,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn varint_len_matches_put_varint() {
+    fn encoded_len_matches_put() {
         for v in [
             0,
             1,
@@ -211,8 +198,8 @@ mod tests {
             u64::MAX,
         ] {
             let mut out = Vec::new();
-            put_varint(&mut out, v);
-            assert_eq!(out.len(), varint_len(v), "{v}");
+            varint::put(&mut out, v);
+            assert_eq!(out.len(), varint::encoded_len(v), "{v}");
             let mut r = Reader::new(&out);
             assert_eq!(r.varint(), Ok(v));
             assert!(r.is_empty());

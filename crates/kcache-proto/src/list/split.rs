@@ -320,7 +320,7 @@ impl ListSplitter {
         body.extend_from_slice(&MAGIC);
         body.extend_from_slice(&self.outer);
         body.push(0x12); // field 2 (raw), length-delimited
-        put_varint(&mut body, self.inner.len() as u64);
+        crate::varint::put(&mut body, self.inner.len() as u64);
         body.extend_from_slice(&self.inner);
         Ok(Envelope::decode(Bytes::from(body))?)
     }
@@ -331,7 +331,7 @@ impl ListSplitter {
         if self.head.len() > MAX_HEADER {
             return Err(malformed(at, "a field header is too long"));
         }
-        let Some((tag, tag_len)) = varint(&self.head) else {
+        let Some((tag, tag_len)) = varint(&self.head, at)? else {
             return Ok(None);
         };
         let (field, wire_type) = (tag >> 3, (tag & 7) as u8);
@@ -339,13 +339,13 @@ impl ListSplitter {
             return Err(malformed(at, "field number 0"));
         }
         let body = match wire_type {
-            0 => match varint(&self.head[tag_len..]) {
+            0 => match varint(&self.head[tag_len..], at)? {
                 Some(_) => 0,
                 None => return Ok(None),
             },
             1 => 8,
             5 => 4,
-            2 => match varint(&self.head[tag_len..]) {
+            2 => match varint(&self.head[tag_len..], at)? {
                 Some((len, _)) => len,
                 None => return Ok(None),
             },
@@ -407,24 +407,17 @@ fn keep(into: &mut Vec<u8>, bytes: &[u8], at: u64) -> Result<(), SplitError> {
     Ok(())
 }
 
-/// A complete varint at the start of `bytes`: its value and length.
-fn varint(bytes: &[u8]) -> Option<(u64, usize)> {
-    let mut value = 0u64;
-    for (i, &b) in bytes.iter().enumerate().take(10) {
-        value |= u64::from(b & 0x7f) << (7 * i);
-        if b < 0x80 {
-            return Some((value, i + 1));
-        }
+/// A complete varint at the start of `bytes`: its value and length; `None` while more bytes
+/// may complete it.
+fn varint(bytes: &[u8], at: u64) -> Result<Option<(u64, usize)>, SplitError> {
+    match crate::varint::read(bytes) {
+        Ok(read) => Ok(Some(read)),
+        Err(crate::varint::Error::TooLong) => Err(malformed(
+            at,
+            "a varint longer than 10 bytes or beyond 64 bits",
+        )),
+        Err(_) => Ok(None),
     }
-    None
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! fields through it, and the compact layer walks records with it
 //! ([`compact::wire::fields`](crate::compact::wire::fields)).
 //!
-//! Its rules are prost's and protobuf-go's: a varint is at most [`MAX_VARINT_LEN`] bytes and
+//! Its rules are prost's and protobuf-go's: a varint is at most [`MAX_LEN`](crate::varint::MAX_LEN) bytes and
 //! its 10th byte holds only the top bit of a u64; a field number is in
 //! `1..=`[`MAX_FIELD_NUMBER`]; the wire types are varint, fixed64, length-delimited and
 //! fixed32 (groups are refused); a value never runs past the end of its message. Nesting is
@@ -14,8 +14,6 @@ use std::ops::Range;
 
 use super::error::LayoutError;
 
-/// The longest varint: 10 bytes (7 bits each; the 10th holds only bit 63).
-pub(crate) const MAX_VARINT_LEN: usize = 10;
 /// The largest protobuf field number (2^29 - 1).
 pub(crate) const MAX_FIELD_NUMBER: u32 = (1 << 29) - 1;
 
@@ -103,23 +101,12 @@ impl<'a> Reader<'a> {
             self.buf = &self.buf[1..];
             return Ok(u64::from(b));
         }
-        let mut value = 0u64;
-        for (i, &b) in self.buf.iter().enumerate().take(MAX_VARINT_LEN) {
-            // The 10th byte may only hold the top bit of a u64.
-            if i == MAX_VARINT_LEN - 1 && b > 1 {
-                return Err(VarintFault::TooLong);
-            }
-            value |= u64::from(b & 0x7f) << (7 * i);
-            if b < 0x80 {
-                self.buf = &self.buf[i + 1..];
-                return Ok(value);
-            }
-        }
-        Err(if self.buf.len() >= MAX_VARINT_LEN {
-            VarintFault::TooLong
-        } else {
-            VarintFault::Eof
-        })
+        let (value, len) = crate::varint::read(self.buf).map_err(|e| match e {
+            crate::varint::Error::TooLong => VarintFault::TooLong,
+            _ => VarintFault::Eof,
+        })?;
+        self.buf = &self.buf[len..];
+        Ok(value)
     }
 
     /// A varint value.

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use kube_core::{Resource, Selector};
+use kube_core::Resource;
 
-use super::{NAMESPACE_INDEX, ObjectKey, Reader, selector::matches_labels};
+use super::{LabelSelector, NAMESPACE_INDEX, ObjectKey, Reader, selector::matches_labels};
 
 /// Read-only, label-filtered access to a [`ThreadSafeStore`](super::ThreadSafeStore) of
 /// Kubernetes objects.
@@ -67,7 +67,7 @@ impl<K: Resource + Send + Sync + 'static> Lister<K> {
     }
 
     /// Every object, in any namespace, whose labels match `selector`.
-    pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {
+    pub fn list(&self, selector: &LabelSelector) -> Vec<Arc<K>> {
         filter(self.store.list(), selector)
     }
 
@@ -110,7 +110,7 @@ impl<K> std::fmt::Debug for NamespaceLister<K> {
 
 impl<K: Resource + Send + Sync + 'static> NamespaceLister<K> {
     /// The objects of this namespace whose labels match `selector`.
-    pub fn list(&self, selector: &Selector) -> Vec<Arc<K>> {
+    pub fn list(&self, selector: &LabelSelector) -> Vec<Arc<K>> {
         if self.namespace.is_empty() {
             return filter(self.store.list(), selector);
         }
@@ -133,7 +133,7 @@ impl<K: Resource + Send + Sync + 'static> NamespaceLister<K> {
     }
 }
 
-fn filter<K: Resource>(mut objs: Vec<Arc<K>>, selector: &Selector) -> Vec<Arc<K>> {
+fn filter<K: Resource>(mut objs: Vec<Arc<K>>, selector: &LabelSelector) -> Vec<Arc<K>> {
     if !selector.selects_all() {
         objs.retain(|obj| matches_labels(selector, obj.as_ref()));
     }

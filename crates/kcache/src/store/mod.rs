@@ -29,7 +29,7 @@ pub use key::{KeyError, KeyFunc, ObjectKey, meta_namespace_key, meta_namespace_k
 pub use lister::{Lister, NamespaceLister};
 pub use reader::Reader;
 pub use reflector_store::{ReflectorStore, StoreError};
-pub use selector::{SelectorError, matches_labels, parse_label_selector};
+pub use selector::{LabelSelector, SelectorError, matches_labels, parse_label_selector};
 pub use thread_safe_store::{
     Indexer, KeyListerGetter, ResourceVersionFunc, ThreadSafeStore, Transaction,
     resource_version_func,

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kcache::store::LabelSelector;
 use kcache::store::{
     IndexFunc, Indexers, KeyFunc, Lister, ObjectKey, ThreadSafeStore, Transaction,
     meta_namespace_key_func,
@@ -548,7 +549,7 @@ fn list_all(
     num_objects: usize,
     num_matching: usize,
     matching_labels: &[(&str, &str)],
-    selector: &Selector,
+    selector: &LabelSelector,
     expected_count: usize,
 ) {
     let labels = matching_labels
@@ -566,17 +567,23 @@ fn list_all(
 #[test]
 fn test_list_all__subset_match() {
     let selector = Selector::from_iter([("match", "true")]);
-    list_all(100_000, 10_000, &[("match", "true")], &selector, 10_000);
+    list_all(
+        100_000,
+        10_000,
+        &[("match", "true")],
+        &selector.into(),
+        10_000,
+    );
 }
 
 #[test]
 fn test_list_all__all_match() {
     // labels.Everything(): the empty selector.
-    list_all(1_000_000, 0, &[], &Selector::default(), 1_000_000);
+    list_all(1_000_000, 0, &[], &LabelSelector::default(), 1_000_000);
 }
 
 #[test]
 fn test_list_all__no_match() {
     let selector = Selector::from_iter([("match", "true")]);
-    list_all(1_000_000, 0, &[("nomatch", "true")], &selector, 0);
+    list_all(1_000_000, 0, &[("nomatch", "true")], &selector.into(), 0);
 }

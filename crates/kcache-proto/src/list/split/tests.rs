@@ -178,6 +178,20 @@ fn bad_bodies_are_errors() {
     assert!(matches!(split(&body, &[9]), Err(SplitError::Envelope(_))));
 }
 
+#[test]
+fn a_header_varint_beyond_64_bits_is_refused_as_the_wire_reader_refuses_it() {
+    // A field key whose 10th byte sets bit 65: prost and the crate's wire reader refuse it.
+    let mut body = b"k8s\0".to_vec();
+    body.extend([
+        0xf8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0x00,
+    ]);
+    let err = split(&body, &[64]).unwrap_err();
+    assert!(
+        matches!(err, SplitError::Malformed { at: 13, what } if what.contains("varint")),
+        "{err:?}"
+    );
+}
+
 proptest! {
     #[test]
     fn random_lists_and_cuts_split_as_they_decode(
