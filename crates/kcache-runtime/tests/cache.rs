@@ -8,9 +8,9 @@ use std::sync::Arc;
 use anyhow::{Result, anyhow};
 use common::{NS, eventually};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kcache::store::LabelSelector;
 use kcache_client::Client;
 use kcache_runtime::{Action, Context, Manager, api, manager};
-use kube_core::Selector;
 use parking_lot::Mutex;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -61,7 +61,7 @@ async fn a_selected_transformed_cache_holds_only_what_it_selects_and_says_so_on_
                 async move {
                     let web = ctx.read::<Secret>("web")?;
                     let db = ctx.read::<Secret>("db").expect_err("outside the selector");
-                    let cached = ctx.lister::<Secret>().list(&Selector::default()).len();
+                    let cached = ctx.lister::<Secret>().list(&LabelSelector::default()).len();
                     *seen.lock() = Some((web.metadata.annotations.clone(), db, cached));
                     Ok::<_, api::Error>(Action::Done)
                 }
