@@ -116,4 +116,22 @@ func TestEnvtestStartsAndServesCRDs(t *testing.T) {
 	if err := uc.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); err != nil {
 		t.Fatalf("get as jane: %v", err)
 	}
+
+	// A user with no roles: envtest runs kube-apiserver with RBAC, so the read is forbidden.
+	joe, err := env.AddUser(envtest.User{Name: "joe"}, nil)
+	if err != nil {
+		t.Fatalf("add user joe: %v", err)
+	}
+	jc, err := client.New(joe.Config(), client.Options{})
+	if err != nil {
+		t.Fatalf("joe's client: %v", err)
+	}
+	err = jc.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
+	if !apierrors.IsForbidden(err) {
+		t.Fatalf("get as joe (no roles): want Forbidden, got %v", err)
+	}
+	want := `configmaps "` + cm.Name + `" is forbidden: User "joe" cannot get resource "configmaps" in API group "" in the namespace "default"`
+	if err.Error() != want {
+		t.Fatalf("get as joe: message\n got %q\nwant %q", err.Error(), want)
+	}
 }

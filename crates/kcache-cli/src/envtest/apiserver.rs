@@ -213,6 +213,8 @@ fn kind(name: &str) -> Option<Kind> {
 
 /// The flags kcache acts on; every other known flag is accepted and ignored.
 pub(crate) const HONOURED: &[&str] = &[
+    "anonymous-auth",
+    "authorization-mode",
     "bind-address",
     "cert-dir",
     "client-ca-file",
@@ -345,14 +347,30 @@ fn config(flags: &flags::Flags) -> anyhow::Result<ServerConfig> {
             read(Path::new(path), &format!("--{f}"))?;
         }
     }
-    for f in [
-        "allow-privileged",
-        "enable-garbage-collector",
-        "anonymous-auth",
-    ] {
+    for f in ["allow-privileged", "enable-garbage-collector"] {
         flags.bool(f, true).map_err(anyhow::Error::msg)?;
     }
+    let anonymous = flags
+        .bool("anonymous-auth", true)
+        .map_err(anyhow::Error::msg)?;
     let mut config = ServerConfig::default();
+    config.anonymous_auth = anonymous;
+    // kube-apiserver's modes, in order; RBAC is the one kcache enforces. Without the flag
+    // kube-apiserver allows everything (AlwaysAllow), as does a list without RBAC (Node,
+    // ABAC and Webhook have nothing to consult here).
+    let modes: Vec<&str> = flags
+        .get("authorization-mode")
+        .map(|m| m.split(',').map(str::trim).collect())
+        .unwrap_or_default();
+    if let Some(bad) = modes.iter().find(|m| {
+        !matches!(
+            **m,
+            "AlwaysAllow" | "AlwaysDeny" | "ABAC" | "Webhook" | "RBAC" | "Node"
+        )
+    }) {
+        anyhow::bail!("authorization-mode \"{bad}\" is not a valid mode")
+    }
+    config.authorization = modes.contains(&"RBAC") && !modes.starts_with(&["AlwaysAllow"]);
     config.listen = SocketAddr::new(bind, port);
     config.https = true;
     // A bare kube-apiserver: no kube-controller-manager collects garbage or creates the
@@ -426,5 +444,32 @@ mod tests {
         assert_eq!(c.listen, "127.0.0.1:1234".parse().unwrap());
         assert!(c.https && !c.garbage_collector && !c.default_service_accounts);
         assert!(c.serving_certificate.is_none() && c.client_ca_pem.is_none());
+        assert!(c.authorization && c.anonymous_auth);
+    }
+
+    #[test]
+    fn the_authorization_mode_and_anonymous_auth_flags_are_honoured() {
+        let with = |extra: &[&str]| {
+            let mut args = vec!["--etcd-servers=http://127.0.0.1:2379", "--secure-port=1234"];
+            args.extend_from_slice(extra);
+            config(&parse(&args))
+        };
+        assert!(!with(&[]).unwrap().authorization, "no flag: AlwaysAllow");
+        assert!(
+            with(&["--authorization-mode=Node,RBAC"])
+                .unwrap()
+                .authorization
+        );
+        assert!(
+            !with(&["--authorization-mode=AlwaysAllow"])
+                .unwrap()
+                .authorization
+        );
+        assert!(!with(&["--anonymous-auth=false"]).unwrap().anonymous_auth);
+        let e = with(&["--authorization-mode=Magic"]).unwrap_err();
+        assert!(
+            format!("{e}").contains("\"Magic\" is not a valid mode"),
+            "{e}"
+        );
     }
 }
