@@ -3,12 +3,12 @@
 //! over the server's own Roles, ClusterRoles and bindings, as kube-apiserver v1.36.5 enforces
 //! them (`--authorization-mode=RBAC`, anonymous auth on).
 //!
-//! The pieces: [`authn`] turns a request's credentials into a [`UserInfo`]; [`impersonate`]
-//! applies `Impersonate-*` headers; [`attrs`] reads the request's attributes from its path (as
-//! kube-apiserver's RequestInfoFactory) and words the 403; [`rbac`] decides; [`escalation`]
-//! refuses writes of roles and bindings that grant more than the writer holds; [`aggregate`]
-//! keeps aggregated ClusterRoles' rules up to date; [`bootstrap`] seeds the roles and bindings
-//! kube-apiserver creates at start; [`review`] answers the access and identity reviews.
+//! The pieces: `authn` turns a request's credentials into a [`UserInfo`]; `impersonate`
+//! applies `Impersonate-*` headers; `attrs` reads the request's attributes from its path (as
+//! kube-apiserver's RequestInfoFactory) and words the 403; `rbac` decides; `escalation`
+//! refuses writes of roles and bindings that grant more than the writer holds; `aggregate`
+//! keeps aggregated ClusterRoles' rules up to date; `bootstrap` seeds the roles and bindings
+//! kube-apiserver creates at start; `review` answers the access and identity reviews.
 
 pub(crate) mod aggregate;
 pub(crate) mod attrs;
