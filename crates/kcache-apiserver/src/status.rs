@@ -434,6 +434,8 @@ impl ApiError {
             metadata: Value,
             status: &'static str,
             message: &'a str,
+            // Go omits an empty reason (`StatusReasonUnknown`).
+            #[serde(skip_serializing_if = "str::is_empty")]
             reason: &'a str,
             #[serde(skip_serializing_if = "Option::is_none")]
             details: Option<&'a Value>,

@@ -316,3 +316,100 @@ async fn patches_of_built_in_kinds_report_unknown_fields() {
         );
     }
 }
+
+/// Server-side apply of a built-in kind refuses unknown fields in every validation mode, as
+/// kube-apiserver's structured-merge type conversion does: a 500 without reason naming the
+/// body's namespace, name and kind and the first unknown field, also on the status subresource
+/// (recorded from kube-apiserver v1.36.5).
+#[tokio::test]
+async fn server_side_apply_of_built_in_kinds_refuses_unknown_fields() {
+    let s = server().await;
+    let apply = "application/apply-patch+yaml";
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ac"},
+        "data": {"a": "b"}, "dataa": {"x": "y"}});
+    for validation in ["Strict", "Warn", "Ignore"] {
+        let path = format!(
+            "/api/v1/namespaces/default/configmaps/ac?fieldManager=m&fieldValidation={validation}"
+        );
+        let r = patch(s.addr(), &path, apply, &cm).await;
+        assert_eq!(
+            status(&r),
+            (
+                500,
+                String::new(),
+                "failed to create typed patch object (/ac; /v1, Kind=ConfigMap): \
+                 .dataa: field not declared in schema"
+                    .to_owned()
+            ),
+            "{validation}"
+        );
+        assert!(r.json().get("reason").is_none(), "{}", r.json());
+    }
+    // The body's namespace is named; of several unknown fields, the first.
+    let several = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "ac", "namespace": "default"},
+        "dataa": {"x": "y"}, "datab": 1, "metadata2": {}});
+    let r = patch(
+        s.addr(),
+        "/api/v1/namespaces/default/configmaps/ac?fieldManager=m",
+        apply,
+        &several,
+    )
+    .await;
+    assert_eq!(
+        r.json()["message"],
+        "failed to create typed patch object (default/ac; /v1, Kind=ConfigMap): \
+         .dataa: field not declared in schema"
+    );
+    let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"x": 1}});
+    let r = patch(
+        s.addr(),
+        &format!("{DEPLOYS}/d?fieldManager=m"),
+        apply,
+        &deploy,
+    )
+    .await;
+    assert_eq!(
+        r.json()["message"],
+        "failed to create typed patch object (/d; apps/v1, Kind=Deployment): \
+         .spec.x: field not declared in schema"
+    );
+    assert_eq!(
+        get(s.addr(), "/api/v1/namespaces/default/configmaps/ac")
+            .await
+            .status,
+        404
+    );
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "an"}});
+    assert_eq!(post(s.addr(), "/api/v1/nodes", &node).await.status, 201);
+    let mut status_apply = node.clone();
+    status_apply["status"] = json!({"invalidStatusField": "value"});
+    let r = patch(
+        s.addr(),
+        "/api/v1/nodes/an/status?fieldManager=m",
+        apply,
+        &status_apply,
+    )
+    .await;
+    assert_eq!(
+        status(&r),
+        (
+            500,
+            String::new(),
+            "failed to create typed patch object (/an; /v1, Kind=Node): \
+             .status.invalidStatusField: field not declared in schema"
+                .to_owned()
+        )
+    );
+    // Known fields still apply.
+    status_apply["status"] = json!({"phase": "Running"});
+    let r = patch(
+        s.addr(),
+        "/api/v1/nodes/an/status?fieldManager=m",
+        apply,
+        &status_apply,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.json());
+}

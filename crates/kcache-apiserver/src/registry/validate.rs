@@ -202,6 +202,50 @@ pub(crate) fn unknown_fields(
     Ok(unknown.iter().map(|f| unknown_field_warning(f)).collect())
 }
 
+/// Server-side apply's check of an applied configuration of a built-in kind, in every
+/// validation mode: kube-apiserver converts it to its structured-merge type first, and an
+/// unknown field fails that conversion with a 500 without reason naming the body's namespace,
+/// name, apiVersion and kind and the first unknown field (`failed to create typed patch object
+/// (/ac; /v1, Kind=ConfigMap): .dataa: field not declared in schema`, recorded from v1.36.5).
+/// Fields inside list items are named by index here (`.spec.containers[0].x`), by key there
+/// (`.spec.containers[name="c"].x`); of several, the first in key order is named. A type error
+/// is left to the apply itself.
+pub(crate) fn applied_unknown_fields(info: &ResourceInfo, applied: &Value) -> Result<(), ApiError> {
+    if info.schema.is_some() {
+        return Ok(());
+    }
+    let model = crate::schema::model();
+    let Some(root) = model.kind(&info.group, &info.version, &info.kind) else {
+        return Ok(());
+    };
+    let mut copy = applied.clone();
+    let Ok(unknown) = crate::schema::check::decode(model, root, &mut copy, true) else {
+        return Ok(());
+    };
+    let Some(first) = unknown.first() else {
+        return Ok(());
+    };
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let api_version = text(&applied["apiVersion"]);
+    // Go prints a GroupVersionKind as `group/version, Kind=kind` (`/v1` for the core group).
+    let group_version = if api_version.contains('/') {
+        api_version
+    } else {
+        format!("/{api_version}")
+    };
+    Err(ApiError::new(
+        500,
+        "",
+        format!(
+            "failed to create typed patch object ({}/{}; {group_version}, Kind={}): \
+             .{first}: field not declared in schema",
+            text(&applied["metadata"]["namespace"]),
+            text(&applied["metadata"]["name"]),
+            text(&applied["kind"]),
+        ),
+    ))
+}
+
 /// The decoding of a patched built-in object (JSON, merge and strategic merge patches), as
 /// [`unknown_fields`] but failing as kube-apiserver fails a patch: a 422 whose one cause, on
 /// the field `patch`, quotes the patched object (`Invalid value: "{...}": strict decoding

@@ -278,6 +278,7 @@ fn apply(
     meta_mut(&mut applied).insert("name".into(), json!(name));
     meta_mut(&mut applied).remove("resourceVersion");
     let applied = Value::Object(applied);
+    crate::registry::validate::applied_unknown_fields(&target.info, &applied)?;
     let status_only = target.sub.as_deref() == Some("status");
     let change = FieldsChange::Set(
         write.manager(headers, "Apply"),
