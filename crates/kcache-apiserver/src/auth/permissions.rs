@@ -305,6 +305,33 @@ impl Options {
     }
 }
 
+/// The objects of kube-apiserver's bootstrap RBAC (the roles and bindings every cluster has),
+/// with their `apiVersion` and `kind`.
+fn bootstrap_objects() -> Vec<Value> {
+    super::bootstrap::objects()
+        .into_iter()
+        .map(|(path, mut o)| {
+            let kind = match path.rsplit('/').next().unwrap_or("") {
+                "clusterroles" => "ClusterRole",
+                "clusterrolebindings" => "ClusterRoleBinding",
+                "roles" => "Role",
+                _ => "RoleBinding",
+            };
+            o["apiVersion"] = json!(format!("{GROUP}/v1"));
+            o["kind"] = json!(kind);
+            o
+        })
+        .collect()
+}
+
+fn user_info(user: &str, record: &UserRecord) -> UserInfo {
+    UserInfo {
+        name: user.to_owned(),
+        groups: record.groups.clone(),
+        ..UserInfo::default()
+    }
+}
+
 /// The subject of a binding to `user`.
 fn subject(user: &str) -> Value {
     match user
@@ -384,7 +411,9 @@ fn rules(accesses: &[&Access], options: &Options) -> Vec<Rule> {
 }
 
 /// The smallest Roles and ClusterRoles, with their bindings to `user`, that allow every
-/// request of `record` (allowed or denied alike: a denied request was needed too). Requests
+/// request of `record` (allowed or denied alike: a denied request was needed too) that
+/// kube-apiserver's bootstrap roles do not already allow the user (with the groups it was
+/// recorded with: discovery, `/version`, its own access reviews…). Requests
 /// in a namespace get a Role and RoleBinding in it; cluster-scoped and all-namespace requests
 /// and non-resource paths a ClusterRole and ClusterRoleBinding. Write them with [`to_yaml`].
 #[must_use]
@@ -402,8 +431,13 @@ pub fn least_privilege(user: &str, record: &UserRecord, options: &Options) -> Ve
             .collect();
         format!("recorded:{safe}")
     });
+    let bootstrap = Snapshot::from_objects(&bootstrap_objects());
+    let info = user_info(user, record);
     let mut scopes: BTreeMap<&str, Vec<&Access>> = BTreeMap::new();
     for a in &record.accesses {
+        if bootstrap.authorize(&info, &a.attributes()).is_ok() {
+            continue;
+        }
         scopes.entry(a.namespace.as_str()).or_default().push(a);
     }
     let api_version = format!("{GROUP}/v1");
@@ -483,9 +517,10 @@ pub struct Report {
 }
 
 /// Compares RBAC `manifests` (YAML or JSON, multi-document; objects other than Roles,
-/// ClusterRoles and bindings ignored) with what `user` did: the recorded requests they do not
-/// allow (with the 403 message), and the parts of the rules bound to `user` that no recorded
-/// request used. Only the manifests count (not the server's bootstrap roles).
+/// ClusterRoles and bindings ignored) with what `user` did (as the groups it was recorded
+/// with): the recorded requests that a cluster with the manifests and kube-apiserver's
+/// bootstrap roles would refuse (with the 403 message), and the parts of the manifests' rules
+/// bound to `user` that no recorded request used.
 ///
 /// # Errors
 /// When `manifests` are not YAML or JSON.
@@ -500,15 +535,14 @@ pub fn check(manifests: &str, user: &str, record: &UserRecord) -> Result<Report,
         })
         .collect();
     let snapshot = Snapshot::from_objects(&objects);
-    let info = UserInfo {
-        name: user.to_owned(),
-        groups: record.groups.clone(),
-        ..UserInfo::default()
-    };
+    let mut with_bootstrap = bootstrap_objects();
+    with_bootstrap.extend(objects);
+    let cluster = Snapshot::from_objects(&with_bootstrap);
+    let info = user_info(user, record);
     let mut report = Report::default();
     let attrs: Vec<Attributes> = record.accesses.iter().map(Access::attributes).collect();
     for (access, a) in record.accesses.iter().zip(&attrs) {
-        if let Err(reason) = snapshot.authorize(&info, a) {
+        if let Err(reason) = cluster.authorize(&info, a) {
             let message = super::attrs::forbidden(&info, a, &reason).message;
             report.missing.push(Missing {
                 access: access.clone(),
