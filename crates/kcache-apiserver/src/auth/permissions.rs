@@ -188,9 +188,12 @@ impl Record {
     }
 }
 
+/// Per distinct request: (allowed once, denied once).
+type Outcomes = HashMap<Access, (bool, bool)>;
+
 #[derive(Debug, Default)]
 struct Users {
-    users: HashMap<String, (Vec<String>, HashMap<Access, (bool, bool)>)>,
+    users: HashMap<String, (Vec<String>, Outcomes)>,
     entries: usize,
     dropped: u64,
 }
