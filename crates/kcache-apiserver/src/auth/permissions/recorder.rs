@@ -112,4 +112,32 @@ mod tests {
         let first = rec.accesses.iter().find(|a| a.name == "0").unwrap();
         assert!(first.allowed && first.denied);
     }
+
+    #[test]
+    fn the_record_reads_back_from_its_yaml_and_json() {
+        let r = Recorder::default();
+        let sa = UserInfo::new("system:serviceaccount:ns:bot", ["system:serviceaccounts"]);
+        r.record(&sa, &Attributes::non_resource("get", "/version"), true);
+        r.record(
+            &sa,
+            &Attributes::resource("list", "apps", "deployments", "", "", ""),
+            false,
+        );
+        let snap = r.snapshot();
+        let yaml = snap.to_yaml().unwrap();
+        assert_eq!(
+            serde_saphyr::from_str::<Record>(&yaml).unwrap(),
+            snap,
+            "{yaml}"
+        );
+        let json = serde_json::to_string(&snap).unwrap();
+        assert_eq!(serde_json::from_str::<Record>(&json).unwrap(), snap);
+        assert_eq!(
+            snap.user("system:serviceaccount:ns:bot")
+                .unwrap()
+                .accesses
+                .len(),
+            2
+        );
+    }
 }
