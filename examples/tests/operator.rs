@@ -13,6 +13,7 @@ use std::{net::SocketAddr, time::Duration};
 
 use anyhow::{Context as _, Result, anyhow};
 use kcache_apiserver::ServerHandle;
+use kcache_apiserver::auth::permissions;
 use kcache_testenv::TestEnv;
 use operator::{FINALIZER, Website, WebsiteSpec};
 use serde_json::{Value, json};
@@ -20,6 +21,18 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
 const NS: &str = "mon";
+
+/// The RBAC manifest shipped with the example.
+const RBAC: &str = include_str!("../operator-rbac.yaml");
+/// Who the operator runs as (its ServiceAccount in the namespace).
+const SERVICE_ACCOUNT: &str = "system:serviceaccount:mon:website-operator";
+
+/// A fresh scratch directory.
+fn tempdir() -> Result<std::path::PathBuf> {
+    let dir = std::env::temp_dir().join(format!("kcache-operator-rbac-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
 
 /// A guard against a hung wait; not a performance assertion.
 const HANG_GUARD: Duration = Duration::from_secs(60);
@@ -69,7 +82,19 @@ async fn the_operator_creates_reports_and_cleans_up_a_website() -> Result<()> {
         .start()
         .await?;
     let h = env.handle().clone();
-    let manager = operator::operator(env.client(), NS, "127.0.0.1:0".parse()?)?;
+    // The operator runs as its ServiceAccount, with the rights of the shipped RBAC manifest.
+    let rbac_dir = tempdir()?;
+    std::fs::write(rbac_dir.join("rbac.yaml"), RBAC)?;
+    kcache_apiserver::manifests::load_dir(&h, &rbac_dir)?;
+    std::fs::remove_dir_all(&rbac_dir)?;
+    let sa = env
+        .add_user(
+            SERVICE_ACCOUNT,
+            ["system:serviceaccounts", "system:serviceaccounts:mon"],
+        )
+        .await?;
+    let client = kcache_client::Client::from_kubeconfig(sa.kubeconfig_path()).await?;
+    let manager = operator::operator(client, NS, "127.0.0.1:0".parse()?)?;
     let addr = manager.metrics_addr().context("bound")?;
     let cancel = CancellationToken::new();
     let run = tokio::spawn(manager.run_until(cancel.clone()));
@@ -178,6 +203,28 @@ async fn the_operator_creates_reports_and_cleans_up_a_website() -> Result<()> {
 
     cancel.cancel();
     run.await??;
+    // The shipped RBAC is sufficient: nothing the operator did was refused, and the
+    // manifest allows all of it (the bootstrap roles aside: /version, discovery).
+    let record = env.permissions();
+    let did = record
+        .user(SERVICE_ACCOUNT)
+        .context("the operator's record")?;
+    let refused: Vec<_> = did.accesses.iter().filter(|a| a.denied).collect();
+    assert!(refused.is_empty(), "refused: {refused:#?}");
+    let report = permissions::check(RBAC, SERVICE_ACCOUNT, did)?;
+    assert!(report.missing.is_empty(), "{:#?}", report.missing);
+    // And minimal: nothing granted that the operator did not use, and the Role is the one
+    // written from the record.
+    assert!(report.excess.is_empty(), "{:#?}", report.excess);
+    let least = permissions::least_privilege(
+        SERVICE_ACCOUNT,
+        did,
+        &permissions::Options::default().name("website-operator"),
+    );
+    let kinds: Vec<_> = least.iter().map(|o| o["kind"].clone()).collect();
+    assert_eq!(kinds, [json!("Role"), json!("RoleBinding")]);
+    let generated = permissions::check(&permissions::to_yaml(&least)?, SERVICE_ACCOUNT, did)?;
+    assert!(generated.missing.is_empty() && generated.excess.is_empty());
     env.stop().await;
     Ok(())
 }

@@ -41,7 +41,9 @@
 //!   [`RunningServer::add_user`], service account tokens, client certificates, anonymous
 //!   requests, impersonation, and RBAC over the server's own Roles and bindings with the
 //!   bootstrap roles of kube-apiserver v1.36.5 ([`ApiServerBuilder::authorization`] turns
-//!   it off);
+//!   it off); beyond kube-apiserver, a record of what each user did
+//!   ([`RunningServer::permissions`]), the least-privilege Roles written from it and a check
+//!   of RBAC manifests against it ([`auth::permissions`]);
 //! - the objects of a fresh cluster: the system namespaces, the `default/kubernetes`
 //!   Service and a `default` ServiceAccount in every namespace;
 //! - list: `limit`/`continue` (kube-apiserver's token format), `remainingItemCount`,

@@ -383,6 +383,23 @@ impl RunningServer {
         }
     }
 
+    /// What each user did so far: every distinct request the server authorized or refused,
+    /// per user (see [`auth::permissions`](crate::auth::permissions), beyond kube-apiserver).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let server = kcache_apiserver::ApiServer::builder().start().await?;
+    /// assert!(server.permissions().users.is_empty());
+    /// server.shutdown().await;
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn permissions(&self) -> crate::auth::permissions::Record {
+        self.handle.state.auth.recorder.snapshot()
+    }
+
     /// Fault injection for this server.
     #[must_use]
     pub fn faults(&self) -> &FaultHandle {

@@ -58,6 +58,11 @@ pub(crate) struct ServeArgs {
     /// envtest's kube-apiserver) or `AlwaysAllow`. The admin is in `system:masters` either way.
     #[arg(long, default_value = "RBAC", value_parser = ["RBAC", "AlwaysAllow"])]
     pub authorization_mode: String,
+    /// On exit (SIGINT or SIGTERM), write what each user did to this file: every distinct
+    /// request the server authorized or refused, per user (YAML when the name ends in `.yaml`
+    /// or `.yml`, else JSON). Beyond kube-apiserver: the input of a least-privilege Role.
+    #[arg(long, value_name = "FILE")]
+    pub permissions_report: Option<PathBuf>,
 }
 
 /// `NAME[:GROUP,GROUP]` as a name and groups.
@@ -98,7 +103,43 @@ fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Runs the server until Ctrl-C.
+/// Waits for SIGINT (Ctrl-C) or, on Unix, SIGTERM.
+async fn shutdown_signal() -> anyhow::Result<()> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("listening for SIGTERM")?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r.context("waiting for Ctrl-C")?,
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
+    Ok(())
+}
+
+/// Writes `record` to `path`: YAML for `*.yaml` / `*.yml`, else JSON.
+fn write_permissions(
+    record: &kcache_apiserver::auth::permissions::Record,
+    path: &std::path::Path,
+) -> anyhow::Result<()> {
+    let yaml = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| matches!(e, "yaml" | "yml"));
+    let text = if yaml {
+        record.to_yaml()?
+    } else {
+        serde_json::to_string_pretty(record)?
+    };
+    std::fs::write(path, text)?;
+    Ok(())
+}
+
+/// Runs the server until Ctrl-C or SIGTERM.
 ///
 /// # Errors
 /// When the address cannot be bound, seeding fails or the kubeconfig cannot be written.
@@ -161,10 +202,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             server.url()
         );
     }
-    tokio::signal::ctrl_c()
-        .await
-        .context("waiting for Ctrl-C")?;
+    shutdown_signal().await?;
     println!("shutting down");
+    if let Some(path) = &args.permissions_report {
+        write_permissions(&server.permissions(), path)
+            .with_context(|| format!("writing the permissions report {}", path.display()))?;
+        println!("permissions report written to {}", path.display());
+    }
     server.shutdown().await;
     Ok(())
 }

@@ -232,6 +232,8 @@ fn serve_adds_users_whose_kubeconfigs_rbac_governs() {
         ])
         .arg("--write-kubeconfig")
         .arg(&kubeconfig)
+        .arg("--permissions-report")
+        .arg(dir.join("permissions.json"))
         .stdout(Stdio::piped())
         .spawn()
         .expect("kcache starts");
@@ -304,9 +306,36 @@ fn serve_adds_users_whose_kubeconfigs_rbac_governs() {
         &["auth", "can-i", "delete", "pods", "-n", "default"],
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "no");
+    let out = kubectl_as(&alice_cfg, &["get", "pods"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // On SIGTERM the server writes what each user did: alice's pod list, denied then allowed.
     let _ = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args(["-TERM", &child.id().to_string()])
         .status();
     assert!(child.wait().unwrap().success());
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("permissions.json")).unwrap()).unwrap();
+    let alice = &report["users"]["alice"];
+    assert_eq!(
+        alice["groups"],
+        serde_json::json!(["dev", "ops", "system:authenticated"])
+    );
+    let list_pods = alice["accesses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["verb"] == "list" && a["resource"] == "pods")
+        .unwrap_or_else(|| panic!("{report}"));
+    assert_eq!(list_pods["namespace"], "default");
+    assert_eq!(
+        (&list_pods["allowed"], &list_pods["denied"]),
+        (&serde_json::json!(true), &serde_json::json!(true)),
+        "{list_pods}"
+    );
+    assert_eq!(report["dropped"], 0);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -192,6 +192,30 @@ impl TestEnv {
         &self.kubeconfig
     }
 
+    /// What each user did so far: every distinct request the server authorized or refused,
+    /// per user name (see [`kcache_apiserver::auth::permissions`]: the least-privilege RBAC
+    /// from it, and a check of RBAC manifests against it).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), kcache_testenv::Error> {
+    /// let env = kcache_testenv::TestEnv::builder().start().await?;
+    /// let alice = env.add_user("alice", ["dev"]).await?;
+    /// let pods: kube_client::Api<k8s_openapi::api::core::v1::Pod> =
+    ///     kube_client::Api::default_namespaced(alice.kube_client());
+    /// assert!(pods.list(&Default::default()).await.is_err());
+    /// let record = env.permissions();
+    /// let access = &record.user("alice").expect("alice's record").accesses[0];
+    /// assert_eq!((access.verb.as_str(), access.resource.as_str()), ("list", "pods"));
+    /// assert!(access.denied && !access.allowed);
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn permissions(&self) -> kcache_apiserver::auth::permissions::Record {
+        self.server().permissions()
+    }
+
     /// Adds a user `name` in `groups` (and `system:authenticated`), as envtest's `AddUser`:
     /// a bearer token the server accepts, a kubeconfig written next to the environment's, and
     /// a kube client. What the user may do is what the server's Roles and bindings grant it

@@ -8,7 +8,9 @@
 //! kube-apiserver's RequestInfoFactory) and words the 403; `rbac` decides; `escalation`
 //! refuses writes of roles and bindings that grant more than the writer holds; `aggregate`
 //! keeps aggregated ClusterRoles' rules up to date; `bootstrap` seeds the roles and bindings
-//! kube-apiserver creates at start; `review` answers the access and identity reviews.
+//! kube-apiserver creates at start; `review` answers the access and identity reviews;
+//! [`permissions`] records what each user did and writes the least-privilege RBAC from it
+//! (beyond kube-apiserver).
 
 pub(crate) mod aggregate;
 pub(crate) mod attrs;
@@ -16,6 +18,7 @@ pub(crate) mod authn;
 pub(crate) mod bootstrap;
 pub(crate) mod escalation;
 pub(crate) mod impersonate;
+pub mod permissions;
 pub(crate) mod rbac;
 pub(crate) mod review;
 
@@ -152,6 +155,8 @@ pub(crate) struct AuthState {
     /// Per requestor, the impersonation mode that last succeeded (tried first next time).
     pub(crate) impersonation_modes: parking_lot::Mutex<HashMap<String, usize>>,
     pub(crate) rbac: rbac::Cache,
+    /// What each user did.
+    pub(crate) recorder: permissions::Recorder,
 }
 
 impl AuthState {

@@ -274,6 +274,64 @@ impl Snapshot {
         s
     }
 
+    /// The RBAC objects among `objects` (manifests: Roles, ClusterRoles and their bindings
+    /// of `rbac.authorization.k8s.io`; other objects are ignored).
+    pub(crate) fn from_objects(objects: &[Value]) -> Self {
+        let mut s = Self::default();
+        for o in objects {
+            let api = o.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            if api.split('/').next() != Some(GROUP) {
+                continue;
+            }
+            let meta = |k: &str| {
+                o.pointer(&format!("/metadata/{k}"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned()
+            };
+            match o.get("kind").and_then(Value::as_str).unwrap_or("") {
+                "ClusterRole" => {
+                    s.cluster_roles.insert(meta("name"), Rule::all_from(o));
+                }
+                "Role" => {
+                    s.roles
+                        .insert((meta("namespace"), meta("name")), Rule::all_from(o));
+                }
+                "ClusterRoleBinding" => s.cluster_bindings.push(Binding::from_json(o)),
+                "RoleBinding" => s
+                    .bindings
+                    .entry(meta("namespace"))
+                    .or_default()
+                    .push(Binding::from_json(o)),
+                _ => {}
+            }
+        }
+        s
+    }
+
+    /// Every rule bound to `user`, in every namespace: the namespace of the binding (empty for
+    /// a ClusterRoleBinding), the binding's description, and the rule.
+    pub(crate) fn all_bound_rules(&self, user: &UserInfo) -> Vec<(String, String, Rule)> {
+        let mut out = Vec::new();
+        let namespaced = self
+            .bindings
+            .iter()
+            .flat_map(|(ns, bs)| bs.iter().map(move |b| (b, ns.as_str())));
+        for (b, ns) in self
+            .cluster_bindings
+            .iter()
+            .map(|b| (b, ""))
+            .chain(namespaced)
+        {
+            if let (Some(subject), Ok(rules)) = (b.applies_to(user), self.role_rules(b, ns)) {
+                for r in rules {
+                    out.push((ns.to_owned(), b.describe(subject), r.clone()));
+                }
+            }
+        }
+        out
+    }
+
     fn role_rules(&self, b: &Binding, namespace: &str) -> Result<&[Rule], String> {
         match b.role_kind.as_str() {
             "ClusterRole" => self

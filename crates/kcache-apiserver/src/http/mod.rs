@@ -238,8 +238,9 @@ fn authorized(
     let cert = req.extensions().get::<crate::tls::ClientCertificate>();
     let user = crate::auth::authn::authenticate(state, req.headers(), cert)?;
     let user = crate::auth::impersonate::impersonate(state, user, req.headers(), attrs)?;
-    crate::auth::rbac::authorize(state, &user, attrs)
-        .map_err(|reason| crate::auth::attrs::forbidden(&user, attrs, &reason))?;
+    let decision = crate::auth::rbac::authorize(state, &user, attrs);
+    state.auth.recorder.record(&user, attrs, decision.is_ok());
+    decision.map_err(|reason| crate::auth::attrs::forbidden(&user, attrs, &reason))?;
     Ok(user)
 }
 
