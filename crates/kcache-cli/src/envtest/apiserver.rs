@@ -394,6 +394,7 @@ fn config(flags: &flags::Flags) -> anyhow::Result<ServerConfig> {
 }
 
 async fn serve(config: ServerConfig) -> anyhow::Result<()> {
+    let stop = super::terminated()?;
     let listen = config.listen;
     let server = ApiServer::builder()
         .config(config)
@@ -404,7 +405,7 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
         "kcache kube-apiserver: serving securely on {}",
         server.url()
     );
-    super::terminated().await?;
+    stop.await;
     // Open watches end at once; a stuck connection does not hold the exit up.
     let _ = tokio::time::timeout(Duration::from_secs(5), server.shutdown()).await;
     Ok(())

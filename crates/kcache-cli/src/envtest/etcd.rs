@@ -149,6 +149,7 @@ fn listen_addrs(urls: &str) -> anyhow::Result<Vec<SocketAddr>> {
 }
 
 async fn serve(addrs: Vec<SocketAddr>) -> anyhow::Result<()> {
+    let stop = super::terminated()?;
     let mut listeners = Vec::new();
     for addr in addrs {
         let l = TcpListener::bind(addr)
@@ -189,7 +190,8 @@ async fn serve(addrs: Vec<SocketAddr>) -> anyhow::Result<()> {
             }
         });
     }
-    super::terminated().await
+    stop.await;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -96,20 +96,24 @@ pub(crate) fn write_assets(args: &AssetsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Resolves on SIGTERM (envtest's stop signal) or SIGINT.
-async fn terminated() -> anyhow::Result<()> {
+/// Registers for SIGTERM (envtest's stop signal) and SIGINT at once, and resolves on either.
+/// Called before the program listens: a stop sent as soon as the port answers is not lost
+/// (before the handler is installed, SIGTERM's default action kills the process).
+fn terminated() -> anyhow::Result<impl std::future::Future<Output = ()>> {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
         let mut term = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
-        tokio::select! {
-            _ = term.recv() => {}
-            r = tokio::signal::ctrl_c() => r.context("listening for SIGINT")?,
-        }
+        let mut int = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
+        Ok(async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        })
     }
     #[cfg(not(unix))]
-    tokio::signal::ctrl_c()
-        .await
-        .context("listening for Ctrl-C")?;
-    Ok(())
+    Ok(async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
 }
