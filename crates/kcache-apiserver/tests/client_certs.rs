@@ -115,11 +115,16 @@ async fn a_certificate_the_client_ca_signed_authenticates_and_tokens_still_work(
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"kube-system\""), "{body}");
 
-    // No certificate: the connection stands, the token decides.
-    let (status, _) = get(&s, &roots, "/api/v1/namespaces", None, None)
+    // No certificate: the connection stands, the token decides; without one the request is
+    // the anonymous user's, whom RBAC refuses (kube-apiserver's default `--anonymous-auth`).
+    let (status, body) = get(&s, &roots, "/api/v1/namespaces", None, None)
         .await
         .unwrap();
-    assert_eq!(status, 401);
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains("system:anonymous") && body.contains("cannot list resource"),
+        "{body}"
+    );
     let token = s.admin_token().unwrap().to_owned();
     let (status, _) = get(&s, &roots, "/api/v1/namespaces", None, Some(&token))
         .await
@@ -156,8 +161,13 @@ async fn health_and_version_answer_without_credentials() {
         let (status, body) = get(&s, &roots, path, None, None).await.unwrap();
         assert_eq!(status, 200, "{path}: {body}");
     }
-    let (status, _) = get(&s, &roots, "/api", None, None).await.unwrap();
-    assert_eq!(status, 401, "discovery still needs credentials");
+    // Discovery is for authenticated users (system:discovery binds system:authenticated).
+    let (status, body) = get(&s, &roots, "/api", None, None).await.unwrap();
+    assert_eq!(status, 403, "discovery still needs credentials: {body}");
+    assert!(
+        body.contains("system:anonymous") && body.contains("cannot get path"),
+        "{body}"
+    );
 }
 
 #[tokio::test]

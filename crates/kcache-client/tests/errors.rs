@@ -74,7 +74,13 @@ async fn unreachable_server_says_connection_refused_and_where() -> Result<()> {
 
 #[tokio::test]
 async fn unauthorized_401_says_to_check_the_credentials() -> Result<()> {
-    let server = ApiServer::builder().token(SECRET).start().await?;
+    // Without anonymous auth a request without credentials is a 401, as kube-apiserver's
+    // `--anonymous-auth=false` (with it on, the anonymous user gets RBAC's 403).
+    let server = ApiServer::builder()
+        .token(SECRET)
+        .anonymous_auth(false)
+        .start()
+        .await?;
     let client = Client::from_url(&server.url())?;
     let err = HttpListerWatcher::<ConfigMap>::all(client)
         .list(&ListParams::default())
