@@ -362,6 +362,7 @@ impl RunningServer {
     /// let alice = server.add_user("alice", ["dev"]);
     /// std::fs::write("alice.kubeconfig", &alice.kubeconfig).unwrap();
     /// # }
+    /// # let _ = f;
     /// ```
     pub fn add_user<I, S>(&self, name: &str, groups: I) -> crate::auth::AddedUser
     where
