@@ -261,23 +261,7 @@ pub(crate) fn main(args: &[String]) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("Error: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    match runtime.block_on(serve(config)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("Error: {e:#}");
-            ExitCode::from(1)
-        }
-    }
+    super::run(true, "Error", serve(config))
 }
 
 /// `--help`: the flags, one per line as kube-apiserver prints them (envtest reads this to

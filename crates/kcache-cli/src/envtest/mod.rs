@@ -96,6 +96,35 @@ pub(crate) fn write_assets(args: &AssetsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Runs `program` on a fresh runtime (multi-threaded or on this thread) to its end: success,
+/// or exit code 1 with the error after `prefix` (`Error` as kube-apiserver words it, `error` as
+/// etcd does).
+fn run(
+    multi_thread: bool,
+    prefix: &str,
+    program: impl std::future::Future<Output = anyhow::Result<()>>,
+) -> std::process::ExitCode {
+    let mut builder = if multi_thread {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = match builder.enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{prefix}: cannot start the async runtime: {e}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(program) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{prefix}: {e:#}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
 /// Registers for SIGTERM (envtest's stop signal) and SIGINT at once, and resolves on either.
 /// Called before the program listens: a stop sent as soon as the port answers is not lost
 /// (before the handler is installed, SIGTERM's default action kills the process).
