@@ -162,11 +162,14 @@ async fn main() -> anyhow::Result<()> {
         controller::Config::default()
             .name("sharded-configmaps")
             .workers(2)
-            // Below lease duration − renew deadline: a replica cut off from the API server
-            // stops its reconciles before another one may take its shards over.
+            // Below lease duration − renew deadline (by one retry period, for a loaded
+            // machine's timers): a replica cut off from the API server stops its reconciles
+            // before another one may take its shards over.
             .reconcile_timeout(
-                Duration::from_secs_f64((args.lease_duration - args.renew_deadline).max(0.1))
-                    .min(Duration::from_secs(5)),
+                Duration::from_secs_f64(
+                    (args.lease_duration - args.renew_deadline - args.retry_period).max(0.1),
+                )
+                .min(Duration::from_secs(5)),
             ),
     );
     let stop_side_tasks = CancellationToken::new();

@@ -1,8 +1,9 @@
 //! [`FakeLeases`]: the in-memory [`ShardLeases`], a test double (feature `testing`).
 
-use std::{collections::BTreeMap, sync::Arc};
+use std::{collections::BTreeMap, sync::Arc, time::Duration};
 
 use parking_lot::Mutex;
+use tokio::time::Instant;
 
 use super::{NamedRecord, ShardLeases};
 use crate::leaderelection::{LeaseRecord, LockError, VersionedRecord};
@@ -30,6 +31,9 @@ struct FakeState {
     leases: BTreeMap<String, (LeaseRecord, u64)>,
     version: u64,
     failing: bool,
+    latency: Duration,
+    /// When each Lease was last written (tokio's clock, so paused-time tests can read it).
+    written_at: BTreeMap<String, Instant>,
 }
 
 impl FakeLeases {
@@ -48,6 +52,23 @@ impl FakeLeases {
         self.state.lock().failing = failing;
     }
 
+    /// Makes every call take `latency` before it answers (a slow API server).
+    pub fn set_latency(&self, latency: Duration) {
+        self.state.lock().latency = latency;
+    }
+
+    /// When `name` was last created or updated, on tokio's clock.
+    pub fn written_at(&self, name: &str) -> Option<Instant> {
+        self.state.lock().written_at.get(name).copied()
+    }
+
+    async fn delay(&self) {
+        let latency = self.state.lock().latency;
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
+        }
+    }
+
     fn check(st: &FakeState) -> Result<(), LockError> {
         if st.failing {
             Err(LockError::other("the fake API server is unreachable"))
@@ -59,6 +80,7 @@ impl FakeLeases {
 
 impl ShardLeases for FakeLeases {
     async fn list(&self) -> Result<Vec<NamedRecord>, LockError> {
+        self.delay().await;
         let st = self.state.lock();
         Self::check(&st)?;
         Ok(st
@@ -75,6 +97,7 @@ impl ShardLeases for FakeLeases {
     }
 
     async fn create(&self, name: &str, record: &LeaseRecord) -> Result<String, LockError> {
+        self.delay().await;
         let mut st = self.state.lock();
         Self::check(&st)?;
         if st.leases.contains_key(name) {
@@ -83,6 +106,7 @@ impl ShardLeases for FakeLeases {
         st.version += 1;
         let v = st.version;
         st.leases.insert(name.to_owned(), (record.clone(), v));
+        st.written_at.insert(name.to_owned(), Instant::now());
         Ok(v.to_string())
     }
 
@@ -92,8 +116,10 @@ impl ShardLeases for FakeLeases {
         record: &LeaseRecord,
         resource_version: &str,
     ) -> Result<String, LockError> {
-        let mut st = self.state.lock();
-        Self::check(&st)?;
+        self.delay().await;
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        Self::check(st)?;
         st.version += 1;
         let v = st.version;
         match st.leases.get_mut(name) {
@@ -103,6 +129,7 @@ impl ShardLeases for FakeLeases {
             )),
             Some(entry) => {
                 *entry = (record.clone(), v);
+                st.written_at.insert(name.to_owned(), Instant::now());
                 Ok(v.to_string())
             }
         }

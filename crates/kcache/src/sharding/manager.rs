@@ -33,8 +33,10 @@ use crate::leaderelection::{LeaseRecord, LockError};
 /// - acquires free shards (no holder, or a Lease that expired: a replica died) up to its fair
 ///   share, preferring the shards it ranks highest (rendezvous hashing of identity and shard,
 ///   so replicas rarely race for the same one);
-/// - stops reconciling a shard whose Lease it could not renew within `renew_deadline` (a
-///   round of requests is cut off after half of it, so a hanging request cannot delay this).
+/// - stops reconciling a shard whose Lease it could not renew within `renew_deadline`, at
+///   the moment that deadline passes, counted from when its last successful renewal was
+///   sent (a round of requests is cut off after half of it or at that moment, so neither a
+///   hanging request nor the phase of the rounds can delay this).
 ///
 /// Reconciles still in flight when a shard is closed that way keep running: bound them with
 /// a reconcile timeout below `lease_duration − renew_deadline`, or two replicas may briefly
@@ -142,22 +144,30 @@ impl<L: ShardLeases> ShardManager<L> {
             let mut st = State::default();
             while !cancel.is_cancelled() {
                 // A request that hangs must not keep shards open past the renew deadline
-                // (the others take them over once their Leases expire): bound the round.
+                // (the others take them over once their Leases expire): bound the round,
+                // and end it at the first renew deadline.
                 let bound = self.config.renew_deadline / 2;
-                if tokio::time::timeout(bound, self.round(&mut st))
+                let end = self.first_deadline(&st).map_or(Instant::now() + bound, |d| {
+                    d.min(Instant::now() + bound)
+                });
+                if tokio::time::timeout_at(end, self.round(&mut st))
                     .await
                     .is_err()
                 {
                     warn!(?bound, "a round of Lease requests did not finish in time");
-                    self.drop_overdue(&mut st, Instant::now());
-                    self.publish(&st);
                 }
+                self.drop_overdue(&mut st);
                 let jitter = rand::rng().random_range(0.0..0.2);
-                let wait = self.config.retry_period.mul_f64(1.0 + jitter);
+                let mut wake = Instant::now() + self.config.retry_period.mul_f64(1.0 + jitter);
+                // Close a shard at its deadline, not at the next round.
+                if let Some(d) = self.first_deadline(&st) {
+                    wake = wake.min(d);
+                }
                 tokio::select! {
                     () = cancel.cancelled() => {}
-                    () = tokio::time::sleep(wait) => {}
+                    () = tokio::time::sleep_until(wake) => {}
                 }
+                self.drop_overdue(&mut st);
             }
             self.leave(&mut st).await;
         }
@@ -180,7 +190,7 @@ impl<L: ShardLeases> ShardManager<L> {
                     warn!(error = %e, leases = %self.leases.describe(), "cannot list the shard Leases; keeping the shards renewed within the deadline");
                     st.listing_failed = true;
                 }
-                self.drop_overdue(st, now);
+                self.drop_overdue(st);
                 return;
             }
         };
@@ -339,15 +349,25 @@ impl<L: ShardLeases> ShardManager<L> {
                 Err(e) => debug!(shard, error = %e, "shard Lease not renewed this round"),
             }
         }
-        self.drop_overdue(st, now);
+        self.drop_overdue(st);
     }
 
-    /// Closes the shards not renewed within the renew deadline.
-    fn drop_overdue(&self, st: &mut State, now: Instant) {
+    /// When the first held shard's renew deadline passes (the time its last renewal was
+    /// sent, plus `renew_deadline`).
+    fn first_deadline(&self, st: &State) -> Option<Instant> {
+        st.held
+            .values()
+            .map(|h| h.renewed + self.config.renew_deadline)
+            .min()
+    }
+
+    /// Closes the shards not renewed within the renew deadline, as of now.
+    fn drop_overdue(&self, st: &mut State) {
+        let now = Instant::now();
         let overdue: Vec<u32> = st
             .held
             .iter()
-            .filter(|(_, h)| now.duration_since(h.renewed) > self.config.renew_deadline)
+            .filter(|(_, h)| now.duration_since(h.renewed) >= self.config.renew_deadline)
             .map(|(s, _)| *s)
             .collect();
         for shard in overdue {

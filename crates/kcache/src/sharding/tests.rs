@@ -181,6 +181,41 @@ async fn a_replica_cut_off_from_the_api_server_stops_within_the_renew_deadline()
     assert_eq!(sizes(&[&a]), vec![12]);
 }
 
+/// The renew deadline is kept to the millisecond, counted from the last write of the Lease,
+/// even when every request hangs most of a round before it fails (a loaded API server): the
+/// shard closes before another replica may count its Lease expired, whatever the phase of
+/// the rounds.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_shard_closes_at_its_renew_deadline_even_when_requests_hang() {
+    let leases = FakeLeases::new();
+    let a = start(&leases, "a");
+    run_for(10, &[&a]).await;
+    assert_eq!(sizes(&[&a]), vec![12]);
+    leases.set_latency(Duration::from_millis(1_400));
+    leases.set_failing(true);
+    let deadline = config("a").renew_deadline;
+    let step = Duration::from_millis(10);
+    let mut closed = BTreeSet::new();
+    for _ in 0..1_000 {
+        tokio::time::sleep(step).await;
+        let open = a.manager.gate().active();
+        for s in 0..12u32 {
+            if !open.contains(&s) && closed.insert(s) {
+                let written = leases.written_at(&format!("test-shard-{s}")).unwrap();
+                let late = written.elapsed();
+                assert!(
+                    late <= deadline + step,
+                    "shard {s} closed {late:?} after its Lease was last renewed (renew deadline {deadline:?})"
+                );
+            }
+        }
+        if closed.len() == 12 {
+            return;
+        }
+    }
+    panic!("shards {closed:?} closed; the others are still open");
+}
+
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn a_shard_is_released_only_after_its_reconciles_in_flight_finish() {
     let leases = FakeLeases::new();
