@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts the upstream etcd + kube-apiserver (built by scripts/build-harness.sh) on 127.0.0.1 only,
 # for tests. Everything lives in one state directory:
-#   pki/          own CA, apiserver serving cert (127.0.0.1, localhost), service-account key
+#   pki/          own CA, apiserver serving cert (127.0.0.1, localhost), service-account key,
+#                 a client certificate for user `erin` in group `kcache:cert-users` (erin.crt/key)
 #   tokens.csv    static tokens: `admin` (group system:masters) and `alice` (no RBAC bindings)
 #   admin.token, alice.token          the bearer tokens (mode 0600; never printed)
 #   admin.kubeconfig, alice.kubeconfig  TLS verification on (CA embedded), token via tokenFile
@@ -141,6 +142,12 @@ if [[ "$what" == all ]]; then
       "authorityKeyIdentifier=keyid" >"$pki/apiserver.ext" &&
     openssl x509 -req -sha256 -days 825 -in "$pki/apiserver.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" \
       -CAcreateserial -extfile "$pki/apiserver.ext" -out "$pki/apiserver.crt" &&
+    openssl req -newkey rsa:2048 -nodes -sha256 \
+      -keyout "$pki/erin.key" -out "$pki/erin.csr" -subj "/O=kcache:cert-users/CN=erin" &&
+    printf '%s\n' "basicConstraints=critical,CA:FALSE" "keyUsage=critical,digitalSignature,keyEncipherment" \
+      "extendedKeyUsage=clientAuth" >"$pki/client.ext" &&
+    openssl x509 -req -sha256 -days 825 -in "$pki/erin.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" \
+      -CAcreateserial -extfile "$pki/client.ext" -out "$pki/erin.crt" &&
     openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$pki/sa.key"
   } >"$state/pki.log" 2>&1 || fail "generate certificates with openssl" "$state/pki.log"
 
@@ -261,6 +268,8 @@ KCACHE_UPSTREAM_VERSION=$("$apiserver_bin" --version | awk '{print $2}')
 KCACHE_UPSTREAM_URL=$api_url
 KCACHE_UPSTREAM_FEATURE_GATES=WatchList=true${KCACHE_FEATURE_GATES:+,$KCACHE_FEATURE_GATES}
 KCACHE_UPSTREAM_CA=$pki/ca.crt
+KCACHE_UPSTREAM_CLIENT_CERT=$pki/erin.crt
+KCACHE_UPSTREAM_CLIENT_KEY=$pki/erin.key
 KCACHE_UPSTREAM_KUBECONFIG=$state/admin.kubeconfig
 KCACHE_UPSTREAM_ALICE_KUBECONFIG=$state/alice.kubeconfig
 KCACHE_UPSTREAM_ADMIN_TOKEN_FILE=$state/admin.token

@@ -48,6 +48,9 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Benchmark kcache side by side with client-go and kube-rs (see BENCHMARKS.md).
     Bench(bench::BenchArgs),
+    /// Measure the embedded server's cost of authorization per request (RBAC on, off, and as
+    /// system:masters).
+    BenchAuthz(bench::authz::AuthzArgs),
     /// Write `kube-apiserver`, `etcd` and `kubectl` for Go's envtest into a directory (use it
     /// as KUBEBUILDER_ASSETS): controller-runtime suites then start kcache's server.
     EnvtestAssets(envtest::AssetsArgs),
@@ -125,6 +128,13 @@ fn main() -> ExitCode {
             }
         }
         Command::Bench(args) => match runtime.block_on(bench::run(args)) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                exit::FAILURE
+            }
+        },
+        Command::BenchAuthz(args) => match runtime.block_on(bench::authz::run(args)) {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("error: {e:#}");

@@ -2,8 +2,10 @@
 //! upstream kube-apiserver v1.36.5 (`scripts/kube-up.sh`: `--authorization-mode=RBAC`, a token
 //! file with `admin` in `system:masters` and `alice` without bindings). The users: nobody (no
 //! rights), alice (a namespaced Role, impersonation of bob, escalation attempts), bob (a
-//! ClusterRole with resourceNames), carol (an aggregated ClusterRole), a ServiceAccount's
-//! token, anonymous requests, and impersonated identities. Every status code and 403 message,
+//! ClusterRole with resourceNames), carol (an aggregated ClusterRole), erin (a client
+//! certificate: CN `erin`, O `kcache:cert-users`, signed by the CA both servers trust; her group
+//! is bound to a Role), a ServiceAccount's token, anonymous requests, and impersonated
+//! identities. Every status code and 403 message,
 //! the reviews' answers, and `kubectl auth can-i --list` / `kubectl auth whoami` must match,
 //! except for the differences in [`DELIBERATE`], each of which must still occur.
 //!
@@ -61,14 +63,19 @@ struct Server {
     ca_pem: String,
     admin: String,
     alice: String,
+    /// erin's client certificate and key (PEM).
+    client_cert: (String, String),
     dir: PathBuf,
 }
 
-/// Who sends a request: a bearer token (none: anonymous) and impersonation headers.
+/// Who sends a request: a bearer token or a client certificate (neither: anonymous) and
+/// impersonation headers.
 #[derive(Clone)]
 struct Who {
     label: String,
     token: Option<String>,
+    /// A client certificate and its key (PEM).
+    cert: Option<(String, String)>,
     impersonate: Option<String>,
 }
 
@@ -78,6 +85,18 @@ impl Server {
             .dir
             .join(format!("{}.kubeconfig", who.label.replace(' ', "-")));
         let mut text = kubeconfig_document(&self.url, who.token.as_deref(), Some(&self.ca_pem));
+        if let Some((cert, key)) = &who.cert {
+            use base64::Engine as _;
+            let b64 = |pem: &str| base64::engine::general_purpose::STANDARD.encode(pem);
+            text = text.replace(
+                "  user: {}\n",
+                &format!(
+                    "  user:\n    client-certificate-data: {}\n    client-key-data: {}\n",
+                    b64(cert),
+                    b64(key)
+                ),
+            );
+        }
         if let Some(user) = &who.impersonate {
             text.push_str(&format!("    as: {user:?}\n"));
         }
@@ -156,6 +175,7 @@ fn who(label: &str, token: Option<&str>, impersonate: Option<&str>) -> Who {
     Who {
         label: label.to_owned(),
         token: token.map(str::to_owned),
+        cert: None,
         impersonate: impersonate.map(str::to_owned),
     }
 }
@@ -202,6 +222,12 @@ async fn scenario(s: &Server, ns: &str) -> anyhow::Result<Vec<String>> {
             format!("{rbac}/namespaces/{ns}/rolebindings"),
             json!({"metadata": {"name": "robot-cm"},
             "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": ns}],
+            "roleRef": {"kind": "Role", "name": "cm-reader", "apiGroup": "rbac.authorization.k8s.io"}}),
+        ),
+        (
+            format!("{rbac}/namespaces/{ns}/rolebindings"),
+            json!({"metadata": {"name": "cert-users-cm"},
+            "subjects": [{"kind": "Group", "name": "kcache:cert-users", "apiGroup": "rbac.authorization.k8s.io"}],
             "roleRef": {"kind": "Role", "name": "cm-reader", "apiGroup": "rbac.authorization.k8s.io"}}),
         ),
         (
@@ -284,6 +310,14 @@ async fn scenario(s: &Server, ns: &str) -> anyhow::Result<Vec<String>> {
             Some(&format!("system:serviceaccount:{ns}:robot")),
         ),
         who("robot", Some(&robot_token), None),
+        Who {
+            cert: Some(s.client_cert.clone()),
+            ..who("erin", None, None)
+        },
+        Who {
+            cert: Some(s.client_cert.clone()),
+            ..who("erin as bob", None, Some("bob"))
+        },
         who("anonymous", None, None),
     ];
     let cms = format!("/api/v1/namespaces/{ns}/configmaps");
@@ -518,18 +552,26 @@ async fn users_are_authorized_as_kube_apiserver_authorizes_them() -> anyhow::Res
     let ns = format!("kcache-rbac-{}", std::process::id());
     let dir = std::env::temp_dir().join(format!("kcache-rbac-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
+    let client_cert = (
+        read(&env_path("KCACHE_UPSTREAM_CLIENT_CERT")?)?,
+        read(&env_path("KCACHE_UPSTREAM_CLIENT_KEY")?)?,
+    );
     let upstream = Server {
         url: std::env::var("KCACHE_UPSTREAM_URL")?,
         ca_pem: read(&env_path("KCACHE_UPSTREAM_CA")?)?,
         admin: read(&env_path("KCACHE_UPSTREAM_ADMIN_TOKEN_FILE")?)?,
         alice: read(&env_path("KCACHE_UPSTREAM_ALICE_TOKEN_FILE")?)?,
+        client_cert: client_cert.clone(),
         dir: dir.join("upstream"),
     };
     let alice_token = "alice-token-0123456789";
     let mut alice = UserInfo::new("alice", Vec::<String>::new());
     alice.uid = "alice-uid".into();
+    // The embedded server trusts the upstream harness's CA for client certificates, so that
+    // erin's one certificate authenticates on both.
     let embedded = ApiServer::builder()
         .https(true)
+        .client_ca_pem(read(&env_path("KCACHE_UPSTREAM_CA")?)?)
         .user_token(alice_token, alice)
         .start()
         .await?;
@@ -538,6 +580,7 @@ async fn users_are_authorized_as_kube_apiserver_authorizes_them() -> anyhow::Res
         ca_pem: embedded.ca_pem().unwrap_or_default().to_owned(),
         admin: embedded.admin_token().unwrap_or_default().to_owned(),
         alice: alice_token.to_owned(),
+        client_cert,
         dir: dir.join("embedded"),
     };
     std::fs::create_dir_all(&upstream.dir)?;
@@ -580,6 +623,13 @@ async fn users_are_authorized_as_kube_apiserver_authorizes_them() -> anyhow::Res
         theirs
             .iter()
             .any(|l| l.starts_with("alice list configmaps: 200")),
+        "{theirs:#?}"
+    );
+    // The client certificate authenticated (as erin, in her group) on both servers.
+    assert!(
+        theirs
+            .iter()
+            .any(|l| l.starts_with("erin list configmaps: 200")),
         "{theirs:#?}"
     );
     Ok(())

@@ -14,6 +14,7 @@
 //! run), `results.md` (medians, min–max, each line's sync wall × the limit line's, ratios
 //! kcache/peer in the same wire format, ratios protobuf/JSON) and one `chart-N.png` per N.
 
+pub(crate) mod authz;
 mod chart;
 mod report;
 mod row;
