@@ -1,6 +1,7 @@
 //! A mutating webhook's patch: a JSON patch (RFC 6902) as Go's `[]byte` decodes it — a base64
 //! string, or an array of byte values (what kube-rs' `AdmissionResponse` sends) — applied to
-//! the object it was sent.
+//! the object it was sent, by the same engine as a client's JSON patch (`crate::jsonpatch`,
+//! evanphx/json-patch v4's rules, as kube-apiserver's mutating webhook dispatcher).
 
 use base64::Engine;
 use serde_json::Value;
@@ -28,7 +29,10 @@ fn bytes(v: &Value) -> Result<Vec<u8>, String> {
 /// `obj` with the webhook `name`'s JSON patch (`response.patch`) applied.
 ///
 /// # Errors
-/// 500 when the patch does not decode or does not apply, worded as kube-apiserver.
+/// 500 when the patch does not decode or does not apply, worded as kube-apiserver: an
+/// undecodable patch fails the call to the webhook ("failed calling webhook ...", which the
+/// caller's failure policy may ignore in kube-apiserver), a patch that does not apply is the
+/// engine's message.
 pub(crate) fn apply(name: &str, obj: &Value, patch: &Value) -> Result<Value, ApiError> {
     let undecodable = |e: String| {
         ApiError::internal(format!(
@@ -36,10 +40,10 @@ pub(crate) fn apply(name: &str, obj: &Value, patch: &Value) -> Result<Value, Api
         ))
     };
     let raw = bytes(patch).map_err(undecodable)?;
-    let patch: json_patch::Patch =
-        serde_json::from_slice(&raw).map_err(|e| undecodable(e.to_string()))?;
+    let patch: Value = serde_json::from_slice(&raw).map_err(|e| undecodable(e.to_string()))?;
+    let ops = crate::jsonpatch::decode(&patch).map_err(|e| undecodable(e.to_string()))?;
     let mut out = obj.clone();
-    json_patch::patch(&mut out, &patch).map_err(|e| ApiError::internal(e.to_string()))?;
+    crate::jsonpatch::apply(&mut out, &ops).map_err(|e| ApiError::internal(e.to_string()))?;
     Ok(out)
 }
 
@@ -69,6 +73,20 @@ mod tests {
         let out = apply("x.example.com", &obj, &Value::Array(bytes)).unwrap();
         assert_eq!(out["metadata"]["labels"]["a"], "b");
         assert!(apply("x.example.com", &obj, &json!([300])).is_err());
+    }
+
+    /// kube-apiserver applies webhook patches with evanphx/json-patch v4, as client JSON
+    /// patches: a `test` of a missing key against `null` passes and a `replace` of a missing
+    /// key adds it.
+    #[test]
+    fn a_webhook_patch_has_the_v4_rules_of_a_client_json_patch() {
+        let obj = json!({"metadata": {"name": "a"}});
+        let p = json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "replace", "path": "/metadata/labels", "value": {"k": "v"}},
+        ]);
+        let out = apply("x.example.com", &obj, &b64(&p)).unwrap();
+        assert_eq!(out["metadata"]["labels"]["k"], "v");
     }
 
     #[test]
