@@ -26,14 +26,19 @@ fn bytes(v: &Value) -> Result<Vec<u8>, String> {
     }
 }
 
-/// `obj` with the webhook `name`'s JSON patch (`response.patch`) applied.
+/// `obj` with the webhook `name`'s JSON patch (`response.patch`) applied; `None` when the
+/// patch has no operation (then there may be no object, as for a DELETE).
 ///
 /// # Errors
 /// 500 when the patch does not decode or does not apply, worded as kube-apiserver: an
 /// undecodable patch fails the call to the webhook ("failed calling webhook ...", which the
 /// caller's failure policy may ignore in kube-apiserver), a patch that does not apply is the
 /// engine's message.
-pub(crate) fn apply(name: &str, obj: &Value, patch: &Value) -> Result<Value, ApiError> {
+pub(crate) fn apply(
+    name: &str,
+    obj: Option<&Value>,
+    patch: &Value,
+) -> Result<Option<Value>, ApiError> {
     let undecodable = |e: String| {
         ApiError::internal(format!(
             "failed calling webhook \"{name}\": received undecodable patch in webhook response: {e}"
@@ -42,9 +47,17 @@ pub(crate) fn apply(name: &str, obj: &Value, patch: &Value) -> Result<Value, Api
     let raw = bytes(patch).map_err(undecodable)?;
     let patch: Value = serde_json::from_slice(&raw).map_err(|e| undecodable(e.to_string()))?;
     let ops = crate::jsonpatch::decode(&patch).map_err(|e| undecodable(e.to_string()))?;
+    if ops.is_empty() {
+        return Ok(None);
+    }
+    let Some(obj) = obj else {
+        return Err(ApiError::internal(format!(
+            "admission webhook \"{name}\" attempted to modify the object, which is not supported for this operation"
+        )));
+    };
     let mut out = obj.clone();
     crate::jsonpatch::apply(&mut out, &ops).map_err(|e| ApiError::internal(e.to_string()))?;
-    Ok(out)
+    Ok(Some(out))
 }
 
 #[cfg(test)]
@@ -60,7 +73,9 @@ mod tests {
     fn a_json_patch_adds_a_label() {
         let obj = json!({"metadata": {"name": "a"}});
         let p = json!([{"op": "add", "path": "/metadata/labels", "value": {"hooked": "yes"}}]);
-        let out = apply("x.example.com", &obj, &b64(&p)).unwrap();
+        let out = apply("x.example.com", Some(&obj), &b64(&p))
+            .unwrap()
+            .unwrap();
         assert_eq!(out["metadata"]["labels"]["hooked"], "yes");
         assert_eq!(out["metadata"]["name"], "a");
     }
@@ -70,9 +85,11 @@ mod tests {
         let obj = json!({"metadata": {}});
         let text = json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}]);
         let bytes: Vec<Value> = text.to_string().bytes().map(|b| json!(b)).collect();
-        let out = apply("x.example.com", &obj, &Value::Array(bytes)).unwrap();
+        let out = apply("x.example.com", Some(&obj), &Value::Array(bytes))
+            .unwrap()
+            .unwrap();
         assert_eq!(out["metadata"]["labels"]["a"], "b");
-        assert!(apply("x.example.com", &obj, &json!([300])).is_err());
+        assert!(apply("x.example.com", Some(&obj), &json!([300])).is_err());
     }
 
     /// kube-apiserver applies webhook patches with evanphx/json-patch v4, as client JSON
@@ -85,17 +102,34 @@ mod tests {
             {"op": "test", "path": "/metadata/finalizers", "value": null},
             {"op": "replace", "path": "/metadata/labels", "value": {"k": "v"}},
         ]);
-        let out = apply("x.example.com", &obj, &b64(&p)).unwrap();
+        let out = apply("x.example.com", Some(&obj), &b64(&p))
+            .unwrap()
+            .unwrap();
         assert_eq!(out["metadata"]["labels"]["k"], "v");
+    }
+
+    #[test]
+    fn an_empty_patch_changes_nothing_even_without_an_object() {
+        assert_eq!(
+            apply("x.example.com", None, &b64(&json!([]))).unwrap(),
+            None
+        );
+        let p = json!([{"op": "add", "path": "/a", "value": 1}]);
+        let e = apply("x.example.com", None, &b64(&p)).unwrap_err();
+        assert!(
+            e.message.contains("attempted to modify the object"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
     fn a_patch_that_does_not_apply_or_decode_is_an_internal_error() {
         let obj = json!({"metadata": {}});
         let p = json!([{"op": "replace", "path": "/spec/x", "value": 1}]);
-        let e = apply("x.example.com", &obj, &b64(&p)).unwrap_err();
+        let e = apply("x.example.com", Some(&obj), &b64(&p)).unwrap_err();
         assert_eq!(e.code, 500);
-        let e = apply("x.example.com", &obj, &json!("not base64!")).unwrap_err();
+        let e = apply("x.example.com", Some(&obj), &json!("not base64!")).unwrap_err();
         assert!(
             e.message.contains("received undecodable patch"),
             "{}",
