@@ -230,8 +230,10 @@ fn apply(
     let name = target.name.clone().unwrap_or_default();
     meta_mut(&mut applied).insert("name".into(), json!(name));
     meta_mut(&mut applied).remove("resourceVersion");
-    let applied = Value::Object(applied);
+    let mut applied = Value::Object(applied);
     crate::registry::validate::applied_unknown_fields(&target.info, &applied)?;
+    // List items are found by the keys their field set names, absent key fields defaulted.
+    crate::registry::managed::default_item_keys(&mut applied);
     let status_only = target.sub.as_deref() == Some("status");
     let change = FieldsChange::Set(
         write.manager(headers, "Apply"),
@@ -253,10 +255,10 @@ fn apply(
                         return Err(conflict_error(&conflicts));
                     }
                 }
-                // Built-in kinds merge lists by key (other managers' items stay); custom
-                // resources' lists are atomic.
+                // Built-in kinds merge lists by their list-map keys (other managers' items
+                // stay); custom resources' lists are atomic.
                 if is_builtin(&target.info) {
-                    crate::http::smp::apply(&mut next, &applied);
+                    crate::http::smp::apply_configuration(&mut next, &applied);
                 } else {
                     merge(&mut next, &applied);
                 }
