@@ -72,6 +72,16 @@ fn child<'m>(cx: Cx<'m>, ty: Option<&'m Ty>, k: &str) -> Option<&'m Ty> {
     }
 }
 
+/// Whether field `k` of a value of type `ty` is an atomic map or a value of an atomic struct.
+fn atomic(cx: Cx<'_>, ty: Option<&Ty>, k: &str) -> bool {
+    let Some(Ty::Struct(i)) = ty else {
+        return false;
+    };
+    let def = &cx.model.defs[*i];
+    def.atomic_fields.iter().any(|f| f == k)
+        || matches!(def.fields.get(k), Some(Ty::Struct(c)) if cx.model.defs[*c].atomic)
+}
+
 /// The type of a list's items.
 fn items(ty: Option<&Ty>) -> Option<&Ty> {
     match ty? {
@@ -138,6 +148,10 @@ fn merge_map(cx: Cx<'_>, target: &mut Value, patch: &Value, ty: Option<&Ty>) {
                     }
                     None => *cur = patch_items.clone(),
                 }
+            }
+            // An applied atomic struct or map (`x-kubernetes-map-type: atomic`) replaces.
+            (Some(cur @ Value::Object(_)), Value::Object(_)) if cx.apply && atomic(cx, ty, k) => {
+                *cur = strip_directives(v);
             }
             (Some(cur @ Value::Object(_)), Value::Object(_)) => {
                 merge_map(cx, cur, v, field_ty);
@@ -247,6 +261,22 @@ mod tests {
         assert_eq!(
             pod["spec"]["tolerations"],
             json!([{"key": "b", "operator": "Exists"}])
+        );
+    }
+
+    #[test]
+    fn an_applied_configuration_replaces_atomic_maps_and_keys_lists_by_all_map_keys() {
+        let mut svc = json!({"apiVersion": "v1", "kind": "Service", "spec": {
+            "selector": {"app": "a", "tier": "x"},
+            "ports": [{"port": 53, "protocol": "TCP"}]}});
+        apply_configuration(
+            &mut svc,
+            &json!({"spec": {"selector": {"app": "b"}, "ports": [{"port": 53, "protocol": "UDP"}]}}),
+        );
+        assert_eq!(svc["spec"]["selector"], json!({"app": "b"}));
+        assert_eq!(
+            svc["spec"]["ports"],
+            json!([{"port": 53, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}])
         );
     }
 

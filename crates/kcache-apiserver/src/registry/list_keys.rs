@@ -1,7 +1,8 @@
 //! How server-side apply tells list items apart, from the recorded OpenAPI schema
 //! ([`crate::schema`]): a list field's `x-kubernetes-list-type` (`map`, `set`, else atomic),
-//! a `map` list's `x-kubernetes-list-map-keys`, and the v3 `default` of a key field an item
-//! leaves out (a port's `protocol`: `TCP`), as structured-merge-diff reads them. Custom
+//! a `map` list's `x-kubernetes-list-map-keys`, the v3 `default` of a key field an item
+//! leaves out (a port's `protocol`: `TCP`), and which structs and maps are owned whole
+//! (`x-kubernetes-map-type: atomic`), as structured-merge-diff reads them. Custom
 //! resources have no type here: their lists are atomic (their CRD schema's list types are not
 //! read yet); their `metadata` is an `ObjectMeta`.
 
@@ -122,4 +123,20 @@ fn fill_keys(v: &mut Value, ty: Option<&Ty>) {
             _ => {}
         }
     }
+}
+
+/// Whether field `k` of a value of type `ty` is owned as a whole: an atomic map (a Service's
+/// `selector`) or a value of an atomic struct (`LabelSelector`).
+pub(super) fn atomic(ty: Option<&Ty>, k: &str) -> bool {
+    let model = crate::schema::model();
+    let Some(Ty::Struct(i)) = ty else {
+        return false;
+    };
+    model.defs[*i].atomic_fields.iter().any(|f| f == k)
+        || matches!(child(ty, k), Some(Ty::Struct(c)) if model.defs[*c].atomic)
+}
+
+/// Whether list items of type `ty` are owned as a whole (`OwnerReference`, `Subject`).
+pub(super) fn atomic_item(ty: Option<&Ty>) -> bool {
+    matches!(ty, Some(Ty::Struct(i)) if crate::schema::model().defs[*i].atomic)
 }

@@ -14,7 +14,7 @@ use http::HeaderMap;
 use serde_json::{Map, Value, json};
 
 pub(crate) use super::list_keys::default_item_keys;
-use super::list_keys::{child, item_key, items_ty, list_type, root_ty};
+use super::list_keys::{atomic, atomic_item, child, item_key, items_ty, list_type, root_ty};
 use crate::schema::model::{ListType, Ty};
 
 /// Who writes, and how.
@@ -91,6 +91,7 @@ fn fields_of(map: &Map<String, Value>, ty: Option<&Ty>) -> Map<String, Value> {
         }
         let fty = child(ty, k);
         let entry = match v {
+            Value::Object(_) if atomic(ty, k) => json!({}),
             Value::Object(m) if !m.is_empty() => {
                 let mut inner = fields_of(m, fty);
                 if free_form_map(k) {
@@ -107,8 +108,11 @@ fn fields_of(map: &Map<String, Value>, ty: Option<&Ty>) -> Map<String, Value> {
                             let Some(id) = item_key(item, keys, item_ty) else {
                                 continue;
                             };
-                            let mut f = fields_of(item.as_object().unwrap_or(&Map::new()), item_ty);
-                            f.insert(".".into(), json!({}));
+                            let mut f = Map::new();
+                            if !atomic_item(item_ty) {
+                                f = fields_of(item.as_object().unwrap_or(&Map::new()), item_ty);
+                                f.insert(".".into(), json!({}));
+                            }
                             inner.insert(format!("k:{}", Value::Object(id)), Value::Object(f));
                         }
                         Value::Object(inner)
@@ -217,7 +221,7 @@ fn changed(
             continue;
         }
         match (ov, nv) {
-            (Some(Value::Object(om)), Value::Object(nm)) if !nm.is_empty() => {
+            (Some(Value::Object(om)), Value::Object(nm)) if !nm.is_empty() && !atomic(ty, k) => {
                 let mut sub = changed(om, nm, child(ty, k));
                 if sub.is_empty() {
                     continue;

@@ -51,6 +51,28 @@ fn list_items_are_keyed_by_the_schemas_list_map_keys() {
     );
 }
 
+/// Structs and maps the schema marks `x-kubernetes-map-type: atomic` are one field, as
+/// kube-apiserver owns them: a Service's `selector`, a Deployment's `LabelSelector`, an
+/// owner reference (its key only).
+#[test]
+fn atomic_structs_and_maps_are_one_field() {
+    let svc = json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "s", "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap",
+            "name": "o", "uid": "u1"}]},
+        "spec": {"selector": {"app": "a"}}});
+    assert_eq!(
+        field_set(&svc, false),
+        json!({"f:metadata": {"f:ownerReferences": {"k:{\"uid\":\"u1\"}": {}}},
+               "f:spec": {"f:selector": {}}})
+    );
+    let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"selector": {"matchLabels": {"app": "a"}}}});
+    assert_eq!(
+        field_set(&deploy, false),
+        json!({"f:spec": {"f:selector": {}}})
+    );
+}
+
 #[test]
 fn updates_move_changed_fields_to_the_writer_and_drop_deleted_ones() {
     let m = |n: &str| Manager {

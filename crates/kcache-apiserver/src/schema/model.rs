@@ -47,6 +47,11 @@ pub(crate) struct Def {
     pub(crate) list_types: HashMap<String, ListType>,
     /// The definition's name in the OpenAPI documents (`io.k8s.api.core.v1.ContainerPort`).
     pub(crate) full_name: String,
+    /// `x-kubernetes-map-type: atomic`: server-side apply owns a value of this struct as a
+    /// whole (`LabelSelector`, `OwnerReference`, ...).
+    pub(crate) atomic: bool,
+    /// Its fields whose own `x-kubernetes-map-type` is `atomic` (a Service's `selector`).
+    pub(crate) atomic_fields: Vec<String>,
 }
 
 /// A list field's `x-kubernetes-list-type`, as server-side apply reads it.
@@ -75,6 +80,8 @@ pub(crate) struct RawDef {
     properties: Option<HashMap<String, RawProp>>,
     #[serde(default, rename = "x-kubernetes-group-version-kind")]
     gvk: Vec<RawGvk>,
+    #[serde(default, rename = "x-kubernetes-map-type")]
+    map_type: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -108,6 +115,8 @@ struct RawProp {
     list_type: Option<String>,
     #[serde(default, rename = "x-kubernetes-list-map-keys")]
     list_map_keys: Vec<String>,
+    #[serde(default, rename = "x-kubernetes-map-type")]
+    map_type: Option<String>,
 }
 
 /// `additionalProperties`: a schema or a boolean.
@@ -144,6 +153,8 @@ impl Model {
                 merged_lists: HashMap::new(),
                 list_types: HashMap::new(),
                 full_name: name.clone(),
+                atomic: defs[name].map_type.as_deref() == Some("atomic"),
+                atomic_fields: Vec::new(),
             });
         }
         for (name, d) in defs {
@@ -172,6 +183,11 @@ impl Model {
                         };
                         Some((k.clone(), t))
                     })
+                    .collect();
+                model.defs[i].atomic_fields = props
+                    .iter()
+                    .filter(|(_, p)| p.map_type.as_deref() == Some("atomic"))
+                    .map(|(k, _)| k.clone())
                     .collect();
             }
             for g in &d.gvk {
