@@ -123,7 +123,7 @@ struct RawProp {
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum AdditionalProps {
-    Schema(RawProp),
+    Schema(Box<RawProp>),
     /// `true` or `false`: any value, read only to accept the document.
     Bool(#[expect(dead_code, reason = "only read to accept the document")] bool),
 }
