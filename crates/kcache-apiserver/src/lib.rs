@@ -77,6 +77,7 @@ pub mod fault;
 pub(crate) mod gc;
 mod handle;
 mod http;
+mod jsonpatch;
 pub mod manifests;
 pub(crate) mod object;
 pub(crate) mod registry;

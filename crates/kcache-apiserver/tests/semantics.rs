@@ -282,3 +282,53 @@ async fn server_side_apply_releases_what_a_manager_stops_applying_and_keeps_othe
     assert_eq!(cm["metadata"]["labels"], json!({"a": "1", "c": "3"}));
     assert_eq!(cm["data"], json!({"x": "1", "z": "3"}));
 }
+
+/// Server-side apply keys list items as the schema's `x-kubernetes-list-map-keys` do: a
+/// Service's ports by port and protocol, so 53/TCP and 53/UDP are two fields, and a manager
+/// that stops applying one releases that one only (kube-apiserver removes it).
+#[tokio::test]
+async fn server_side_apply_keys_service_ports_by_port_and_protocol() {
+    let s = server().await;
+    let svc = "/api/v1/namespaces/default/services/dns";
+    let apply = |ports: serde_json::Value| {
+        serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "dns"}, "spec": {"selector": {"app": "dns"}, "ports": ports}}))
+        .unwrap()
+    };
+    let ct = [("content-type", "application/apply-patch+yaml")];
+    let both = json!([{"name": "dns-tcp", "port": 53, "protocol": "TCP"},
+                      {"name": "dns", "port": 53, "protocol": "UDP"}]);
+    let r = request(
+        s.addr(),
+        Method::PATCH,
+        &format!("{svc}?fieldManager=one"),
+        &ct,
+        Some(apply(both)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 201, "{}", r.json());
+    let fields = &r.json()["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:ports"];
+    let keys: Vec<&String> = fields.as_object().unwrap().keys().collect();
+    assert_eq!(
+        keys,
+        [
+            r#"k:{"port":53,"protocol":"TCP"}"#,
+            r#"k:{"port":53,"protocol":"UDP"}"#
+        ]
+    );
+    let udp = json!([{"name": "dns", "port": 53, "protocol": "UDP"}]);
+    let r = request(
+        s.addr(),
+        Method::PATCH,
+        &format!("{svc}?fieldManager=one"),
+        &ct,
+        Some(apply(udp)),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200, "{}", r.json());
+    let ports = r.json()["spec"]["ports"].clone();
+    assert_eq!(ports.as_array().unwrap().len(), 1, "{ports}");
+    assert_eq!(ports[0]["protocol"], "UDP");
+}

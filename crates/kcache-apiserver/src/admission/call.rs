@@ -303,13 +303,7 @@ async fn call_once(
             ),
         ));
     }
-    let Some(obj) = attrs.object.as_ref() else {
-        return Err(ApiError::internal(format!(
-            "admission webhook \"{}\" attempted to modify the object, which is not supported for this operation",
-            hook.name
-        )));
-    };
-    super::patch::apply(&hook.name, obj, patch).map(Some)
+    super::patch::apply(&hook.name, attrs.object.as_ref(), patch)
 }
 
 /// Calls one webhook; a failed call of a webhook with `failurePolicy: Ignore` is ignored

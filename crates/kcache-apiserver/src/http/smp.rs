@@ -7,10 +7,32 @@
 
 use serde_json::{Map, Value};
 
-use crate::schema::model::{Model, Ty};
+use crate::schema::model::{ListType, Model, Ty};
+
+/// Which list rules a merge follows.
+#[derive(Clone, Copy)]
+struct Cx<'m> {
+    model: &'m Model,
+    /// Server-side apply's (`x-kubernetes-list-type` and `x-kubernetes-list-map-keys`, as
+    /// structured-merge-diff merges an applied configuration), not strategic merge patch's.
+    apply: bool,
+}
 
 /// Applies `patch` to `target` (both JSON objects), merging by `target`'s kind's schema.
 pub(crate) fn apply(target: &mut Value, patch: &Value) {
+    merge_root(target, patch, false);
+}
+
+/// Merges a server-side apply configuration into `target` (both JSON objects): lists of type
+/// `map` by all their `x-kubernetes-list-map-keys` (a Service's ports by port and protocol,
+/// where strategic merge patch goes by port alone), lists of type `set` as sets, other lists
+/// replaced. `applied`'s items must carry their key fields (see
+/// `registry::managed::default_item_keys`).
+pub(crate) fn apply_configuration(target: &mut Value, applied: &Value) {
+    merge_root(target, applied, true);
+}
+
+fn merge_root(target: &mut Value, patch: &Value, apply: bool) {
     let model = crate::schema::model();
     let av = target
         .get("apiVersion")
@@ -19,25 +41,45 @@ pub(crate) fn apply(target: &mut Value, patch: &Value) {
     let (group, version) = av.rsplit_once('/').unwrap_or(("", av));
     let kind = target.get("kind").and_then(Value::as_str).unwrap_or("");
     let root = model.kind(group, version, kind).map(Ty::Struct);
-    merge_map(model, target, patch, root.as_ref());
+    merge_map(Cx { model, apply }, target, patch, root.as_ref());
 }
 
-/// How the list field `k` of a value of type `ty` merges: `Some(Some(key))` by key,
-/// `Some(None)` as a set, `None` replaced.
-fn list_strategy<'m>(model: &'m Model, ty: Option<&Ty>, k: &str) -> Option<Option<&'m str>> {
-    match ty {
-        Some(Ty::Struct(i)) => model.defs[*i].merged_lists.get(k).map(Option::as_deref),
-        _ => None,
+/// How the list field `k` of a value of type `ty` merges: `Some(keys)` by those keys,
+/// `Some([])` as a set, `None` replaced.
+fn list_strategy<'m>(cx: Cx<'m>, ty: Option<&Ty>, k: &str) -> Option<Vec<&'m str>> {
+    let Some(Ty::Struct(i)) = ty else {
+        return None;
+    };
+    let def = &cx.model.defs[*i];
+    if cx.apply {
+        return match def.list_types.get(k)? {
+            ListType::Map(keys) => Some(keys.iter().map(String::as_str).collect()),
+            ListType::Set => Some(Vec::new()),
+            ListType::Atomic => None,
+        };
     }
+    def.merged_lists
+        .get(k)
+        .map(|key| key.as_deref().into_iter().collect())
 }
 
 /// The type of the field `k` of a value of type `ty`.
-fn child<'m>(model: &'m Model, ty: Option<&'m Ty>, k: &str) -> Option<&'m Ty> {
+fn child<'m>(cx: Cx<'m>, ty: Option<&'m Ty>, k: &str) -> Option<&'m Ty> {
     match ty? {
-        Ty::Struct(i) => model.defs[*i].fields.get(k),
+        Ty::Struct(i) => cx.model.defs[*i].fields.get(k),
         Ty::Map(inner) => Some(inner),
         _ => None,
     }
+}
+
+/// Whether field `k` of a value of type `ty` is an atomic map or a value of an atomic struct.
+fn atomic(cx: Cx<'_>, ty: Option<&Ty>, k: &str) -> bool {
+    let Some(Ty::Struct(i)) = ty else {
+        return false;
+    };
+    let def = &cx.model.defs[*i];
+    def.atomic_fields.iter().any(|f| f == k)
+        || matches!(def.fields.get(k), Some(Ty::Struct(c)) if cx.model.defs[*c].atomic)
 }
 
 /// The type of a list's items.
@@ -48,7 +90,7 @@ fn items(ty: Option<&Ty>) -> Option<&Ty> {
     }
 }
 
-fn merge_map(model: &Model, target: &mut Value, patch: &Value, ty: Option<&Ty>) {
+fn merge_map(cx: Cx<'_>, target: &mut Value, patch: &Value, ty: Option<&Ty>) {
     let Value::Object(p) = patch else {
         *target = patch.clone();
         return;
@@ -86,12 +128,14 @@ fn merge_map(model: &Model, target: &mut Value, patch: &Value, ty: Option<&Ty>) 
             t.remove(k);
             continue;
         }
-        let field_ty = child(model, ty, k);
+        let field_ty = child(cx, ty, k);
         match (t.get_mut(k), v) {
             (Some(Value::Array(cur)), Value::Array(patch_items)) => {
-                match list_strategy(model, ty, k) {
-                    Some(Some(key)) => merge_list(model, cur, patch_items, key, items(field_ty)),
-                    Some(None) => {
+                match list_strategy(cx, ty, k) {
+                    Some(keys) if !keys.is_empty() => {
+                        merge_list(cx, cur, patch_items, &keys, items(field_ty));
+                    }
+                    Some(_) => {
                         // kube-apiserver's order: the patch's items, then the others kept.
                         let mut merged: Vec<Value> =
                             Vec::with_capacity(cur.len() + patch_items.len());
@@ -105,15 +149,19 @@ fn merge_map(model: &Model, target: &mut Value, patch: &Value, ty: Option<&Ty>) 
                     None => *cur = patch_items.clone(),
                 }
             }
+            // An applied atomic struct or map (`x-kubernetes-map-type: atomic`) replaces.
+            (Some(cur @ Value::Object(_)), Value::Object(_)) if cx.apply && atomic(cx, ty, k) => {
+                *cur = strip_directives(v);
+            }
             (Some(cur @ Value::Object(_)), Value::Object(_)) => {
-                merge_map(model, cur, v, field_ty);
+                merge_map(cx, cur, v, field_ty);
                 if cur.is_null() {
                     t.remove(k);
                 }
             }
             _ => {
                 let mut fresh = Value::Null;
-                merge_map(model, &mut fresh, v, field_ty);
+                merge_map(cx, &mut fresh, v, field_ty);
                 if v.is_object() {
                     t.insert(k.clone(), fresh);
                 } else {
@@ -145,17 +193,20 @@ fn strip_directives(v: &Value) -> Value {
     }
 }
 
-fn merge_list(model: &Model, cur: &mut Vec<Value>, items: &[Value], key: &str, ty: Option<&Ty>) {
+/// Merges list items by `keys` (an item without them is appended, as strategic merge patch
+/// does for one without its merge key).
+fn merge_list(cx: Cx<'_>, cur: &mut Vec<Value>, items: &[Value], keys: &[&str], ty: Option<&Ty>) {
     for item in items {
-        let id = item.get(key);
-        let pos = id.and_then(|id| cur.iter().position(|c| c.get(key) == Some(id)));
+        let same = |c: &Value| keys.iter().all(|k| c.get(*k) == item.get(*k));
+        let has_key = keys.iter().any(|k| item.get(*k).is_some());
+        let pos = has_key.then(|| cur.iter().position(same)).flatten();
         let delete = item.get("$patch").and_then(Value::as_str) == Some("delete");
         match (pos, delete) {
             (Some(i), true) => {
                 cur.remove(i);
             }
             (None, true) => {}
-            (Some(i), false) => merge_map(model, &mut cur[i], item, ty),
+            (Some(i), false) => merge_map(cx, &mut cur[i], item, ty),
             (None, false) => cur.push(strip_directives(item)),
         }
     }
@@ -210,6 +261,22 @@ mod tests {
         assert_eq!(
             pod["spec"]["tolerations"],
             json!([{"key": "b", "operator": "Exists"}])
+        );
+    }
+
+    #[test]
+    fn an_applied_configuration_replaces_atomic_maps_and_keys_lists_by_all_map_keys() {
+        let mut svc = json!({"apiVersion": "v1", "kind": "Service", "spec": {
+            "selector": {"app": "a", "tier": "x"},
+            "ports": [{"port": 53, "protocol": "TCP"}]}});
+        apply_configuration(
+            &mut svc,
+            &json!({"spec": {"selector": {"app": "b"}, "ports": [{"port": 53, "protocol": "UDP"}]}}),
+        );
+        assert_eq!(svc["spec"]["selector"], json!({"app": "b"}));
+        assert_eq!(
+            svc["spec"]["ports"],
+            json!([{"port": 53, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}])
         );
     }
 

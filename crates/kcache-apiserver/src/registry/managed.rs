@@ -1,13 +1,21 @@
-//! `metadata.managedFields`, approximated without schemas: each write records which
-//! fields its manager set (FieldsV1), one entry per (manager, operation).
+//! `metadata.managedFields`, approximated: each write records which fields its manager set
+//! (FieldsV1), one entry per (manager, operation).
 //!
 //! The field set follows kube-apiserver's encoding: `f:<field>` for fields, `k:{...}` for
-//! items of lists merged by key, `v:<value>` for set members, and `.` marking maps with
-//! free-form keys (labels, data, ...) and list items. Which maps are free-form is decided
-//! by field name, since there is no schema.
+//! items of lists of type `map`, `v:<value>` for members of lists of type `set`, and `.`
+//! marking maps with free-form keys (labels, data, ...) and list items. List types and map
+//! keys come from the recorded OpenAPI schema of built-in kinds ([`crate::schema`]:
+//! `x-kubernetes-list-type`, `x-kubernetes-list-map-keys`, and the v3 `default` of a key
+//! field an item leaves out), as structured-merge-diff takes them; other lists are atomic,
+//! and so are all lists of custom resources for now (their CRD schema's list types are not
+//! read). Which maps are free-form is still decided by field name.
 
 use http::HeaderMap;
 use serde_json::{Map, Value, json};
+
+pub(crate) use super::list_keys::default_item_keys;
+use super::list_keys::{atomic, atomic_item, child, item_key, items_ty, list_type, root_ty};
+use crate::schema::model::{ListType, Ty};
 
 /// Who writes, and how.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,55 +83,41 @@ fn free_form_map(field: &str) -> bool {
     )
 }
 
-fn merge_key(field: &str, parent_is_container: bool) -> Option<&'static str> {
-    Some(match field {
-        "containers"
-        | "initContainers"
-        | "ephemeralContainers"
-        | "volumes"
-        | "env"
-        | "imagePullSecrets" => "name",
-        "volumeMounts" => "mountPath",
-        "ports" if parent_is_container => "containerPort",
-        "ports" => "port",
-        "conditions" => "type",
-        "ownerReferences" => "uid",
-        _ => return None,
-    })
-}
-
-fn fields_of(map: &Map<String, Value>, in_container: bool) -> Map<String, Value> {
+fn fields_of(map: &Map<String, Value>, ty: Option<&Ty>) -> Map<String, Value> {
     let mut out = Map::new();
     for (k, v) in map {
         if k.starts_with('$') || v.is_null() {
             continue;
         }
+        let fty = child(ty, k);
         let entry = match v {
+            Value::Object(_) if atomic(ty, k) => json!({}),
             Value::Object(m) if !m.is_empty() => {
-                let mut inner = fields_of(m, false);
+                let mut inner = fields_of(m, fty);
                 if free_form_map(k) {
                     inner.insert(".".into(), json!({}));
                 }
                 Value::Object(inner)
             }
             Value::Array(items) if !items.is_empty() => {
-                let container = matches!(
-                    k.as_str(),
-                    "containers" | "initContainers" | "ephemeralContainers"
-                );
-                match merge_key(k, in_container) {
-                    Some(key) if items.iter().all(Value::is_object) => {
+                let item_ty = items_ty(fty);
+                match list_type(ty, k) {
+                    ListType::Map(keys) if items.iter().all(Value::is_object) => {
                         let mut inner = Map::new();
                         for item in items {
-                            let Some(id) = item.get(key) else { continue };
-                            let mut f =
-                                fields_of(item.as_object().unwrap_or(&Map::new()), container);
-                            f.insert(".".into(), json!({}));
-                            inner.insert(format!("k:{}", json!({ key: id })), Value::Object(f));
+                            let Some(id) = item_key(item, keys, item_ty) else {
+                                continue;
+                            };
+                            let mut f = Map::new();
+                            if !atomic_item(item_ty) {
+                                f = fields_of(item.as_object().unwrap_or(&Map::new()), item_ty);
+                                f.insert(".".into(), json!({}));
+                            }
+                            inner.insert(format!("k:{}", Value::Object(id)), Value::Object(f));
                         }
                         Value::Object(inner)
                     }
-                    _ if k == "finalizers" => {
+                    ListType::Set => {
                         let mut inner: Map<String, Value> = items
                             .iter()
                             .map(|x| (format!("v:{x}"), json!({})))
@@ -147,6 +141,7 @@ pub(crate) fn field_set(obj: &Value, status_only: bool) -> Value {
     let Some(m) = obj.as_object() else {
         return json!({});
     };
+    let root = root_ty(obj);
     let mut top = Map::new();
     for (k, v) in m {
         match k.as_str() {
@@ -158,7 +153,7 @@ pub(crate) fn field_set(obj: &Value, status_only: bool) -> Value {
                 }
                 let Some(meta) = v.as_object() else { continue };
                 let owned = owned_meta(meta);
-                let f = fields_of(&owned, false);
+                let f = fields_of(&owned, child(root.as_ref(), "metadata"));
                 if !f.is_empty() {
                     top.insert("f:metadata".into(), Value::Object(f));
                 }
@@ -166,7 +161,7 @@ pub(crate) fn field_set(obj: &Value, status_only: bool) -> Value {
             _ if status_only && k != "status" => {}
             _ => {
                 let single: Map<String, Value> = std::iter::once((k.clone(), v.clone())).collect();
-                top.extend(fields_of(&single, false));
+                top.extend(fields_of(&single, root.as_ref()));
             }
         }
     }
@@ -217,7 +212,7 @@ fn project(obj: &Value, status_only: bool) -> Map<String, Value> {
 fn changed(
     old: &Map<String, Value>,
     new: &Map<String, Value>,
-    in_container: bool,
+    ty: Option<&Ty>,
 ) -> Map<String, Value> {
     let mut out = Map::new();
     for (k, nv) in new {
@@ -226,8 +221,8 @@ fn changed(
             continue;
         }
         match (ov, nv) {
-            (Some(Value::Object(om)), Value::Object(nm)) if !nm.is_empty() => {
-                let mut sub = changed(om, nm, false);
+            (Some(Value::Object(om)), Value::Object(nm)) if !nm.is_empty() && !atomic(ty, k) => {
+                let mut sub = changed(om, nm, child(ty, k));
                 if sub.is_empty() {
                     continue;
                 }
@@ -238,7 +233,7 @@ fn changed(
             }
             _ => {
                 let single: Map<String, Value> = std::iter::once((k.clone(), nv.clone())).collect();
-                out.extend(fields_of(&single, in_container));
+                out.extend(fields_of(&single, ty));
             }
         }
     }
@@ -369,7 +364,7 @@ pub(crate) fn updated(
             let delta = Value::Object(changed(
                 &project(t.old, t.status_only),
                 &project(t.new, t.status_only),
-                false,
+                root_ty(t.new).as_ref(),
             ));
             // Everyone keeps only fields that still exist; the writer takes the changes.
             for e in &mut entries {
@@ -649,80 +644,5 @@ fn remove(obj: &mut Value, key: &str) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn field_set_matches_kube_apiserver_encoding_for_configmaps_and_pods() {
-        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
-                        "metadata": {"name": "w", "labels": {"app": "fx"}}, "data": {"v": "1"}});
-        assert_eq!(
-            field_set(&cm, false),
-            json!({"f:data": {".": {}, "f:v": {}}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}})
-        );
-        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]},
-                         "status": {"phase": "Pending"}});
-        assert_eq!(
-            field_set(&pod, false),
-            json!({"f:spec": {"f:containers": {"k:{\"name\":\"c\"}": {".": {}, "f:image": {}, "f:name": {}}}}})
-        );
-        assert_eq!(field_set(&pod, true), json!({"f:status": {"f:phase": {}}}));
-    }
-
-    #[test]
-    fn updates_move_changed_fields_to_the_writer_and_drop_deleted_ones() {
-        let m = |n: &str| Manager {
-            name: n.into(),
-            operation: "Update",
-        };
-        let v0 = json!({"metadata": {"name": "x"}, "data": {"a": "1", "b": "2"}});
-        let mf0 = updated(
-            None,
-            None,
-            &FieldsChange::Set(m("a"), field_set(&v0, false)),
-            None,
-            "v1",
-            "t1",
-        )
-        .unwrap();
-        let v1 = json!({"metadata": {"name": "x"}, "data": {"a": "1", "c": "3"}});
-        let t = Transition {
-            old: &v0,
-            new: &v1,
-            status_only: false,
-        };
-        let mf1 = updated(
-            Some(&mf0),
-            None,
-            &FieldsChange::Update(m("b")),
-            Some(&t),
-            "v1",
-            "t2",
-        )
-        .unwrap();
-        let entries = mf1.as_array().unwrap();
-        assert_eq!(entries.len(), 2);
-        assert_eq!(entries[0]["manager"], "a");
-        assert_eq!(
-            entries[0]["fieldsV1"],
-            json!({"f:data": {".": {}, "f:a": {}}})
-        );
-        assert_eq!(entries[1]["manager"], "b");
-        assert_eq!(
-            entries[1]["fieldsV1"],
-            json!({"f:data": {".": {}, "f:c": {}}})
-        );
-        let sent = json!([{"manager": "z"}]);
-        assert_eq!(
-            updated(
-                Some(&mf1),
-                Some(&sent),
-                &FieldsChange::Update(m("c")),
-                None,
-                "v1",
-                "t"
-            ),
-            Some(sent)
-        );
-    }
-}
+#[path = "managed_tests.rs"]
+mod tests;

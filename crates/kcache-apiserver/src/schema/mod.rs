@@ -7,7 +7,7 @@
 pub(crate) mod check;
 pub(crate) mod model;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
 use std::sync::OnceLock;
 
@@ -72,6 +72,52 @@ pub(crate) fn model() -> &'static model::Model {
             serde_json::from_str(b.v2.get()).expect("the embedded OpenAPI v2 is JSON");
         model::Model::from_definitions(&v2.definitions)
     })
+}
+
+/// The `default` of a scalar field of a definition (`protocol` of
+/// `io.k8s.api.core.v1.ContainerPort`: `"TCP"`), from the v3 documents (v2 has no
+/// defaults). Read on first use only: server-side apply needs it for a list-map key an item
+/// leaves out, as kube-apiserver keys such an item by the default.
+pub(crate) fn field_default(def: &str, field: &str) -> Option<&'static serde_json::Value> {
+    #[derive(Deserialize)]
+    struct V3 {
+        #[serde(default)]
+        components: Components,
+    }
+    #[derive(Deserialize, Default)]
+    struct Components {
+        #[serde(default)]
+        schemas: HashMap<String, Schema>,
+    }
+    #[derive(Deserialize)]
+    struct Schema {
+        #[serde(default)]
+        properties: HashMap<String, Prop>,
+    }
+    #[derive(Deserialize)]
+    struct Prop {
+        #[serde(default)]
+        default: Option<serde_json::Value>,
+    }
+    static DEFAULTS: OnceLock<HashMap<(String, String), serde_json::Value>> = OnceLock::new();
+    DEFAULTS
+        .get_or_init(|| {
+            let mut out = HashMap::new();
+            for doc in docs().v3.values() {
+                let Ok(v3) = serde_json::from_str::<V3>(doc.get()) else {
+                    continue;
+                };
+                for (name, schema) in v3.components.schemas {
+                    for (f, p) in schema.properties {
+                        if let Some(d) = p.default.filter(|d| !d.is_object() && !d.is_array()) {
+                            out.insert((name.clone(), f), d);
+                        }
+                    }
+                }
+            }
+            out
+        })
+        .get(&(def.to_owned(), field.to_owned()))
 }
 
 #[cfg(test)]

@@ -41,6 +41,28 @@ pub(crate) struct Def {
     /// `x-kubernetes-patch-merge-key`, for those whose `x-kubernetes-patch-strategy` merges
     /// (`None`: a list of primitives merged as a set).
     pub(crate) merged_lists: HashMap<String, Option<String>>,
+    /// How server-side apply tells the items of its list fields apart: the field's
+    /// `x-kubernetes-list-type` and `x-kubernetes-list-map-keys` (a list without one is
+    /// atomic).
+    pub(crate) list_types: HashMap<String, ListType>,
+    /// The definition's name in the OpenAPI documents (`io.k8s.api.core.v1.ContainerPort`).
+    pub(crate) full_name: String,
+    /// `x-kubernetes-map-type: atomic`: server-side apply owns a value of this struct as a
+    /// whole (`LabelSelector`, `OwnerReference`, ...).
+    pub(crate) atomic: bool,
+    /// Its fields whose own `x-kubernetes-map-type` is `atomic` (a Service's `selector`).
+    pub(crate) atomic_fields: Vec<String>,
+}
+
+/// A list field's `x-kubernetes-list-type`, as server-side apply reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ListType {
+    /// `atomic` (or none): the list is one value.
+    Atomic,
+    /// `set`: primitives, each item a field (`v:<value>`).
+    Set,
+    /// `map`: objects, each item a field keyed by these fields (`k:{...}`).
+    Map(Vec<String>),
 }
 
 /// Every struct of the built-in API, and the kinds' root structs.
@@ -48,6 +70,7 @@ pub(crate) struct Def {
 pub(crate) struct Model {
     pub(crate) defs: Vec<Def>,
     kinds: HashMap<(String, String, String), usize>,
+    by_name: HashMap<String, usize>,
 }
 
 /// A v2 definition, read without its descriptions (most of the document's bytes).
@@ -57,6 +80,8 @@ pub(crate) struct RawDef {
     properties: Option<HashMap<String, RawProp>>,
     #[serde(default, rename = "x-kubernetes-group-version-kind")]
     gvk: Vec<RawGvk>,
+    #[serde(default, rename = "x-kubernetes-map-type")]
+    map_type: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -86,13 +111,19 @@ struct RawProp {
     merge_key: Option<String>,
     #[serde(default, rename = "x-kubernetes-patch-strategy")]
     strategy: Option<String>,
+    #[serde(default, rename = "x-kubernetes-list-type")]
+    list_type: Option<String>,
+    #[serde(default, rename = "x-kubernetes-list-map-keys")]
+    list_map_keys: Vec<String>,
+    #[serde(default, rename = "x-kubernetes-map-type")]
+    map_type: Option<String>,
 }
 
 /// `additionalProperties`: a schema or a boolean.
 #[derive(Deserialize)]
 #[serde(untagged)]
 enum AdditionalProps {
-    Schema(RawProp),
+    Schema(Box<RawProp>),
     /// `true` or `false`: any value, read only to accept the document.
     Bool(#[expect(dead_code, reason = "only read to accept the document")] bool),
 }
@@ -120,6 +151,10 @@ impl Model {
                 qualified: format!("{pkg}.{short}"),
                 fields: HashMap::new(),
                 merged_lists: HashMap::new(),
+                list_types: HashMap::new(),
+                full_name: name.clone(),
+                atomic: defs[name].map_type.as_deref() == Some("atomic"),
+                atomic_fields: Vec::new(),
             });
         }
         for (name, d) in defs {
@@ -138,6 +173,22 @@ impl Model {
                     })
                     .map(|(k, p)| (k.clone(), p.merge_key.clone()))
                     .collect();
+                model.defs[i].list_types = props
+                    .iter()
+                    .filter_map(|(k, p)| {
+                        let t = match p.list_type.as_deref()? {
+                            "set" => ListType::Set,
+                            "map" => ListType::Map(p.list_map_keys.clone()),
+                            _ => ListType::Atomic,
+                        };
+                        Some((k.clone(), t))
+                    })
+                    .collect();
+                model.defs[i].atomic_fields = props
+                    .iter()
+                    .filter(|(_, p)| p.map_type.as_deref() == Some("atomic"))
+                    .map(|(k, _)| k.clone())
+                    .collect();
             }
             for g in &d.gvk {
                 model
@@ -145,7 +196,14 @@ impl Model {
                     .insert((g.group.clone(), g.version.clone(), g.kind.clone()), i);
             }
         }
+        model.by_name = index;
         model
+    }
+
+    /// The struct of a definition, by its name in the documents
+    /// (`io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta`).
+    pub(crate) fn def(&self, full_name: &str) -> Option<usize> {
+        self.by_name.get(full_name).copied()
     }
 
     /// The root struct of a built-in kind.

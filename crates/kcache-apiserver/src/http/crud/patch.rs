@@ -81,14 +81,13 @@ pub(crate) fn patch(
             )));
         }
     }
-    let json_ops: Option<json_patch::Patch> = if kind == BodyType::JsonPatch {
-        Some(match serde_json::from_value(patch_value.clone()) {
-            Ok(ops) => ops,
-            // An array of operations kube-apiserver cannot run (an unknown `op`, a missing
-            // `path`) fails like an operation that fails.
-            Err(_) if patch_value.is_array() => return Err(rejected_patch()),
-            Err(e) => return Err(ApiError::bad_request(format!("error decoding patch: {e}"))),
-        })
+    // Decoded as kube-apiserver's `DecodePatch` does: an array of operations it cannot run
+    // (an unknown `op`, a missing `path`) decodes, and fails like an operation that fails.
+    let json_ops = if kind == BodyType::JsonPatch {
+        Some(
+            crate::jsonpatch::decode(&patch_value)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
+        )
     } else {
         None
     };
@@ -138,63 +137,17 @@ pub(crate) fn patch(
     }
 }
 
-/// Applies a JSON patch atomically, as kube-apiserver's evanphx/json-patch (v4) does. Where
-/// v4 reads a missing key of an existing object as `null` rather than failing, so does this:
-/// a `test` of such a key against `null` passes (kube-rs's finalizer helper sends one before
-/// adding the first finalizer), a `replace` of it adds the key, and a `copy` from it adds
-/// `null`. Any other failing operation fails the whole patch.
-fn apply_json_patch(doc: &mut Value, ops: &json_patch::Patch) -> Result<(), ApiError> {
-    use json_patch::{AddOperation, PatchOperation};
-    let mut work = doc.clone();
-    for op in &ops.0 {
-        let as_v4 = match op {
-            PatchOperation::Test(t)
-                if t.value.is_null() && work.pointer(t.path.as_str()).is_none() =>
-            {
-                continue;
-            }
-            PatchOperation::Replace(r) if missing_object_key(&work, &r.path) => {
-                Some(PatchOperation::Add(AddOperation {
-                    path: r.path.clone(),
-                    value: r.value.clone(),
-                }))
-            }
-            PatchOperation::Copy(c) if missing_object_key(&work, &c.from) => {
-                Some(PatchOperation::Add(AddOperation {
-                    path: c.path.clone(),
-                    value: Value::Null,
-                }))
-            }
-            _ => None,
-        };
-        let op = as_v4.as_ref().unwrap_or(op);
-        json_patch::patch(&mut work, std::slice::from_ref(op)).map_err(|_| rejected_patch())?;
-    }
-    *doc = work;
-    Ok(())
-}
-
-/// Whether `path` names a key its parent object lacks (the parent exists and is an object).
-fn missing_object_key(doc: &Value, path: &json_patch::jsonptr::Pointer) -> bool {
-    let Some((parent, key)) = path.split_back() else {
-        return false;
-    };
-    doc.pointer(parent.as_str())
-        .and_then(Value::as_object)
-        .is_some_and(|o| !o.contains_key(key.decoded().as_ref()))
-}
-
 /// Applies a patch to the current object; returns the result (stamped with the current
 /// resourceVersion) and the resourceVersion the patch itself carried, if any.
 fn patched(
     cur: &StoredObject,
-    json_ops: Option<&json_patch::Patch>,
+    json_ops: Option<&crate::jsonpatch::Operations>,
     patch_value: &Value,
     kind: BodyType,
 ) -> Result<(Value, Option<String>), ApiError> {
     let mut next = cur.value().clone();
     match json_ops {
-        Some(ops) => apply_json_patch(&mut next, ops)?,
+        Some(ops) => crate::jsonpatch::apply(&mut next, ops).map_err(|_| rejected_patch())?,
         None if kind == BodyType::StrategicMergePatch => {
             crate::http::smp::apply(&mut next, patch_value)
         }
@@ -277,8 +230,10 @@ fn apply(
     let name = target.name.clone().unwrap_or_default();
     meta_mut(&mut applied).insert("name".into(), json!(name));
     meta_mut(&mut applied).remove("resourceVersion");
-    let applied = Value::Object(applied);
+    let mut applied = Value::Object(applied);
     crate::registry::validate::applied_unknown_fields(&target.info, &applied)?;
+    // List items are found by the keys their field set names, absent key fields defaulted.
+    crate::registry::managed::default_item_keys(&mut applied);
     let status_only = target.sub.as_deref() == Some("status");
     let change = FieldsChange::Set(
         write.manager(headers, "Apply"),
@@ -300,10 +255,10 @@ fn apply(
                         return Err(conflict_error(&conflicts));
                     }
                 }
-                // Built-in kinds merge lists by key (other managers' items stay); custom
-                // resources' lists are atomic.
+                // Built-in kinds merge lists by their list-map keys (other managers' items
+                // stay); custom resources' lists are atomic.
                 if is_builtin(&target.info) {
-                    crate::http::smp::apply(&mut next, &applied);
+                    crate::http::smp::apply_configuration(&mut next, &applied);
                 } else {
                     merge(&mut next, &applied);
                 }

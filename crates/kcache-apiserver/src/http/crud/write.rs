@@ -198,66 +198,14 @@ fn decode_body(
     match body_type(headers) {
         BodyType::Json => decode_object(&target.info, body),
         BodyType::Yaml => decode_yaml(&target.info, body),
-        BodyType::Protobuf => crate::http::protobuf::decode::decode(body)
-            .or_else(|e| match e {
-                crate::http::protobuf::decode::ProtoError::Unsupported(_) => {
-                    decode_any_protobuf(body)
-                }
-                e => Err(e),
-            })
-            .map_err(|e| match e {
-                crate::http::protobuf::decode::ProtoError::Unsupported(_) => {
-                    ApiError::unsupported_body()
-                }
-                e @ crate::http::protobuf::decode::ProtoError::Malformed(_) => {
-                    ApiError::bad_request(format!(
-                        "the object provided is unrecognized (must be of type {}): {e}",
-                        target.info.kind
-                    ))
-                }
-            }),
-        _ => Err(ApiError::unsupported_body()),
-    }
-}
-
-/// A protobuf body of any built-in kind: through its k8s-openapi type into JSON for the kinds
-/// kcache-proto has a type for (kubectl's typed generators send Deployments so, for one), by
-/// the upstream schema table for the others (client-go's protobuf clients send RBAC objects,
-/// Jobs, ... so).
-fn decode_any_protobuf(
-    body: &[u8],
-) -> Result<Map<String, Value>, crate::http::protobuf::decode::ProtoError> {
-    use crate::http::protobuf::decode::ProtoError;
-    let env = kcache_proto::envelope::Envelope::decode(bytes::Bytes::copy_from_slice(body))
-        .map_err(|_| ProtoError::Malformed("not a k8s\\0 runtime.Unknown envelope"))?;
-    if !kcache_proto::kind_is_supported(&env.api_version, &env.kind) {
-        // Any other built-in kind: decoded by the upstream schema table.
-        let Some(message) = crate::http::protobuf::schema::message_for(&env.api_version, &env.kind)
-        else {
-            return Err(ProtoError::Unsupported(env.kind));
-        };
-        return match crate::http::protobuf::schema::message(&message, &env.raw)? {
-            Value::Object(mut m) => {
-                m.insert("apiVersion".into(), Value::String(env.api_version));
-                m.insert("kind".into(), Value::String(env.kind));
-                Ok(m)
-            }
-            _ => Err(ProtoError::Malformed(
-                "the message does not decode as an object",
+        BodyType::Protobuf => crate::http::protobuf::decode::object(body).map_err(|e| match e {
+            crate::http::protobuf::ProtoError::Unsupported(_) => ApiError::unsupported_body(),
+            e => ApiError::bad_request(format!(
+                "the object provided is unrecognized (must be of type {}): {e}",
+                target.info.kind
             )),
-        };
-    }
-    let (api_version, kind) = (env.api_version.clone(), env.kind.clone());
-    match kcache_proto::decode_object::<Value>(env) {
-        Ok(Value::Object(mut m)) => {
-            // The protobuf message has no type meta: the envelope's is the object's.
-            m.entry("apiVersion").or_insert(Value::String(api_version));
-            m.entry("kind").or_insert(Value::String(kind));
-            Ok(m)
-        }
-        Ok(_) | Err(_) => Err(ProtoError::Malformed(
-            "the message does not decode as its kind",
-        )),
+        }),
+        _ => Err(ApiError::unsupported_body()),
     }
 }
 

@@ -14,6 +14,20 @@ pub(crate) mod schema;
 
 use crate::resource::ResourceInfo;
 
+/// Why a protobuf body could not be decoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ProtoError {
+    /// The bytes are not valid protobuf of the expected shape.
+    #[error("invalid protobuf body: {0}")]
+    Malformed(&'static str),
+    /// The bytes are not a protobuf message at all (kcache-proto's wire reader refused them).
+    #[error("invalid protobuf body: {0}")]
+    Layout(#[from] kcache_proto::compact::LayoutError),
+    /// The kind has no protobuf decoder here.
+    #[error("protobuf bodies of kind {0:?} are not supported")]
+    Unsupported(String),
+}
+
 /// `Content-Type` of protobuf objects, lists and `Status`.
 pub(crate) const CONTENT_TYPE: &str = kcache_proto::CONTENT_TYPE;
 /// `Content-Type` of a protobuf watch stream.

@@ -16,9 +16,10 @@ use std::sync::LazyLock;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use kcache_proto::varint;
 use serde_json::{Map, Value, json};
 
-use super::decode::ProtoError;
+use super::ProtoError;
 
 const TABLE: &str = include_str!("../../../data/protobuf-v0.36.5.json");
 
@@ -107,52 +108,25 @@ enum Wire<'a> {
     Bytes(&'a [u8]),
 }
 
-fn varint(buf: &mut &[u8]) -> Result<u64, ProtoError> {
-    let mut v = 0u64;
-    for shift in (0..64).step_by(7) {
-        let (&b, rest) = buf
-            .split_first()
-            .ok_or(ProtoError::Malformed("truncated varint"))?;
-        *buf = rest;
-        v |= u64::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Ok(v);
-        }
-    }
-    Err(ProtoError::Malformed("varint too long"))
+/// A varint value (of a varint field, or one of a packed run).
+fn read_varint(buf: &[u8]) -> Result<(u64, usize), ProtoError> {
+    kcache_proto::varint::read(buf).map_err(|_| ProtoError::Malformed("invalid varint"))
 }
 
-fn take<'a>(buf: &mut &'a [u8], n: usize) -> Result<&'a [u8], ProtoError> {
-    if buf.len() < n {
-        return Err(ProtoError::Malformed("truncated field"));
-    }
-    let (a, b) = buf.split_at(n);
-    *buf = b;
-    Ok(a)
-}
-
-fn fields(mut buf: &[u8]) -> Result<Vec<(u64, Wire<'_>)>, ProtoError> {
+/// The fields of one message level, read by kcache-proto's wire reader (its limits and
+/// errors: a truncated value, a bad key or wire type is a [`ProtoError::Layout`]).
+fn fields(buf: &[u8]) -> Result<Vec<(u64, Wire<'_>)>, ProtoError> {
     let mut out = Vec::new();
-    while !buf.is_empty() {
-        let tag = varint(&mut buf)?;
-        let w = match tag & 7 {
-            0 => Wire::Varint(varint(&mut buf)?),
-            1 => {
-                let b = take(&mut buf, 8)?;
-                Wire::Fixed64(u64::from_le_bytes(b.try_into().unwrap_or_default()))
-            }
-            5 => {
-                let b = take(&mut buf, 4)?;
-                Wire::Fixed32(u32::from_le_bytes(b.try_into().unwrap_or_default()))
-            }
-            2 => {
-                let n = usize::try_from(varint(&mut buf)?)
-                    .map_err(|_| ProtoError::Malformed("length"))?;
-                Wire::Bytes(take(&mut buf, n)?)
-            }
-            _ => return Err(ProtoError::Malformed("unsupported wire type")),
+    for record in kcache_proto::compact::wire::fields(buf) {
+        let record = record?;
+        let v = &buf[record.value];
+        let w = match record.wire_type {
+            0 => Wire::Varint(read_varint(v)?.0),
+            1 => Wire::Fixed64(u64::from_le_bytes(v.try_into().unwrap_or_default())),
+            5 => Wire::Fixed32(u32::from_le_bytes(v.try_into().unwrap_or_default())),
+            _ => Wire::Bytes(v),
         };
-        out.push((tag >> 3, w));
+        out.push((u64::from(record.number), w));
     }
     Ok(out)
 }
@@ -335,7 +309,8 @@ pub(crate) fn message(ty: &str, buf: &[u8]) -> Result<Value, ProtoError> {
                     (Wire::Bytes(b), "int32" | "int64" | "bool") => {
                         let mut rest = *b;
                         while !rest.is_empty() {
-                            let v = varint(&mut rest)?;
+                            let (v, len) = read_varint(rest)?;
+                            rest = &rest[len..];
                             items.push(value(&f.ty, &Wire::Varint(v))?);
                         }
                     }
@@ -399,22 +374,12 @@ pub(crate) fn message(ty: &str, buf: &[u8]) -> Result<Value, ProtoError> {
 }
 
 fn put_key(out: &mut Vec<u8>, number: u64, wire: u8) {
-    put_varint(out, (number << 3) | u64::from(wire));
-}
-
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        #[allow(clippy::cast_possible_truncation, reason = "seven bits at a time")]
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    #[allow(clippy::cast_possible_truncation, reason = "the last seven bits")]
-    out.push(v as u8);
+    varint::put(out, (number << 3) | u64::from(wire));
 }
 
 fn put_bytes(out: &mut Vec<u8>, number: u64, b: &[u8]) {
     put_key(out, number, 2);
-    put_varint(out, b.len() as u64);
+    varint::put(out, b.len() as u64);
     out.extend_from_slice(b);
 }
 
@@ -469,7 +434,7 @@ fn put_value(out: &mut Vec<u8>, number: u64, ty: &str, v: &Value) -> Result<(), 
         }
         "bool" => {
             put_key(out, number, 0);
-            put_varint(out, u64::from(v.as_bool().unwrap_or(false)));
+            varint::put(out, u64::from(v.as_bool().unwrap_or(false)));
         }
         "int32" | "int64" => {
             put_key(out, number, 0);
@@ -477,7 +442,7 @@ fn put_value(out: &mut Vec<u8>, number: u64, ty: &str, v: &Value) -> Result<(), 
                 clippy::cast_sign_loss,
                 reason = "protobuf varints are two's complement"
             )]
-            put_varint(out, v.as_i64().unwrap_or(0) as u64);
+            varint::put(out, v.as_i64().unwrap_or(0) as u64);
         }
         "double" => {
             put_key(out, number, 1);
@@ -509,11 +474,11 @@ pub(crate) fn encode(ty: &str, v: &Value) -> Result<Vec<u8>, String> {
             if secs != 0 {
                 put_key(&mut out, 1, 0);
                 #[allow(clippy::cast_sign_loss, reason = "two's complement varint")]
-                put_varint(&mut out, secs as u64);
+                varint::put(&mut out, secs as u64);
             }
             if nanos != 0 {
                 put_key(&mut out, 2, 0);
-                put_varint(&mut out, u64::from(nanos));
+                varint::put(&mut out, u64::from(nanos));
             }
             return Ok(out);
         }
@@ -522,7 +487,7 @@ pub(crate) fn encode(ty: &str, v: &Value) -> Result<Vec<u8>, String> {
                 .ok_or_else(|| format!("duration {v}"))?;
             put_key(&mut out, 1, 0);
             #[allow(clippy::cast_sign_loss, reason = "two's complement varint")]
-            put_varint(&mut out, d as u64);
+            varint::put(&mut out, d as u64);
             return Ok(out);
         }
         "k8s.io.apimachinery.pkg.api.resource.Quantity" => {
@@ -537,15 +502,15 @@ pub(crate) fn encode(ty: &str, v: &Value) -> Result<Vec<u8>, String> {
             match v {
                 Value::String(s) => {
                     put_key(&mut out, 1, 0);
-                    put_varint(&mut out, 1);
+                    varint::put(&mut out, 1);
                     put_bytes(&mut out, 3, s.as_bytes());
                 }
                 other => {
                     put_key(&mut out, 1, 0);
-                    put_varint(&mut out, 0);
+                    varint::put(&mut out, 0);
                     put_key(&mut out, 2, 0);
                     #[allow(clippy::cast_sign_loss, reason = "two's complement varint")]
-                    put_varint(&mut out, other.as_i64().unwrap_or(0) as u64);
+                    varint::put(&mut out, other.as_i64().unwrap_or(0) as u64);
                 }
             }
             return Ok(out);
