@@ -56,6 +56,20 @@ async fn get(
     client: Option<&(String, String)>,
     token: Option<&str>,
 ) -> anyhow::Result<(u16, String)> {
+    send(s, roots, "GET", path, None, client, token).await
+}
+
+/// A request over TLS trusting `roots`, with an optional JSON body, client certificate and
+/// token.
+async fn send(
+    s: &RunningServer,
+    roots: &str,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    client: Option<&(String, String)>,
+    token: Option<&str>,
+) -> anyhow::Result<(u16, String)> {
     let mut store = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_slice_iter(roots.as_bytes()) {
         store.add(cert?)?;
@@ -80,13 +94,16 @@ async fn get(
     tokio::spawn(async move {
         let _ = conn.await;
     });
-    let mut req = Request::get(path).header("host", "localhost");
+    let mut req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "localhost")
+        .header("content-type", "application/json");
     if let Some(t) = token {
         req = req.header("authorization", format!("Bearer {t}"));
     }
-    let resp = sender
-        .send_request(req.body(Full::new(Bytes::new()))?)
-        .await?;
+    let body = Bytes::from(body.unwrap_or("").to_owned());
+    let resp = sender.send_request(req.body(Full::new(body))?).await?;
     let status = resp.status().as_u16();
     let body = resp.into_body().collect().await?.to_bytes();
     Ok((status, String::from_utf8_lossy(&body).into_owned()))
@@ -114,6 +131,31 @@ async fn a_certificate_the_client_ca_signed_authenticates_and_tokens_still_work(
         .unwrap();
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("\"kube-system\""), "{body}");
+
+    // Who the certificate is, as kube-apiserver says: its credential id is the SHA-256 of the
+    // certificate (`kubectl auth whoami` prints it).
+    let review = r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#;
+    let (status, body) = send(
+        &s,
+        &roots,
+        "POST",
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        Some(review),
+        Some(&admin),
+        None,
+    )
+    .await
+    .unwrap();
+    assert_eq!(status, 201, "{body}");
+    let der = CertificateDer::from_pem_slice(admin.0.as_bytes()).unwrap();
+    let sha = ring::digest::digest(&ring::digest::SHA256, &der);
+    let hex: String = sha.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    let info: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        info["status"]["userInfo"]["extra"]["authentication.kubernetes.io/credential-id"],
+        serde_json::json!([format!("X509SHA256={hex}")]),
+        "{body}"
+    );
 
     // No certificate: the connection stands, the token decides; without one the request is
     // the anonymous user's, whom RBAC refuses (kube-apiserver's default `--anonymous-auth`).

@@ -40,10 +40,20 @@ pub(crate) fn authenticate(
     }
 }
 
-/// The user of a client certificate: CN the name, each O a group.
+/// The user of a client certificate: CN the name, each O a group, and, as kube-apiserver's
+/// x509 authenticator adds, the credential id `X509SHA256=<hex of the certificate's SHA-256>`.
 pub(crate) fn certificate_user(c: &ClientCertificate) -> UserInfo {
-    UserInfo::new(c.common_name.clone(), c.organizations.iter().cloned()).with_authenticated()
+    let mut u =
+        UserInfo::new(c.common_name.clone(), c.organizations.iter().cloned()).with_authenticated();
+    u.extra.insert(
+        CREDENTIAL_ID.to_owned(),
+        vec![format!("X509SHA256={}", c.sha256)],
+    );
+    u
 }
+
+/// The extra key under which kube-apiserver names the credential a request authenticated with.
+const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
 
 /// The user a bearer token names, if any.
 pub(crate) fn token_user(state: &AppState, token: &str) -> Option<UserInfo> {
@@ -57,10 +67,8 @@ pub(crate) fn token_user(state: &AppState, token: &str) -> Option<UserInfo> {
     }
     let t = crate::http::token_identity(state, token)?;
     let mut u = service_account(&t.namespace, &t.name, &t.uid);
-    u.extra.insert(
-        "authentication.kubernetes.io/credential-id".to_owned(),
-        vec![format!("JTI={}", t.jti)],
-    );
+    u.extra
+        .insert(CREDENTIAL_ID.to_owned(), vec![format!("JTI={}", t.jti)]);
     Some(u)
 }
 
@@ -93,10 +101,12 @@ mod tests {
         let c = ClientCertificate {
             common_name: "carol".into(),
             organizations: vec!["devs".into(), "ops".into()],
+            sha256: "ab01".into(),
         };
         let u = certificate_user(&c);
         assert_eq!(u.name, "carol");
         assert_eq!(u.groups, ["devs", "ops", "system:authenticated"]);
+        assert_eq!(u.extra[CREDENTIAL_ID], ["X509SHA256=ab01"]);
     }
 
     #[test]

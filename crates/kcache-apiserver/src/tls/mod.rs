@@ -310,10 +310,13 @@ impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, TlsL
             .1
             .peer_certificates()
             .and_then(|chain| chain.first())
-            .and_then(|leaf| x509::subject(leaf))
-            .map(|(common_name, organizations)| ClientCertificate {
-                common_name,
-                organizations,
+            .and_then(|leaf| {
+                let (common_name, organizations) = x509::subject(leaf)?;
+                Some(ClientCertificate {
+                    common_name,
+                    organizations,
+                    sha256: hex(ring::digest::digest(&ring::digest::SHA256, leaf).as_ref()),
+                })
             });
         Self { certificate }
     }
@@ -329,4 +332,14 @@ pub(crate) struct ClientCertificate {
     pub(crate) common_name: String,
     /// The subject's organizations: the user's groups.
     pub(crate) organizations: Vec<String>,
+    /// The SHA-256 of the certificate (DER), lower-case hex: the user's credential id.
+    pub(crate) sha256: String,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
