@@ -272,7 +272,7 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
     /// [`last_sync_resource_version`](Self::last_sync_resource_version) in the same write. The
     /// informer applies each [`pop_batch`](crate::fifo::Fifo::pop_batch) through this, with
     /// the resourceVersion of the batch's last object, deleted ones included.
-    pub fn apply_at(
+    pub(crate) fn apply_at(
         &self,
         txns: Vec<Transaction<K>>,
         resource_version: Option<String>,
@@ -319,7 +319,8 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
     ///
     /// The new map and its indexes are built before the write lock is taken; the lock is held
     /// only to swap them in (or, if indexers were added meanwhile, to rebuild the indexes).
-    pub fn replace_keyed(
+    /// Benchmarks and model tests reach it through `testing::replace_keyed`.
+    pub(crate) fn replace_keyed(
         &self,
         list: Vec<(ObjectKey, Arc<K>)>,
         resource_version: impl Into<String>,
