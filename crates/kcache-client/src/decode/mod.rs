@@ -10,8 +10,21 @@
 mod event;
 mod frame;
 mod item;
+// Their `pub` items are public through `internals` with the feature, crate-private without it.
+#[cfg_attr(
+    not(feature = "unstable-decode-internals"),
+    allow(unreachable_pub, reason = "public only through `internals`")
+)]
 mod list;
+#[cfg_attr(
+    not(feature = "unstable-decode-internals"),
+    allow(unreachable_pub, reason = "public only through `internals`")
+)]
 mod split;
+#[cfg_attr(
+    not(feature = "unstable-decode-internals"),
+    allow(unreachable_pub, reason = "public only through `internals`")
+)]
 mod stream;
 mod strip;
 
