@@ -83,7 +83,10 @@ impl ListSplitter {
     /// that is not an object).
     #[cfg_attr(
         not(feature = "unstable-decode-internals"),
-        allow(dead_code, reason = "called by the benches and tests, through `internals`")
+        allow(
+            dead_code,
+            reason = "called by the benches and tests, through `internals`"
+        )
     )]
     pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<Bytes>, SplitError> {
         struct Collect(Vec<Bytes>);
