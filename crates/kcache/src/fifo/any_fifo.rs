@@ -182,12 +182,15 @@ mod tests {
     #[tokio::test]
     async fn a_delta_fifo_kind_pops_one_key_and_forwards_writes() {
         let key: KeyFunc<String> = Arc::new(|s: &String| Ok(ObjectKey::new(None, s)));
-        let cache = ThreadSafeStore::new(key.clone());
+        let cache = ThreadSafeStore::without_resource_versions(key.clone(), Default::default());
         let fifo = AnyFifo::new(QueueKind::DeltaFifo, key.clone(), Arc::new(cache.clone()));
         assert!(fifo.pops_one_key());
         assert!(!AnyFifo::new(QueueKind::RealFifo, key, Arc::new(cache)).pops_one_key());
         fifo.add(Arc::new("a".to_string())).unwrap();
-        let n = fifo.pop_batch(|deltas, _initial| deltas.len()).await.unwrap();
+        let n = fifo
+            .pop_batch(|deltas, _initial| deltas.len())
+            .await
+            .unwrap();
         assert_eq!(n, 1);
     }
 }

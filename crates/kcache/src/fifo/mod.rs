@@ -26,11 +26,11 @@
 //! use std::sync::Arc;
 //! use kcache::fifo::{DeltaObject, DeltaType, Fifo, RealFifo};
 //! use kcache::reflector::ReflectorStore;
-//! use kcache::store::{KeyFunc, ObjectKey, ThreadSafeStore, Transaction};
+//! use kcache::store::{Indexers, KeyFunc, ObjectKey, ThreadSafeStore, Transaction};
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let key: KeyFunc<String> = Arc::new(|s: &String| Ok(ObjectKey::new(None, s)));
-//! let store = ThreadSafeStore::new(key.clone());
+//! let store = ThreadSafeStore::without_resource_versions(key.clone(), Indexers::new());
 //! let fifo = RealFifo::atomic(key);
 //!
 //! // The reflector's side.

@@ -23,9 +23,7 @@ use crate::{
     fifo::{AnyFifo, Fifo},
     lister_watcher::ListerWatcher,
     reflector::{self, Reflector, ReflectorHandle, TransformFunc, WatchErrorHandler},
-    store::{
-        Indexers, Lister, Reader, ThreadSafeStore, meta_namespace_key_func, resource_version_func,
-    },
+    store::{Indexers, Lister, Reader, ThreadSafeStore, meta_namespace_key_func},
 };
 
 /// What [`run`](SharedIndexInformer::run) needs to start, and whether it has.
@@ -136,8 +134,8 @@ where
             config.reflector.name.clone()
         };
         let span = tracing::info_span!("informer", resource = %resource);
+        // Reads each object's resourceVersion, as every store of Kubernetes objects does.
         let indexer = ThreadSafeStore::with_indexers(Arc::clone(&key_func), indexers);
-        indexer.set_resource_version_func(resource_version_func::<K>());
         let queue = AnyFifo::new(
             config.queue,
             Arc::clone(&key_func),
@@ -218,7 +216,9 @@ where
         if start.stopped {
             return Err(Error::Stopped);
         }
-        let mut period = handler_config.resync_period.unwrap_or(inner.config.resync_period);
+        let mut period = handler_config
+            .resync_period
+            .unwrap_or(inner.config.resync_period);
         if !period.is_zero() {
             if period < MINIMUM_RESYNC_PERIOD {
                 warn!(?period, "resync period too small, using the minimum of 1 s");

@@ -51,12 +51,14 @@ pub trait KeyListerGetter<K>: Send + Sync {
 /// last one it has seen ([`ThreadSafeStore::set_resource_version_func`]). `None` (or an empty
 /// string) means the object carries none.
 ///
-/// [`resource_version_func`] reads it from a Kubernetes object's metadata.
+/// [`resource_version_func`] reads it from a Kubernetes object's metadata; every store of
+/// Kubernetes objects uses it.
 pub type ResourceVersionFunc<K> = Arc<dyn Fn(&K) -> Option<&str> + Send + Sync>;
 
 /// The [`ResourceVersionFunc`] of a Kubernetes object: its `metadata.resourceVersion`.
 ///
-/// [`ThreadSafeStore::for_resource`] and every informer's indexer use it.
+/// [`ThreadSafeStore::new`], [`with_indexers`](ThreadSafeStore::with_indexers),
+/// [`for_resource`](ThreadSafeStore::for_resource) and so every informer's indexer use it.
 ///
 /// ```
 /// use k8s_openapi::api::core::v1::ConfigMap;
@@ -156,13 +158,25 @@ impl<K> fmt::Debug for ThreadSafeStore<K> {
 }
 
 impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
-    /// An empty store without indexes.
-    pub fn new(key_func: KeyFunc<K>) -> Self {
-        Self::with_indexers(key_func, Indexers::new())
-    }
-
-    /// An empty store with the given indexes.
-    pub fn with_indexers(key_func: KeyFunc<K>, indexers: Indexers<K>) -> Self {
+    /// An empty store with the given indexes (none: `Indexers::new()`) for objects of any type,
+    /// Kubernetes resources or not, that reads no resourceVersion from them: it records only
+    /// replaces and bookmarks until [`set_resource_version_func`](Self::set_resource_version_func)
+    /// tells it how. Stores of Kubernetes objects are built by [`new`](Self::new),
+    /// [`with_indexers`](Self::with_indexers) or [`for_resource`](Self::for_resource), which
+    /// read them as client-go's store does.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use kcache::store::{Indexers, KeyFunc, ObjectKey, ThreadSafeStore};
+    ///
+    /// let key: KeyFunc<String> = Arc::new(|s: &String| Ok(ObjectKey::new(None, s)));
+    /// let store = ThreadSafeStore::without_resource_versions(key, Indexers::new());
+    /// store.add(Arc::new("a".to_string()))?;
+    /// assert!(store.contains_key("a"));
+    /// assert_eq!(store.last_sync_resource_version(), "");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn without_resource_versions(key_func: KeyFunc<K>, indexers: Indexers<K>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 key_func,
@@ -508,8 +522,10 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
     /// The last resourceVersion the store has seen (client-go's
     /// `LastStoreSyncResourceVersion`): that of the last [`replace`](Self::replace) or
     /// [`set_resource_version`](Self::set_resource_version) (a bookmark) or, when the store
-    /// reads resourceVersions ([`set_resource_version_func`](Self::set_resource_version_func);
-    /// [`for_resource`](Self::for_resource) and every informer's indexer do), of the last
+    /// reads resourceVersions (every store of Kubernetes objects: [`new`](Self::new),
+    /// [`with_indexers`](Self::with_indexers), [`for_resource`](Self::for_resource), every
+    /// informer's indexer; see
+    /// [`set_resource_version_func`](Self::set_resource_version_func)), of the last
     /// object written by object — [`add`](Self::add), [`update`](Self::update),
     /// [`upsert_keyed`](Self::upsert_keyed), [`delete`](Self::delete), an
     /// [`apply`](Self::apply) batch's last upsert — whichever came last. Objects that carry no
@@ -549,9 +565,11 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
     /// as its [`last_sync_resource_version`](Self::last_sync_resource_version), as client-go's
     /// store does (see that method for which writes count). Stores built by
     /// [`for_resource`](Self::for_resource) already do, with [`resource_version_func`]; a
-    /// store built by [`new`](Self::new) or [`with_indexers`](Self::with_indexers) records only
-    /// replaces and bookmarks until this is called. Returns `false`, changing nothing, when
-    /// the store already has one (a store has at most one).
+    /// store built by [`without_resource_versions`](Self::without_resource_versions) records
+    /// only replaces and bookmarks until this is called. Returns `false`, changing nothing,
+    /// when the store already has one (a store has at most one): every store built by
+    /// [`new`](Self::new), [`with_indexers`](Self::with_indexers) or
+    /// [`for_resource`](Self::for_resource) has [`resource_version_func`].
     pub fn set_resource_version_func(&self, func: ResourceVersionFunc<K>) -> bool {
         self.inner.resource_version_of.set(func).is_ok()
     }
@@ -641,16 +659,44 @@ impl<K: Send + Sync + 'static> ReflectorStore<K> for ThreadSafeStore<K> {
     }
 }
 
+/// Stores of Kubernetes objects: like client-go's `NewStore` and `NewIndexer`, they record the
+/// resourceVersion of every object written ([`resource_version_func`]).
 impl<K: kube_core::Resource + Send + Sync + 'static> ThreadSafeStore<K> {
+    /// An empty store without indexes that records the resourceVersion of every object
+    /// written (client-go's `NewStore`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kcache::store::{ThreadSafeStore, meta_namespace_key_func};
+    ///
+    /// let store = ThreadSafeStore::<ConfigMap>::new(meta_namespace_key_func());
+    /// let mut cm = ConfigMap::default();
+    /// cm.metadata.name = Some("web".into());
+    /// cm.metadata.resource_version = Some("11".into());
+    /// store.add(Arc::new(cm))?;
+    /// assert_eq!(store.last_sync_resource_version(), "11");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn new(key_func: KeyFunc<K>) -> Self {
+        Self::with_indexers(key_func, Indexers::new())
+    }
+
+    /// An empty store with the given indexes that records the resourceVersion of every object
+    /// written (client-go's `NewIndexer`).
+    pub fn with_indexers(key_func: KeyFunc<K>, indexers: Indexers<K>) -> Self {
+        let store = Self::without_resource_versions(key_func, indexers);
+        store.set_resource_version_func(resource_version_func::<K>());
+        store
+    }
+
     /// A store keyed by `namespace/name` ([`meta_namespace_key`](super::meta_namespace_key))
     /// with the namespace index ([`NAMESPACE_INDEX`](super::NAMESPACE_INDEX)), that records
     /// the resourceVersion of every object written ([`resource_version_func`]).
     pub fn for_resource() -> Self {
-        let store = Self::with_indexers(
+        Self::with_indexers(
             super::meta_namespace_key_func::<K>(),
             super::namespace_indexers::<K>(),
-        );
-        store.set_resource_version_func(resource_version_func::<K>());
-        store
+        )
     }
 }
