@@ -44,7 +44,7 @@ pub(crate) use stream::watch_events;
 #[cfg(feature = "unstable-decode-internals")]
 pub mod internals {
     pub use super::list::decode_list;
-    pub use super::split::{ItemSink, ListSplitter};
+    pub use super::split::{ItemSink, ListSplitter, SplitError};
     pub use super::stream::watch_events;
 }
 
