@@ -62,7 +62,7 @@ where
         }
     });
     let (add, update, delete) = (enqueue.clone(), enqueue.clone(), enqueue);
-    informer.add_event_handler_with_options(
+    informer.add_event_handler_with_config(
         ObjectHandlerFns::<K>::new()
             .on_add(move |pod, _initial| add(pod))
             .on_update(move |_old, new| {

@@ -24,7 +24,7 @@ use crate::{Error, LeaseClient};
 /// ```no_run
 /// use kcache::leaderelection::{Config, LeaderElector};
 /// use kcache_client::{Client, HttpLeaseLock, LeaseClient};
-/// use kcache::leaderelection::CancellationToken;
+/// use tokio_util::sync::CancellationToken;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> anyhow::Result<()> {

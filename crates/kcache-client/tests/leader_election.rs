@@ -14,9 +14,10 @@ use std::{
 use anyhow::{Context, Result, bail, ensure};
 use common::TestServer;
 use k8s_openapi::api::coordination::v1::LeaseSpec;
-use kcache::leaderelection::{CancellationToken, Config, LeaderElector};
+use kcache::leaderelection::{Config, LeaderElector};
 use kcache_client::{HttpLeaseLock, LeaseClient};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// A guard against a hung election; not a performance assertion.
 const HANG_GUARD: Duration = Duration::from_secs(30);

@@ -35,7 +35,7 @@ struct Registered {
 /// - `controller_runtime_active_workers{controller}` (workers inside a reconcile now),
 /// - `controller_runtime_reconcile_time_seconds{controller}` (a histogram of every
 ///   reconcile's duration, whatever its outcome, in controller-runtime's buckets: 5 ms … 60 s,
-///   [`RECONCILE_TIME_BUCKETS`](kcache::histogram::RECONCILE_TIME_BUCKETS)),
+///   from [`controller::Metrics::reconcile_time`](kcache::controller::Metrics::reconcile_time)),
 /// - `leader_election_master_status{name}` (1 while leading),
 ///
 /// and kcache's own `kcache_controller_retries_total`, `kcache_controller_gave_up_total`,

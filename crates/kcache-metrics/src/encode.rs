@@ -1,7 +1,7 @@
 //! Encoding helpers shared by the collectors: one family from labelled rows, and kcache's
 //! atomic histograms as Prometheus histograms.
 
-use kcache::histogram::HistogramSnapshot;
+use kcache::HistogramSnapshot;
 use prometheus_client::{
     encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder, NoLabelSet},
     metrics::MetricType,

@@ -31,7 +31,7 @@
 //!   leader-election `HealthzAdaptor` for `/healthz`.
 //!
 //! Counters and histograms live in kcache as atomics (no metrics library there) and are read
-//! at scrape time; histograms are kept in fixed buckets (`kcache::histogram`) and exposed as
+//! at scrape time; histograms are kept in fixed buckets (read as [`kcache::HistogramSnapshot`]) and exposed as
 //! Prometheus histograms.
 //!
 //! ```no_run

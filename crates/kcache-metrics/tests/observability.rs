@@ -78,7 +78,7 @@ async fn reflector_and_handler_families_over_http() {
     let gate = Arc::new(Gate::default());
     let g = Arc::clone(&gate);
     let slow = informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             HandlerFns::new().on_add(move |_: &Arc<ConfigMap>, _| g.wait()),
             HandlerConfig::default().name("slow"),
         )

@@ -227,7 +227,7 @@ async fn one_run(n: usize, updates: usize) -> Run {
     for c in &counters {
         let (a, u, d) = (Arc::clone(c), Arc::clone(c), Arc::clone(c));
         informer
-            .add_event_handler_with_options(
+            .add_event_handler_with_config(
                 HandlerFns::new()
                     .on_add(move |_, _| {
                         a.fetch_add(1, Ordering::Relaxed);

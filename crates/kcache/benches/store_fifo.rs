@@ -63,7 +63,7 @@ fn drain_into(fifo: &RealFifo<ConfigMap>, store: &ThreadSafeStore<ConfigMap>) {
                         objects,
                         resource_version,
                     } => {
-                        store.replace_keyed(objects, resource_version);
+                        kcache::testing::replace_keyed(store, objects, resource_version);
                     }
                     DeltaObject::SyncAll | DeltaObject::Bookmark { .. } => {}
                 }

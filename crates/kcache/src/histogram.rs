@@ -5,39 +5,43 @@
 //! search plus a compare-and-swap on the sum — and an exporter such as `kcache-metrics` reads a
 //! [`HistogramSnapshot`] at scrape time and encodes it as a Prometheus histogram.
 //!
-//! ```
-//! use kcache::histogram::HistogramSnapshot;
-//!
-//! let s = HistogramSnapshot {
-//!     bounds: vec![1.0, 10.0],
-//!     counts: vec![2, 1, 0],
-//!     sum: 7.5,
-//! };
-//! assert_eq!(s.count(), 3);
-//! assert_eq!(s.cumulative(), vec![(1.0, 2), (10.0, 3), (f64::INFINITY, 3)]);
-//! ```
+//! Only [`HistogramSnapshot`] is public (re-exported at the crate root, returned by
+//! `ReflectorHandle::list_items`, `list_duration` and `controller::Metrics::reconcile_time`);
+//! the atomic histogram and the bucket tables are the crate's own.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// client-go's `rest_client_request_duration_seconds` buckets (seconds), used for the
 /// reflector's list duration.
-pub const REQUEST_DURATION_BUCKETS: &[f64] = &[
+pub(crate) const REQUEST_DURATION_BUCKETS: &[f64] = &[
     0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0,
 ];
 
 /// Buckets for the number of objects in one list.
-pub const LIST_ITEMS_BUCKETS: &[f64] = &[
+pub(crate) const LIST_ITEMS_BUCKETS: &[f64] = &[
     0.0, 1.0, 10.0, 50.0, 100.0, 500.0, 1000.0, 5000.0, 10000.0, 50000.0, 100000.0,
 ];
 
 /// controller-runtime's `controller_runtime_reconcile_time_seconds` buckets (seconds).
-pub const RECONCILE_TIME_BUCKETS: &[f64] = &[
+pub(crate) const RECONCILE_TIME_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9,
     1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 15.0, 20.0,
     25.0, 30.0, 40.0, 50.0, 60.0,
 ];
 
 /// A histogram read at one moment: per-bucket counts (not cumulative) and the sum.
+///
+/// ```
+/// use kcache::HistogramSnapshot;
+///
+/// let s = HistogramSnapshot {
+///     bounds: vec![1.0, 10.0],
+///     counts: vec![2, 1, 0],
+///     sum: 7.5,
+/// };
+/// assert_eq!(s.count(), 3);
+/// assert_eq!(s.cumulative(), vec![(1.0, 2), (10.0, 3), (f64::INFINITY, 3)]);
+/// ```
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct HistogramSnapshot {
     /// The buckets' upper bounds (inclusive), ascending; the `+Inf` bucket is implied.

@@ -22,7 +22,7 @@
 //! | [`controller`] | reconcile workers over a work queue, policies, leader-gated runs |
 //! | [`leaderelection`] | Lease-based leader election, warm standby |
 //! | [`sharding`] | KEP-5866 shard selectors and per-shard Leases |
-//! | [`memory`], [`histogram`] | cache byte accounting; lock-free histograms for exporters |
+//! | [`memory`] | cache byte accounting |
 //! | [`testing`] | in-memory doubles (feature `testing`) |
 //!
 //! ```
@@ -54,13 +54,14 @@ pub mod leaderelection;
 // and sharding across replicas.
 pub mod sharding;
 // Beside the path.
-pub mod histogram;
+mod histogram;
 pub mod memory;
 #[cfg(any(test, feature = "testing", doc))]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod testing;
 
 pub use factory::{InformerFrom, SharedInformerFactory};
+pub use histogram::HistogramSnapshot;
 pub use informer::{EventHandler, HandlerFns, HandlerRegistration, SharedIndexInformer};
 pub use lister_watcher::ListerWatcher;
 

@@ -128,13 +128,13 @@ async fn run_seed(seed: u64) {
     let slow = Rebuilder::new(true);
     let regs = [
         informer
-            .add_event_handler_with_options(
+            .add_event_handler_with_config(
                 Arc::clone(&fast),
                 informer::HandlerConfig::default().delivery(informer::Delivery::Inline),
             )
             .unwrap(),
         informer
-            .add_event_handler_with_options(
+            .add_event_handler_with_config(
                 Arc::clone(&coalescing),
                 informer::HandlerConfig::default().buffer(BufferMode::Coalescing),
             )

@@ -202,7 +202,7 @@ fn state(store: &ThreadSafeStore<Obj>) -> BTreeMap<String, u32> {
 }
 
 fn run(ops: &[Op], emit_replaced: bool) -> Result<(), TestCaseError> {
-    let store = ThreadSafeStore::new(key_func());
+    let store = ThreadSafeStore::without_resource_versions(key_func(), Default::default());
     let fifo = DeltaFifo::new(
         key_func(),
         DeltaFifoConfig::default()

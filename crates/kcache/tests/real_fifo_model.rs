@@ -13,6 +13,7 @@ use kcache::{
     fifo::{DeltaObject, DeltaType, Deltas, Fifo, RealFifo, RealFifoConfig},
     reflector::ReflectorStore,
     store::{KeyError, KeyFunc, ObjectKey, ThreadSafeStore, Transaction},
+    testing::replace_keyed,
 };
 use proptest::prelude::*;
 
@@ -85,7 +86,7 @@ struct Consumer {
 impl Consumer {
     fn new(batch_size: usize) -> Self {
         Self {
-            store: ThreadSafeStore::new(key_func()),
+            store: ThreadSafeStore::without_resource_versions(key_func(), Default::default()),
             observed: BTreeMap::new(),
             initial_deltas: 0,
             popped: 0,
@@ -147,7 +148,7 @@ impl Consumer {
                 ) => {
                     let listed: HashSet<ObjectKey> =
                         objects.iter().map(|(k, _)| k.clone()).collect();
-                    let previous = self.store.replace_keyed(objects.clone(), resource_version);
+                    let previous = replace_keyed(&self.store, objects.clone(), resource_version);
                     for key in previous.keys().filter(|k| !listed.contains(*k)) {
                         self.observed.remove(key.as_str());
                     }

@@ -158,7 +158,8 @@ fn check(
 }
 
 fn run(ops: &[Op]) -> Result<(), TestCaseError> {
-    let store = ThreadSafeStore::with_indexers(key_func(), HashMap::from([indexer(NS_INDEX)]));
+    let store =
+        ThreadSafeStore::without_resource_versions(key_func(), HashMap::from([indexer(NS_INDEX)]));
     let mut indexes = vec![NS_INDEX];
     let mut model: BTreeMap<ObjectKey, Obj> = BTreeMap::new();
     for op in ops {

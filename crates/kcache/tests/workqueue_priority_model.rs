@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use futures::FutureExt;
-use kcache::workqueue::priority::{self, AddOpts};
+use kcache::workqueue::priority::{self, AddConfig};
 use kcache::workqueue::{ItemExponentialFailureRateLimiter, PriorityQueue};
 use proptest::prelude::*;
 
@@ -197,10 +197,10 @@ fn check(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     prop_assert_eq!(got, model.add(item, p, None), "step {}: add", step);
                 }
                 Op::AddAfter(item, p, ms) => {
-                    let opts = AddOpts::default()
+                    let opts = AddConfig::default()
                         .priority(p)
                         .after(Duration::from_millis(ms));
-                    let got = queue.add_with_opts(item, opts).map_err(|e| e.0);
+                    let got = queue.add_with_config(item, opts).map_err(|e| e.0);
                     prop_assert_eq!(
                         got,
                         model.add(item, p, Some(ms)),

@@ -159,7 +159,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
         delay: Duration::ZERO,
     })?;
     let slow = Arc::new(Rebuilt::new(false));
-    let slow_reg = informer.add_event_handler_with_options(
+    let slow_reg = informer.add_event_handler_with_config(
         Recording {
             state: Arc::clone(&slow),
             delay: SLOW_HANDLER_DELAY,

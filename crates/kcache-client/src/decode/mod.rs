@@ -10,8 +10,21 @@
 mod event;
 mod frame;
 mod item;
+// Their `pub` items are public through `internals` with the feature, crate-private without it.
+#[cfg_attr(
+    not(feature = "unstable-decode-internals"),
+    allow(unreachable_pub, reason = "public only through `internals`")
+)]
 mod list;
+#[cfg_attr(
+    not(feature = "unstable-decode-internals"),
+    allow(unreachable_pub, reason = "public only through `internals`")
+)]
 mod split;
+#[cfg_attr(
+    not(feature = "unstable-decode-internals"),
+    allow(unreachable_pub, reason = "public only through `internals`")
+)]
 mod stream;
 mod strip;
 
@@ -24,12 +37,14 @@ pub(crate) use list::decode_list;
 pub(crate) use split::{ItemSink, ListSplitter, whole_item};
 pub(crate) use stream::watch_events;
 
-/// The decoder's internals, reachable for this crate's benchmarks and property tests only: not
-/// a supported API, and not semver-stable.
-#[doc(hidden)]
+/// The decoder's internals, for this crate's benchmarks and property tests (which turn the
+/// feature on through their dev-dependencies): not a supported API, and not semver-stable.
+///
+/// Available with the crate feature `unstable-decode-internals` (off by default).
+#[cfg(feature = "unstable-decode-internals")]
 pub mod internals {
     pub use super::list::decode_list;
-    pub use super::split::{ItemSink, ListSplitter};
+    pub use super::split::{ItemSink, ListSplitter, SplitError};
     pub use super::stream::watch_events;
 }
 

@@ -81,6 +81,13 @@ impl ListSplitter {
     /// # Errors
     /// A [`SplitError`] when the bytes cannot be a JSON list (an unbalanced bracket, an item
     /// that is not an object).
+    #[cfg_attr(
+        not(feature = "unstable-decode-internals"),
+        allow(
+            dead_code,
+            reason = "called by the benches and tests, through `internals`"
+        )
+    )]
     pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<Bytes>, SplitError> {
         struct Collect(Vec<Bytes>);
         impl ItemSink for Collect {

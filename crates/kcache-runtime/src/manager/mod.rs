@@ -356,7 +356,7 @@ impl Manager {
                 kind: C::kind(&()).into_owned(),
                 existing: e.to_string(),
             })?;
-        let _ = informer.add_event_handler_with_options(
+        let _ = informer.add_event_handler_with_config(
             Wake(Arc::clone(&s.wake)),
             HandlerConfig::default()
                 .delivery(kcache::informer::Delivery::Inline)

@@ -100,8 +100,7 @@ impl Metrics {
     }
 
     /// Seconds per reconcile, whatever its outcome (controller-runtime's
-    /// `reconcile_time_seconds`), in
-    /// [`RECONCILE_TIME_BUCKETS`](crate::histogram::RECONCILE_TIME_BUCKETS).
+    /// `reconcile_time_seconds`), in controller-runtime's buckets (5 ms … 60 s).
     pub fn reconcile_time(&self) -> HistogramSnapshot {
         self.counters.reconcile_time.0.snapshot()
     }

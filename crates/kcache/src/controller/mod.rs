@@ -222,7 +222,7 @@ where
             filter,
         };
         let reg = informer
-            .add_event_handler_with_options(
+            .add_event_handler_with_config(
                 enqueue,
                 informer::HandlerConfig::default()
                     .delivery(informer::Delivery::Inline)
@@ -265,7 +265,7 @@ where
             filter: None,
         };
         let reg = informer
-            .add_event_handler_with_options(
+            .add_event_handler_with_config(
                 enqueue,
                 informer::HandlerConfig::default()
                     .delivery(informer::Delivery::Inline)

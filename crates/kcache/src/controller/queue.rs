@@ -11,7 +11,7 @@ use crate::{
     store::ObjectKey,
     workqueue::{
         Driver, PriorityQueue, RateLimitingQueue, RateLimitingQueueConfig, ShutDownError,
-        priority::{self, AddOpts},
+        priority::{self, AddConfig},
     },
 };
 
@@ -183,8 +183,8 @@ impl WorkQueue {
         match &self.inner {
             Inner::RateLimiting(queue) => queue.add_after(key, delay),
             Inner::Priority { queue, in_flight } => {
-                let opts = AddOpts::default().priority(held_priority(in_flight, &key));
-                queue.add_with_opts(key, opts.after(delay))
+                let opts = AddConfig::default().priority(held_priority(in_flight, &key));
+                queue.add_with_config(key, opts.after(delay))
             }
         }
     }

@@ -129,7 +129,7 @@ where
     {
         let layout = manager.layout();
         let deleted = Arc::new(Mutex::new(HashMap::new()));
-        if let Ok(reg) = self.primary.add_event_handler_with_options(
+        if let Ok(reg) = self.primary.add_event_handler_with_config(
             DeletedShards {
                 layout,
                 deleted: Arc::clone(&deleted),

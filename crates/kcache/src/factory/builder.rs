@@ -224,7 +224,7 @@ where
     K: Resource + Clone + Send + Sync + 'static,
 {
     pub(super) fn new(factory: &'f SharedInformerFactory) -> Self {
-        let defaults = factory.options();
+        let defaults = factory.config();
         Self {
             factory,
             namespace: defaults.namespace.clone(),

@@ -195,7 +195,7 @@ struct State {
 /// # }
 /// ```
 pub struct SharedInformerFactory {
-    options: Config,
+    config: Config,
     state: Mutex<State>,
     cancel: CancellationToken,
     tasks: TaskTracker,
@@ -205,7 +205,7 @@ impl SharedInformerFactory {
     /// A factory with this configuration.
     pub fn new(config: Config) -> Self {
         Self {
-            options: config,
+            config,
             state: Mutex::new(State {
                 informers: HashMap::new(),
                 started: HashMap::new(),
@@ -216,9 +216,9 @@ impl SharedInformerFactory {
         }
     }
 
-    /// The factory's options.
-    pub fn options(&self) -> &Config {
-        &self.options
+    /// The factory's configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
     }
 
     /// The shared informer for `K` from the [`ListerWatcher`] `make` builds, with `indexers`
@@ -236,18 +236,18 @@ impl SharedInformerFactory {
         L: ListerWatcher<K>,
     {
         let settings = Settings {
-            namespace: self.options.namespace.clone(),
-            config: self.options.informer.clone(),
+            namespace: self.config.namespace.clone(),
+            config: self.config.informer.clone(),
             indexers: indexers.keys().cloned().collect(),
-            strip_managed_fields: self.options.strip_managed_fields,
+            strip_managed_fields: self.config.strip_managed_fields,
             transform: false,
             memory: builder::Accounting::Off,
         };
         let made = self.get_or_create(settings, || {
-            let builder = SharedIndexInformer::builder(make(&self.options))
-                .config(self.options.informer.clone())
+            let builder = SharedIndexInformer::builder(make(&self.config))
+                .config(self.config.informer.clone())
                 .indexers(indexers);
-            if self.options.strip_managed_fields {
+            if self.config.strip_managed_fields {
                 builder.transform(strip).build()
             } else {
                 builder.build()

@@ -23,24 +23,9 @@ pub enum QueueKind {
 
 /// One of the informer's queues, chosen at run time by a [`QueueKind`]; every [`Fifo`] and
 /// [`ReflectorStore`] call goes to the queue inside. A cheap-`Clone` handle, like the queues.
-///
-/// ```
-/// use std::sync::Arc;
-/// use kcache::fifo::{AnyFifo, Fifo, QueueKind};
-/// use kcache::reflector::ReflectorStore;
-/// use kcache::store::{KeyFunc, ObjectKey, ThreadSafeStore};
-///
-/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let key: KeyFunc<String> = Arc::new(|s: &String| Ok(ObjectKey::new(None, s)));
-/// let cache = ThreadSafeStore::new(key.clone());
-/// let fifo = AnyFifo::new(QueueKind::DeltaFifo, key, Arc::new(cache));
-/// assert!(fifo.pops_one_key());
-/// fifo.add(Arc::new("a".to_string()))?;
-/// let n = fifo.pop_batch(|deltas, _initial| deltas.len()).await?;
-/// assert_eq!(n, 1);
-/// # Ok(()) }
-/// ```
-pub enum AnyFifo<K> {
+/// The informer's own: users pick a queue with [`QueueKind`], or use [`RealFifo`] and
+/// [`DeltaFifo`] directly.
+pub(crate) enum AnyFifo<K> {
     /// A [`RealFifo`], atomic or not.
     Real(RealFifo<K>),
     /// A [`DeltaFifo`].
@@ -51,7 +36,7 @@ impl<K: Send + Sync + 'static> AnyFifo<K> {
     /// The queue `kind` names, keyed by `key_func`. `known_objects` is the consumer's cache
     /// (the informer's indexer): the non-atomic queues check vanished and resynced keys
     /// against it; the atomic [`RealFifo`] does not need it.
-    pub fn new(
+    pub(crate) fn new(
         kind: QueueKind,
         key_func: KeyFunc<K>,
         known_objects: Arc<dyn KeyListerGetter<K>>,
@@ -81,7 +66,7 @@ impl<K: Send + Sync + 'static> AnyFifo<K> {
 
     /// Whether every batch [`pop_batch`](Fifo::pop_batch) hands out concerns one key (a
     /// [`DeltaFifo`]), so that its deltas must be applied one by one.
-    pub fn pops_one_key(&self) -> bool {
+    pub(crate) fn pops_one_key(&self) -> bool {
         matches!(self, Self::Delta(_))
     }
 }
@@ -186,5 +171,26 @@ impl<K: Send + Sync + 'static> Fifo<K> for AnyFifo<K> {
             Self::Real(q) => q.len(),
             Self::Delta(q) => q.len(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{ObjectKey, ThreadSafeStore};
+
+    #[tokio::test]
+    async fn a_delta_fifo_kind_pops_one_key_and_forwards_writes() {
+        let key: KeyFunc<String> = Arc::new(|s: &String| Ok(ObjectKey::new(None, s)));
+        let cache = ThreadSafeStore::without_resource_versions(key.clone(), Default::default());
+        let fifo = AnyFifo::new(QueueKind::DeltaFifo, key.clone(), Arc::new(cache.clone()));
+        assert!(fifo.pops_one_key());
+        assert!(!AnyFifo::new(QueueKind::RealFifo, key, Arc::new(cache)).pops_one_key());
+        fifo.add(Arc::new("a".to_string())).unwrap();
+        let n = fifo
+            .pop_batch(|deltas, _initial| deltas.len())
+            .await
+            .unwrap();
+        assert_eq!(n, 1);
     }
 }

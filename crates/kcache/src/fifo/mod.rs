@@ -1,6 +1,6 @@
 //! Queues between the reflector and the informer: [`RealFifo`] (the informers' queue) and
-//! [`DeltaFifo`] (kept for parity with client-go), both behind the [`Fifo`] trait, and
-//! [`AnyFifo`], the one an informer's [`QueueKind`] chose.
+//! [`DeltaFifo`] (kept for parity with client-go), both behind the [`Fifo`] trait; an
+//! informer's [`QueueKind`] chooses between them.
 //!
 //! The reflector writes into a queue through [`ReflectorStore`]; one consumer (the informer)
 //! takes changes out with [`Fifo::pop_batch`], applies them to its
@@ -26,11 +26,11 @@
 //! use std::sync::Arc;
 //! use kcache::fifo::{DeltaObject, DeltaType, Fifo, RealFifo};
 //! use kcache::reflector::ReflectorStore;
-//! use kcache::store::{KeyFunc, ObjectKey, ThreadSafeStore, Transaction};
+//! use kcache::store::{Indexers, KeyFunc, ObjectKey, ThreadSafeStore, Transaction};
 //!
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let key: KeyFunc<String> = Arc::new(|s: &String| Ok(ObjectKey::new(None, s)));
-//! let store = ThreadSafeStore::new(key.clone());
+//! let store = ThreadSafeStore::without_resource_versions(key.clone(), Indexers::new());
 //! let fifo = RealFifo::atomic(key);
 //!
 //! // The reflector's side.
@@ -53,7 +53,8 @@
 //!                     txns.push(Transaction::Delete(key));
 //!                 }
 //!                 DeltaObject::ReplacedAll { objects, resource_version } => {
-//!                     let _previous = store.replace_keyed(objects, resource_version);
+//!                     let list = objects.into_iter().map(|(_key, obj)| obj).collect();
+//!                     let _previous = store.replace(list, resource_version).expect("keyed once");
 //!                 }
 //!                 DeltaObject::SyncAll => {}
 //!                 DeltaObject::Bookmark { resource_version } => {
@@ -79,7 +80,8 @@ mod synced;
 
 use std::future::Future;
 
-pub use any_fifo::{AnyFifo, QueueKind};
+pub(crate) use any_fifo::AnyFifo;
+pub use any_fifo::QueueKind;
 pub use delta::{Delta, DeltaObject, DeltaType, Deltas};
 pub use delta_fifo::{DeltaFifo, DeltaFifoConfig};
 pub use real_fifo::{RealFifo, RealFifoConfig, RealFifoMode};
@@ -98,8 +100,8 @@ pub enum Error {
 }
 
 /// A queue the informer can drain: the write side is [`ReflectorStore`], the read side is
-/// [`pop_batch`](Self::pop_batch). Implemented by [`RealFifo`] and [`DeltaFifo`], and by
-/// [`AnyFifo`], either of them chosen at run time.
+/// [`pop_batch`](Self::pop_batch). Implemented by [`RealFifo`] and [`DeltaFifo`] (and by the
+/// informer's queue, either of them chosen at run time by a [`QueueKind`]).
 ///
 /// There is meant to be **one** consumer. `process` callbacks must not call back into the
 /// queue that invoked them (some queues hold their lock while `process` runs).

@@ -30,7 +30,7 @@ pub(crate) fn key_func() -> KeyFunc<Obj> {
 }
 
 pub(crate) fn known(objs: &[(&str, u64)]) -> ThreadSafeStore<Obj> {
-    let store = ThreadSafeStore::new(key_func());
+    let store = ThreadSafeStore::without_resource_versions(key_func(), Default::default());
     for (name, version) in objs {
         store.add(obj(name, *version)).unwrap();
     }

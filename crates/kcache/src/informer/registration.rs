@@ -222,7 +222,7 @@ where
     ///
     /// let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), informer::Config::default());
     /// let first = informer.add_event_handler(HandlerFns::new())?;
-    /// informer.add_event_handler_with_options(HandlerFns::new(), HandlerConfig::default().name("audit"))?;
+    /// informer.add_event_handler_with_config(HandlerFns::new(), HandlerConfig::default().name("audit"))?;
     /// informer.add_event_handler(HandlerFns::new())?;
     /// let names = || -> Vec<String> { informer.handlers().iter().map(|h| h.name().to_owned()).collect() };
     /// assert_eq!(names(), ["handler-1", "audit", "handler-3"]);

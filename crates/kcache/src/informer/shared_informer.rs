@@ -23,9 +23,7 @@ use crate::{
     fifo::{AnyFifo, Fifo},
     lister_watcher::ListerWatcher,
     reflector::{self, Reflector, ReflectorHandle, TransformFunc, WatchErrorHandler},
-    store::{
-        Indexers, Lister, Reader, ThreadSafeStore, meta_namespace_key_func, resource_version_func,
-    },
+    store::{Indexers, Lister, Reader, ThreadSafeStore, meta_namespace_key_func},
 };
 
 /// What [`run`](SharedIndexInformer::run) needs to start, and whether it has.
@@ -136,8 +134,8 @@ where
             config.reflector.name.clone()
         };
         let span = tracing::info_span!("informer", resource = %resource);
+        // Reads each object's resourceVersion, as every store of Kubernetes objects does.
         let indexer = ThreadSafeStore::with_indexers(Arc::clone(&key_func), indexers);
-        indexer.set_resource_version_func(resource_version_func::<K>());
         let queue = AnyFifo::new(
             config.queue,
             Arc::clone(&key_func),
@@ -195,7 +193,7 @@ where
         &self,
         handler: impl EventHandler<K>,
     ) -> Result<HandlerRegistration, Error> {
-        self.add_event_handler_with_options(handler, HandlerConfig::default())
+        self.add_event_handler_with_config(handler, HandlerConfig::default())
     }
 
     /// Registers a handler. Before start it will see the initial list as adds with
@@ -208,17 +206,19 @@ where
     ///
     /// # Errors
     /// [`Error::Stopped`] after the informer has stopped.
-    pub fn add_event_handler_with_options(
+    pub fn add_event_handler_with_config(
         &self,
         handler: impl EventHandler<K>,
-        options: HandlerConfig,
+        handler_config: HandlerConfig,
     ) -> Result<HandlerRegistration, Error> {
         let inner = &self.inner;
         let mut start = inner.start.lock();
         if start.stopped {
             return Err(Error::Stopped);
         }
-        let mut period = options.resync_period.unwrap_or(inner.config.resync_period);
+        let mut period = handler_config
+            .resync_period
+            .unwrap_or(inner.config.resync_period);
         if !period.is_zero() {
             if period < MINIMUM_RESYNC_PERIOD {
                 warn!(?period, "resync period too small, using the minimum of 1 s");
@@ -237,10 +237,10 @@ where
         let resync = determine_resync_period(period, start.check_period);
         let listener = Arc::new(Listener::new(
             inner.processor.next_id(),
-            options.name,
+            handler_config.name,
             Box::new(handler),
-            options.buffer,
-            options.delivery,
+            handler_config.buffer,
+            handler_config.delivery,
             period,
             resync,
             Arc::clone(&inner.sync_notify),
@@ -357,7 +357,7 @@ where
     /// let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), config);
     /// assert_eq!(informer.resync_check_period(), Duration::from_secs(60));
     /// let often = HandlerConfig::default().resync_period(Duration::from_secs(5));
-    /// informer.add_event_handler_with_options(HandlerFns::new(), often)?;
+    /// informer.add_event_handler_with_config(HandlerFns::new(), often)?;
     /// assert_eq!(informer.resync_check_period(), Duration::from_secs(5));
     /// # Ok::<(), kcache::informer::Error>(())
     /// ```

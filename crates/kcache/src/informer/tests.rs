@@ -226,7 +226,7 @@ async fn unchanged_resource_version_is_a_resync_delivered_only_to_due_handlers()
     let quiet = Arc::new(Recorder::default());
     let r1 = informer.add_event_handler(Arc::clone(&resyncing)).unwrap();
     let r2 = informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             Arc::clone(&quiet),
             HandlerConfig::default().resync_period(Duration::from_secs(3600)),
         )
@@ -273,7 +273,7 @@ async fn per_handler_resync_periods_follow_client_go_rules() {
     // An informer without resync gives every handler 0.
     let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), config());
     let r = informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             HandlerFns::new(),
             HandlerConfig::default().resync_period(s(5)),
         )
@@ -288,7 +288,7 @@ async fn per_handler_resync_periods_follow_client_go_rules() {
     let slow = informer.add_event_handler(HandlerFns::new()).unwrap();
     assert_eq!(slow.resync_period(), s(30));
     let fast = informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             HandlerFns::new(),
             HandlerConfig::default().resync_period(Duration::from_millis(200)),
         )
@@ -300,7 +300,7 @@ async fn per_handler_resync_periods_follow_client_go_rules() {
     let run = Running::start(&informer);
     informer.wait_for_sync().await;
     let late = informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             HandlerFns::new(),
             HandlerConfig::default().resync_period(Duration::from_millis(500)),
         )
@@ -407,7 +407,7 @@ async fn coalescing_handler_sees_the_latest_state_of_each_key() {
     let informer = SharedIndexInformer::new(src.clone(), config());
     let rec = Arc::new(Recorder::default());
     let reg = informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             Arc::clone(&rec),
             HandlerConfig::default().buffer(BufferMode::Coalescing),
         )
@@ -659,7 +659,7 @@ async fn remove_and_wait_returns_only_once_the_handler_has_returned_and_is_calle
         let informer = SharedIndexInformer::new(src.clone(), config());
         let (gate, mut entered, release) = Gate::new();
         let reg = informer
-            .add_event_handler_with_options(
+            .add_event_handler_with_config(
                 Arc::clone(&gate),
                 HandlerConfig::default().delivery(delivery),
             )

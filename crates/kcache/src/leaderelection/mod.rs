@@ -62,5 +62,3 @@ pub use health::HealthError;
 pub use leading::run_leading;
 pub use lock::{LeaseLock, LeaseRecord, LockError, VersionedRecord};
 pub use state::LeaderState;
-/// Re-exported for the callbacks' and [`LeaderElector::run`]'s signatures.
-pub use tokio_util::sync::CancellationToken;

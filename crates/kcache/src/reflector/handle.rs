@@ -296,15 +296,15 @@ impl ReflectorHandle {
         self.shared.health.lock().health.clone()
     }
 
-    /// Objects per completed initial sync (LIST or streaming list), in
-    /// [`LIST_ITEMS_BUCKETS`](crate::histogram::LIST_ITEMS_BUCKETS).
+    /// Objects per completed initial sync (LIST or streaming list), in buckets from 0 to
+    /// 100 000 objects (the snapshot's `bounds`).
     pub fn list_items(&self) -> HistogramSnapshot {
         self.shared.list_items.snapshot()
     }
 
     /// Seconds per completed initial sync (LIST with all its pages, or streaming list up to
     /// its end bookmark), until the store was replaced, in client-go's request-latency
-    /// buckets ([`REQUEST_DURATION_BUCKETS`](crate::histogram::REQUEST_DURATION_BUCKETS)).
+    /// buckets (`rest_client_request_duration_seconds`: 5 ms … 60 s).
     /// Failed lists are not observed.
     pub fn list_duration(&self) -> HistogramSnapshot {
         self.shared.list_duration.snapshot()

@@ -3,8 +3,8 @@
 //! reads it with label selectors.
 //!
 //! The informer owns one [`ThreadSafeStore`] per resource: its FIFO's consumer writes popped
-//! deltas into it ([`ThreadSafeStore::apply`] for a batch, [`ThreadSafeStore::replace_keyed`]
-//! for an atomic relist), and everything else reads it. The FIFOs see it only through
+//! deltas into it ([`ThreadSafeStore::apply`] for a batch, a replace for an atomic relist),
+//! and everything else reads it. The FIFOs see it only through
 //! [`KeyListerGetter`].
 //!
 //! A store given a [`Sizer`](crate::memory::Sizer) ([`ThreadSafeStore::set_sizer`]) keeps the

@@ -473,3 +473,23 @@ fn a_store_fed_by_a_reflector_follows_each_watch_event() {
     sink.delete(cm_at("b", Some("11"))).unwrap();
     assert_eq!(store.last_sync_resource_version(), "11");
 }
+
+/// client-go's `NewStore` and `NewIndexer` read the resourceVersion of every object written:
+/// so do [`ThreadSafeStore::new`] and [`ThreadSafeStore::with_indexers`], not only
+/// [`ThreadSafeStore::for_resource`].
+#[test]
+fn new_and_with_indexers_stores_follow_resource_versions() {
+    let plain = ThreadSafeStore::<ConfigMap>::new(meta_namespace_key_func());
+    let indexed = ThreadSafeStore::<ConfigMap>::with_indexers(
+        meta_namespace_key_func(),
+        namespace_indexers(),
+    );
+    for store in [plain, indexed] {
+        store.add(cm_at("a", Some("10"))).unwrap();
+        assert_eq!(store.last_sync_resource_version(), "10");
+        store.delete(&cm_at("a", Some("12"))).unwrap();
+        assert_eq!(store.last_sync_resource_version(), "12");
+        // It reads them already: a second function is refused.
+        assert!(!store.set_resource_version_func(resource_version_func::<ConfigMap>()));
+    }
+}

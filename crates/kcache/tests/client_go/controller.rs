@@ -196,7 +196,7 @@ async fn example_new_informer() {
     );
     let src = source.clone();
     informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             HandlerFns::new()
                 .on_add(move |obj: &Arc<Pod>, _| {
                     src.delete(&key_of(obj));
@@ -427,7 +427,7 @@ async fn test_panic_propagated() {
         informer::Config::default().resync_period(Duration::from_millis(100)),
     );
     informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             HandlerFns::new().on_add(|_: &Arc<Pod>, _| panic!("Just panic.")),
             HandlerConfig::default().delivery(Delivery::Inline),
         )
@@ -553,7 +553,7 @@ async fn test_transforming_informer() {
         })
         .build();
     informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             forwarding_handler(tx),
             HandlerConfig::default().delivery(Delivery::Inline),
         )
@@ -742,7 +742,7 @@ async fn test_process_deltas_in_batch__all_transaction_succeeding_should_works()
         Arc::clone(&received),
     );
     let reg = informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             HandlerFns::new()
                 .on_add(move |obj: &Arc<ConfigMap>, _| r1.lock().push((**obj).clone()))
                 .on_update(move |_: &Arc<ConfigMap>, new: &Arc<ConfigMap>| {
@@ -897,7 +897,7 @@ async fn informer_with_recorder(
     let informer = SharedIndexInformer::new(source.clone(), config);
     let recorder = EventRecorder::new(informer.indexer().clone());
     informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             Arc::clone(&recorder),
             HandlerConfig::default().delivery(Delivery::Inline),
         )
@@ -1156,7 +1156,7 @@ async fn test_store_resource_version_with_non_meta_transform() {
         .build();
     let recorder = EventRecorder::new(informer.indexer().clone());
     informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             Arc::clone(&recorder),
             HandlerConfig::default().delivery(Delivery::Inline),
         )

@@ -140,7 +140,7 @@ impl TestListener {
         self: &Arc<Self>,
         informer: &SharedIndexInformer<Pod>,
     ) -> Result<HandlerRegistration, Error> {
-        informer.add_event_handler_with_options(
+        informer.add_event_handler_with_config(
             Arc::clone(self),
             HandlerConfig::default()
                 .resync_period(self.resync_period)
@@ -374,7 +374,7 @@ async fn test_shared_informer_initialization_race() {
         let (informer, listener) = (informer.clone(), Arc::clone(&listener));
         move || {
             // Go ignores the result: the informer may already have stopped.
-            let _ = informer.add_event_handler_with_options(
+            let _ = informer.add_event_handler_with_config(
                 listener,
                 HandlerConfig::default().resync_period(Duration::ZERO),
             );
@@ -500,7 +500,7 @@ async fn test_shared_informer_transformer() {
     let listener = TestListener::new("listenerTransformer", Duration::ZERO, &["POD1", "POD2"]);
     // AddEventHandler: the informer's resync period.
     informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             Arc::clone(&listener),
             HandlerConfig::default().delivery(Delivery::Inline),
         )
@@ -655,7 +655,7 @@ async fn test_shared_informer_handler_abuse() {
                             .on_delete(|_| {});
                         let options =
                             HandlerConfig::default().resync_period(Duration::from_secs(1));
-                        match informer.add_event_handler_with_options(funcs, options) {
+                        match informer.add_event_handler_with_config(funcs, options) {
                             Ok(reg) => handles.push(reg),
                             // The test is over.
                             Err(Error::Stopped) => return,
@@ -798,7 +798,7 @@ async fn test_remove_while_active() {
     let informer = informer_with_resync(&src, Duration::ZERO);
     let listener = TestListener::new("listener", Duration::ZERO, &["pod1"]);
     let handle = informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             Arc::clone(&listener),
             HandlerConfig::default().delivery(Delivery::Inline),
         )
@@ -835,7 +835,7 @@ async fn test_add_while_active() {
     let listener2 = TestListener::new("listener2", Duration::ZERO, &["pod1", "pod2"]);
     let inline = || HandlerConfig::default().delivery(Delivery::Inline);
     let handle1 = informer
-        .add_event_handler_with_options(Arc::clone(&listener1), inline())
+        .add_event_handler_with_config(Arc::clone(&listener1), inline())
         .unwrap();
     assert!(!handle1.has_synced(), "synced before run");
 
@@ -851,7 +851,7 @@ async fn test_add_while_active() {
     // Hold listener2's lock so that it cannot have handled anything yet.
     let held = listener2.received.lock();
     let handle2 = informer
-        .add_event_handler_with_options(Arc::clone(&listener2), inline())
+        .add_event_handler_with_config(Arc::clone(&listener2), inline())
         .unwrap();
     assert!(!handle2.has_synced(), "synced before handling anything");
     drop(held);
@@ -993,7 +993,7 @@ async fn test_event_panics__simple() {
     src.upsert(pod("pod1"));
     let informer = informer_with_resync(&src, Duration::from_secs(1));
     let handle = informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             panicking_handler(),
             HandlerConfig::default().delivery(Delivery::Inline),
         )
@@ -1025,7 +1025,7 @@ async fn test_event_panics__many() {
     let name1 = "fake-event-handler-1";
     let name2 = "fake-event-handler-2";
     let handle1 = informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             panicking_handler(),
             HandlerConfig::default()
                 .name(name1)
@@ -1033,7 +1033,7 @@ async fn test_event_panics__many() {
         )
         .unwrap();
     let handle2 = informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             panicking_handler(),
             HandlerConfig::default()
                 .name(name2)

@@ -130,12 +130,15 @@ fn do_test_index(indexer: &ThreadSafeStore<TestStoreObject>) {
 
 #[test]
 fn test_cache() {
-    do_test_store(&ThreadSafeStore::new(test_store_key_func()));
+    do_test_store(&ThreadSafeStore::without_resource_versions(
+        test_store_key_func(),
+        Indexers::new(),
+    ));
 }
 
 #[test]
 fn test_index() {
-    do_test_index(&ThreadSafeStore::with_indexers(
+    do_test_index(&ThreadSafeStore::without_resource_versions(
         test_store_key_func(),
         test_store_indexers(),
     ));
@@ -150,7 +153,10 @@ fn test_index() {
 fn string_store(index_func: fn(&String) -> Vec<String>) -> ThreadSafeStore<String> {
     let key_func: KeyFunc<String> = Arc::new(|s: &String| Ok(ObjectKey::new(None, s)));
     let index: IndexFunc<String> = Arc::new(index_func);
-    ThreadSafeStore::with_indexers(key_func, HashMap::from([("testIndexer".to_owned(), index)]))
+    ThreadSafeStore::without_resource_versions(
+        key_func,
+        HashMap::from([("testIndexer".to_owned(), index)]),
+    )
 }
 
 fn key(key: &str) -> ObjectKey {
@@ -273,11 +279,11 @@ fn test_thread_safe_store_indexing_functions_with_multiple_values() {
     check(&store, "baz", &[]);
 }
 
-/// A store of Kubernetes objects, which reads each written object's resourceVersion (client-go
-/// reads it from any object that has metadata). `for_resource` also adds the namespace index,
-/// which these tests do not look at.
+/// A plain store of Kubernetes objects, as client-go's `NewThreadSafeStore(Indexers{},
+/// Indices{})`: it reads each written object's resourceVersion (client-go reads it from any
+/// object that has metadata).
 fn rv_store() -> ThreadSafeStore<ConfigMap> {
-    ThreadSafeStore::for_resource()
+    ThreadSafeStore::new(meta_namespace_key_func())
 }
 
 /// A cluster-scoped object `name` (so its key is `name`) carrying `rv`, if any.

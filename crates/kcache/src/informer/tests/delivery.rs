@@ -168,7 +168,7 @@ async fn an_inline_handler_added_during_churn_sees_every_key_added_first_and_end
     });
     let rec = Arc::new(Recorder::default());
     informer
-        .add_event_handler_with_options(
+        .add_event_handler_with_config(
             Arc::clone(&rec),
             HandlerConfig::default().delivery(Delivery::Inline),
         )

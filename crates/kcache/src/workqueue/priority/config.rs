@@ -1,5 +1,5 @@
 //! How to build a [`PriorityQueue`](super::PriorityQueue) ([`Config`], the same as the
-//! rate-limiting queue's: name, metrics provider, rate limiter) and how to add an item to it ([`AddOpts`]: priority, delay, rate limit).
+//! rate-limiting queue's: name, metrics provider, rate limiter) and how to add an item to it ([`AddConfig`]: priority, delay, rate limit).
 
 use std::time::Duration;
 
@@ -30,16 +30,16 @@ pub type Config<T> = RateLimitingQueueConfig<T>;
 ///
 /// ```
 /// use std::time::Duration;
-/// use kcache::workqueue::priority::{self, AddOpts};
+/// use kcache::workqueue::priority::{self, AddConfig};
 ///
-/// let opts = AddOpts::default().priority(priority::LOW).after(Duration::from_secs(1));
-/// assert_eq!(opts.priority, -100);
-/// assert_eq!(opts.after, Some(Duration::from_secs(1)));
-/// assert!(!opts.rate_limited);
+/// let config = AddConfig::default().priority(priority::LOW).after(Duration::from_secs(1));
+/// assert_eq!(config.priority, -100);
+/// assert_eq!(config.after, Some(Duration::from_secs(1)));
+/// assert!(!config.rate_limited);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct AddOpts {
+pub struct AddConfig {
     /// The item's priority; higher is handed out first. Default [`NORMAL`](super::NORMAL).
     pub priority: i32,
     /// Hand the item out only after this delay. Default `None`: at once.
@@ -49,22 +49,22 @@ pub struct AddOpts {
     pub rate_limited: bool,
 }
 
-impl AddOpts {
-    /// Sets [`AddOpts::priority`].
+impl AddConfig {
+    /// Sets [`AddConfig::priority`].
     #[must_use]
     pub fn priority(mut self, priority: i32) -> Self {
         self.priority = priority;
         self
     }
 
-    /// Sets [`AddOpts::after`].
+    /// Sets [`AddConfig::after`].
     #[must_use]
     pub fn after(mut self, delay: Duration) -> Self {
         self.after = Some(delay);
         self
     }
 
-    /// Sets [`AddOpts::rate_limited`].
+    /// Sets [`AddConfig::rate_limited`].
     #[must_use]
     pub fn rate_limited(mut self) -> Self {
         self.rate_limited = true;

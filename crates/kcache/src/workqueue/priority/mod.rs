@@ -15,7 +15,7 @@
 //!   at the priority it was re-added with.
 //! - **Delays and rate limits**: [`add_after`](PriorityQueue::add_after) and
 //!   [`add_rate_limited`](PriorityQueue::add_rate_limited) take a priority too
-//!   ([`AddOpts`]); a delayed item takes its place among the ready items when its time comes.
+//!   ([`AddConfig`]); a delayed item takes its place among the ready items when its time comes.
 //! - **Shutdown**, as [`Queue`](super::Queue): new items are refused with a
 //!   [`ShutDownError`], items waiting for a delay are dropped, workers drain what is ready and
 //!   then see `None`; [`shutdown_with_drain`](PriorityQueue::shutdown_with_drain) also waits for
@@ -51,7 +51,7 @@
 //! # }
 //! ```
 //!
-//! The queue's public handle is here, its settings ([`Config`], [`AddOpts`]) in `config`, the
+//! The queue's public handle is here, its settings ([`Config`], [`AddConfig`]) in `config`, the
 //! entries and their transitions under the lock in `state`, and the task that hands out
 //! delayed items in `driver`.
 
@@ -74,7 +74,7 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use super::Driver;
 use super::error::ShutDownError;
 use super::metrics::{QueueMetrics, Timestamps};
-pub use config::{AddOpts, Config};
+pub use config::{AddConfig, Config};
 use driver::drive;
 use state::{Changes, Shared, State, TryGet};
 
@@ -92,7 +92,7 @@ const MAX_DELAY: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
 /// [module documentation](self) for its rules.
 ///
 /// Its methods are those of [`RateLimitingQueue`](super::RateLimitingQueue), plus the
-/// `*_with_priority` variants and [`add_with_opts`](Self::add_with_opts); a plain
+/// `*_with_priority` variants and [`add_with_config`](Self::add_with_config); a plain
 /// [`add`](Self::add) uses priority [`NORMAL`].
 ///
 /// Cheap to clone. The [`Driver`] returned by the constructors must run (e.g.
@@ -168,7 +168,7 @@ where
         (queue, driver)
     }
 
-    /// Adds `item` as `opts` say; the general form of every `add*` method.
+    /// Adds `item` as `config` says; the general form of every `add*` method.
     ///
     /// If the item already has an entry, the entry keeps the higher priority and the earlier
     /// ready time. A delay or a rate limit counts as a retry in the metrics.
@@ -177,13 +177,13 @@ where
     ///
     /// [`ShutDownError`] with the item when the queue is shutting down; the rate limiter is not
     /// consulted then.
-    pub fn add_with_opts(&self, item: T, opts: AddOpts) -> Result<(), ShutDownError<T>> {
+    pub fn add_with_config(&self, item: T, config: AddConfig) -> Result<(), ShutDownError<T>> {
         let shared = &*self.shared;
         if shared.state.lock().shutting_down {
             return Err(ShutDownError(item));
         }
-        let mut delay = opts.after;
-        if opts.rate_limited {
+        let mut delay = config.after;
+        if config.rate_limited {
             let limited = shared.rate_limiter.when(&item);
             delay = Some(delay.map_or(limited, |d| d.max(limited)));
         }
@@ -198,7 +198,7 @@ where
             if state.shutting_down {
                 return Err(ShutDownError(item));
             }
-            state.add(item, opts.priority, due, now)
+            state.add(item, config.priority, due, now)
         };
         if delay.is_some()
             && let Some(metrics) = &shared.metrics
@@ -215,7 +215,7 @@ where
     ///
     /// [`ShutDownError`] with the item when the queue is shutting down.
     pub fn add(&self, item: T) -> Result<(), ShutDownError<T>> {
-        self.add_with_opts(item, AddOpts::default())
+        self.add_with_config(item, AddConfig::default())
     }
 
     /// Adds `item` at `priority`.
@@ -224,7 +224,7 @@ where
     ///
     /// [`ShutDownError`] with the item when the queue is shutting down.
     pub fn add_with_priority(&self, item: T, priority: i32) -> Result<(), ShutDownError<T>> {
-        self.add_with_opts(item, AddOpts::default().priority(priority))
+        self.add_with_config(item, AddConfig::default().priority(priority))
     }
 
     /// Adds `item` at priority [`NORMAL`] once `delay` has passed (a zero delay: at once).
@@ -234,7 +234,7 @@ where
     ///
     /// [`ShutDownError`] with the item when the queue is shutting down.
     pub fn add_after(&self, item: T, delay: Duration) -> Result<(), ShutDownError<T>> {
-        self.add_with_opts(item, AddOpts::default().after(delay))
+        self.add_with_config(item, AddConfig::default().after(delay))
     }
 
     /// Adds `item` at priority [`NORMAL`] after the wait the rate limiter gives it (which also
@@ -244,7 +244,7 @@ where
     ///
     /// [`ShutDownError`] with the item when the queue is shutting down.
     pub fn add_rate_limited(&self, item: T) -> Result<(), ShutDownError<T>> {
-        self.add_with_opts(item, AddOpts::default().rate_limited())
+        self.add_with_config(item, AddConfig::default().rate_limited())
     }
 
     /// Like [`add_rate_limited`](Self::add_rate_limited), at `priority`.
@@ -257,7 +257,7 @@ where
         item: T,
         priority: i32,
     ) -> Result<(), ShutDownError<T>> {
-        self.add_with_opts(item, AddOpts::default().priority(priority).rate_limited())
+        self.add_with_config(item, AddConfig::default().priority(priority).rate_limited())
     }
 
     /// Stops the rate limiter tracking `item` (resets its failures). You still have to call

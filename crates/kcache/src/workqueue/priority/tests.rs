@@ -111,9 +111,9 @@ async fn adding_a_waiting_item_keeps_the_earlier_ready_time() {
 async fn a_plain_add_of_a_waiting_item_makes_it_ready_now_with_the_higher_priority() {
     let queue = queue();
     queue
-        .add_with_opts(
+        .add_with_config(
             "a",
-            AddOpts::default()
+            AddConfig::default()
                 .priority(7)
                 .after(Duration::from_secs(60)),
         )
@@ -128,9 +128,9 @@ async fn a_delayed_item_is_handed_out_by_priority_once_its_time_comes() {
     let queue = queue();
     queue.add_with_priority("low", LOW).unwrap();
     queue
-        .add_with_opts(
+        .add_with_config(
             "urgent",
-            AddOpts::default()
+            AddConfig::default()
                 .priority(3)
                 .after(Duration::from_millis(50)),
         )
@@ -200,9 +200,9 @@ async fn rate_limited_adds_wait_for_the_limiter_and_keep_their_priority() {
     queue.done(&"a");
     // The second failure waits twice as long; `after` and the limiter: the longer wins.
     queue
-        .add_with_opts(
+        .add_with_config(
             "a",
-            AddOpts::default()
+            AddConfig::default()
                 .rate_limited()
                 .after(Duration::from_millis(150)),
         )

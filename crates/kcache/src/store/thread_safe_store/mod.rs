@@ -1,4 +1,8 @@
 //! [`ThreadSafeStore`]: the informer's cache — `Arc<K>` by [`ObjectKey`] plus named indexes.
+//!
+//! Here the type, its writes (one writer at a time, under the write lock) and memory
+//! accounting; its reads in `reads`; how it follows resourceVersions, and the constructors of
+//! stores of Kubernetes objects, in `resource_version`.
 
 use std::{
     borrow::Borrow,
@@ -19,59 +23,11 @@ use super::{
 use crate::memory::{MemoryUsage, Sizer};
 use crate::store::{ReflectorStore, StoreError};
 
-/// The read side the FIFOs need from the informer's cache: which objects the consumer "knows".
-///
-/// client-go's `KeyListerGetter`. [`ThreadSafeStore`] implements it; a non-atomic
-/// [`RealFifo`](crate::fifo::RealFifo) and a [`DeltaFifo`](crate::fifo::DeltaFifo) use it to
-/// find objects that vanished during a relist and to queue resyncs.
-pub trait KeyListerGetter<K>: Send + Sync {
-    /// The keys of every known object, in no particular order.
-    fn list_keys(&self) -> Vec<ObjectKey>;
+mod reads;
+mod resource_version;
 
-    /// The known object under `key`, if any.
-    fn get_by_key(&self, key: &str) -> Option<Arc<K>>;
-
-    /// Every known object with its key, as one consistent snapshot.
-    ///
-    /// The default calls [`list_keys`](Self::list_keys) then [`get_by_key`](Self::get_by_key)
-    /// per key and skips keys that vanished in between; stores override it with a snapshot
-    /// taken under one lock.
-    fn list_keyed(&self) -> Vec<(ObjectKey, Arc<K>)> {
-        self.list_keys()
-            .into_iter()
-            .filter_map(|key| {
-                let obj = self.get_by_key(key.as_str())?;
-                Some((key, obj))
-            })
-            .collect()
-    }
-}
-
-/// Reads the resourceVersion an object carries, so that a [`ThreadSafeStore`] can record the
-/// last one it has seen ([`ThreadSafeStore::set_resource_version_func`]). `None` (or an empty
-/// string) means the object carries none.
-///
-/// [`resource_version_func`] reads it from a Kubernetes object's metadata.
-pub type ResourceVersionFunc<K> = Arc<dyn Fn(&K) -> Option<&str> + Send + Sync>;
-
-/// The [`ResourceVersionFunc`] of a Kubernetes object: its `metadata.resourceVersion`.
-///
-/// [`ThreadSafeStore::for_resource`] and every informer's indexer use it.
-///
-/// ```
-/// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kcache::store::resource_version_func;
-///
-/// let mut cm = ConfigMap::default();
-/// cm.metadata.resource_version = Some("42".into());
-/// assert_eq!(resource_version_func::<ConfigMap>()(&cm), Some("42"));
-/// ```
-pub fn resource_version_func<K: kube_core::Resource + 'static>() -> ResourceVersionFunc<K> {
-    fn read<K: kube_core::Resource>(obj: &K) -> Option<&str> {
-        obj.meta().resource_version.as_deref()
-    }
-    Arc::new(read::<K>)
-}
+pub use reads::KeyListerGetter;
+pub use resource_version::{ResourceVersionFunc, resource_version_func};
 
 /// One keyed change of a [`ThreadSafeStore::apply`] batch.
 #[derive(Debug, Clone)]
@@ -156,13 +112,25 @@ impl<K> fmt::Debug for ThreadSafeStore<K> {
 }
 
 impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
-    /// An empty store without indexes.
-    pub fn new(key_func: KeyFunc<K>) -> Self {
-        Self::with_indexers(key_func, Indexers::new())
-    }
-
-    /// An empty store with the given indexes.
-    pub fn with_indexers(key_func: KeyFunc<K>, indexers: Indexers<K>) -> Self {
+    /// An empty store with the given indexes (none: `Indexers::new()`) for objects of any type,
+    /// Kubernetes resources or not, that reads no resourceVersion from them: it records only
+    /// replaces and bookmarks until [`set_resource_version_func`](Self::set_resource_version_func)
+    /// tells it how. Stores of Kubernetes objects are built by [`new`](Self::new),
+    /// [`with_indexers`](Self::with_indexers) or [`for_resource`](Self::for_resource), which
+    /// read them as client-go's store does.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use kcache::store::{Indexers, KeyFunc, ObjectKey, ThreadSafeStore};
+    ///
+    /// let key: KeyFunc<String> = Arc::new(|s: &String| Ok(ObjectKey::new(None, s)));
+    /// let store = ThreadSafeStore::without_resource_versions(key, Indexers::new());
+    /// store.add(Arc::new("a".to_string()))?;
+    /// assert!(store.contains_key("a"));
+    /// assert_eq!(store.last_sync_resource_version(), "");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn without_resource_versions(key_func: KeyFunc<K>, indexers: Indexers<K>) -> Self {
         Self {
             inner: Arc::new(Inner {
                 key_func,
@@ -272,7 +240,7 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
     /// [`last_sync_resource_version`](Self::last_sync_resource_version) in the same write. The
     /// informer applies each [`pop_batch`](crate::fifo::Fifo::pop_batch) through this, with
     /// the resourceVersion of the batch's last object, deleted ones included.
-    pub fn apply_at(
+    pub(crate) fn apply_at(
         &self,
         txns: Vec<Transaction<K>>,
         resource_version: Option<String>,
@@ -319,7 +287,8 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
     ///
     /// The new map and its indexes are built before the write lock is taken; the lock is held
     /// only to swap them in (or, if indexers were added meanwhile, to rebuild the indexes).
-    pub fn replace_keyed(
+    /// Benchmarks and model tests reach it through `testing::replace_keyed`.
+    pub(crate) fn replace_keyed(
         &self,
         list: Vec<(ObjectKey, Arc<K>)>,
         resource_version: impl Into<String>,
@@ -361,124 +330,6 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
         previous
     }
 
-    /// The stored object with `obj`'s key.
-    ///
-    /// # Errors
-    /// [`KeyError`] when the key cannot be computed.
-    pub fn get(&self, obj: &K) -> Result<Option<Arc<K>>, KeyError> {
-        let key = self.key_of(obj)?;
-        Ok(self.get_by_key(&key))
-    }
-
-    /// The object stored under `key` (an [`ObjectKey`] or its `ns/name` string).
-    pub fn get_by_key<Q>(&self, key: &Q) -> Option<Arc<K>>
-    where
-        ObjectKey: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
-        self.inner.state.read().items.get(key).cloned()
-    }
-
-    /// Whether an object is stored under `key`.
-    pub fn contains_key<Q>(&self, key: &Q) -> bool
-    where
-        ObjectKey: Borrow<Q>,
-        Q: Hash + Eq + ?Sized,
-    {
-        self.inner.state.read().items.contains_key(key)
-    }
-
-    /// Every stored object, in no particular order.
-    pub fn list(&self) -> Vec<Arc<K>> {
-        self.inner.state.read().items.values().cloned().collect()
-    }
-
-    /// Every key, in no particular order.
-    pub fn list_keys(&self) -> Vec<ObjectKey> {
-        self.inner.state.read().items.keys().cloned().collect()
-    }
-
-    /// The number of stored objects.
-    pub fn len(&self) -> usize {
-        self.inner.state.read().items.len()
-    }
-
-    /// Whether the store is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The stored objects that have `value` in index `index_name` (client-go's `ByIndex`).
-    ///
-    /// # Errors
-    /// [`IndexError::UnknownIndex`] when no such index exists.
-    pub fn by_index(&self, index_name: &str, value: &str) -> Result<Vec<Arc<K>>, IndexError> {
-        let state = self.inner.state.read();
-        let Some(keys) = state.indices.keys(index_name, value)? else {
-            return Ok(Vec::new());
-        };
-        Ok(keys
-            .iter()
-            .filter_map(|key| state.items.get(key).cloned())
-            .collect())
-    }
-
-    /// The keys of the stored objects that have `value` in index `index_name`
-    /// (client-go's `IndexKeys`), sorted.
-    ///
-    /// # Errors
-    /// [`IndexError::UnknownIndex`] when no such index exists.
-    pub fn index_keys(&self, index_name: &str, value: &str) -> Result<Vec<ObjectKey>, IndexError> {
-        let state = self.inner.state.read();
-        let mut keys: Vec<ObjectKey> = state
-            .indices
-            .keys(index_name, value)?
-            .map(|keys| keys.iter().cloned().collect())
-            .unwrap_or_default();
-        drop(state);
-        keys.sort_unstable();
-        Ok(keys)
-    }
-
-    /// Every value currently present in index `index_name` (client-go's
-    /// `ListIndexFuncValues`), in no particular order; empty for an unknown index, as in
-    /// client-go.
-    pub fn list_index_func_values(&self, index_name: &str) -> Vec<String> {
-        let state = self.inner.state.read();
-        state
-            .indices
-            .indices
-            .get(index_name)
-            .map(|index| index.keys().cloned().collect())
-            .unwrap_or_default()
-    }
-
-    /// The stored objects that share at least one value of index `index_name` with `obj`
-    /// (client-go's `Index`); `obj` itself need not be stored.
-    ///
-    /// # Errors
-    /// [`IndexError::UnknownIndex`] when no such index exists.
-    pub fn index(&self, index_name: &str, obj: &K) -> Result<Vec<Arc<K>>, IndexError> {
-        let state = self.inner.state.read();
-        let values = state.indices.func(index_name)?(obj);
-        let Some(index) = state.indices.indices.get(index_name) else {
-            return Ok(Vec::new());
-        };
-        let mut keys: Vec<&ObjectKey> = values
-            .iter()
-            .filter_map(|value| index.get(value))
-            .flatten()
-            .collect();
-        if values.len() > 1 {
-            keys.sort_unstable();
-            keys.dedup();
-        }
-        Ok(keys
-            .into_iter()
-            .filter_map(|key| state.items.get(key).cloned())
-            .collect())
-    }
-
     /// Registers more indexes; objects already stored are indexed at once.
     ///
     /// # Errors
@@ -487,78 +338,6 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
         let mut state = self.inner.state.write();
         let State { items, indices, .. } = &mut *state;
         indices.add_indexers(indexers, items.iter())
-    }
-
-    /// The names of the registered indexes, sorted.
-    pub fn indexer_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .inner
-            .state
-            .read()
-            .indices
-            .indexers
-            .keys()
-            .cloned()
-            .collect();
-        names.sort_unstable();
-        names
-    }
-
-    /// The last resourceVersion the store has seen (client-go's
-    /// `LastStoreSyncResourceVersion`): that of the last [`replace`](Self::replace) or
-    /// [`set_resource_version`](Self::set_resource_version) (a bookmark) or, when the store
-    /// reads resourceVersions ([`set_resource_version_func`](Self::set_resource_version_func);
-    /// [`for_resource`](Self::for_resource) and every informer's indexer do), of the last
-    /// object written by object — [`add`](Self::add), [`update`](Self::update),
-    /// [`upsert_keyed`](Self::upsert_keyed), [`delete`](Self::delete), an
-    /// [`apply`](Self::apply) batch's last upsert — whichever came last. Objects that carry no
-    /// resourceVersion and deletions by key leave it as it is. Empty before any of these.
-    ///
-    /// It is the order of the writes that counts, not the value: a write of an object with an
-    /// older resourceVersion than the recorded one still replaces it.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use kcache::store::ThreadSafeStore;
-    ///
-    /// let store = ThreadSafeStore::<ConfigMap>::for_resource();
-    /// assert_eq!(store.last_sync_resource_version(), "");
-    /// store.replace(Vec::new(), "10")?;
-    /// let mut cm = ConfigMap::default();
-    /// cm.metadata.name = Some("web".into());
-    /// cm.metadata.resource_version = Some("11".into());
-    /// store.add(Arc::new(cm.clone()))?;
-    /// assert_eq!(store.last_sync_resource_version(), "11");
-    /// cm.metadata.resource_version = Some("12".into());
-    /// store.delete(&cm)?;
-    /// assert_eq!(store.last_sync_resource_version(), "12");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn last_sync_resource_version(&self) -> String {
-        self.inner.state.read().resource_version.clone()
-    }
-
-    /// Records `resource_version` as the store's sync point (a bookmark).
-    pub fn set_resource_version(&self, resource_version: impl Into<String>) {
-        self.inner.state.write().resource_version = resource_version.into();
-    }
-
-    /// Makes the store read each written object's resourceVersion with `func` and record it
-    /// as its [`last_sync_resource_version`](Self::last_sync_resource_version), as client-go's
-    /// store does (see that method for which writes count). Stores built by
-    /// [`for_resource`](Self::for_resource) already do, with [`resource_version_func`]; a
-    /// store built by [`new`](Self::new) or [`with_indexers`](Self::with_indexers) records only
-    /// replaces and bookmarks until this is called. Returns `false`, changing nothing, when
-    /// the store already has one (a store has at most one).
-    pub fn set_resource_version_func(&self, func: ResourceVersionFunc<K>) -> bool {
-        self.inner.resource_version_of.set(func).is_ok()
-    }
-
-    /// `obj`'s resourceVersion, when the store reads them and it carries one.
-    fn resource_version_of(&self, obj: &K) -> Option<String> {
-        let func = self.inner.resource_version_of.get()?;
-        func(obj).filter(|rv| !rv.is_empty()).map(str::to_owned)
     }
 
     /// Turns memory accounting on: from now on every insert adds `sizer(obj)` plus
@@ -584,25 +363,6 @@ impl<K: Send + Sync + 'static> ThreadSafeStore<K> {
             objects: state.items.len(),
             bytes,
         })
-    }
-}
-
-impl<K: Send + Sync + 'static> KeyListerGetter<K> for ThreadSafeStore<K> {
-    fn list_keys(&self) -> Vec<ObjectKey> {
-        ThreadSafeStore::list_keys(self)
-    }
-
-    fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        ThreadSafeStore::get_by_key(self, key)
-    }
-
-    fn list_keyed(&self) -> Vec<(ObjectKey, Arc<K>)> {
-        let state = self.inner.state.read();
-        state
-            .items
-            .iter()
-            .map(|(key, obj)| (key.clone(), Arc::clone(obj)))
-            .collect()
     }
 }
 
@@ -637,19 +397,5 @@ impl<K: Send + Sync + 'static> ReflectorStore<K> for ThreadSafeStore<K> {
     fn bookmark(&self, resource_version: &str) -> Result<(), StoreError> {
         self.set_resource_version(resource_version);
         Ok(())
-    }
-}
-
-impl<K: kube_core::Resource + Send + Sync + 'static> ThreadSafeStore<K> {
-    /// A store keyed by `namespace/name` ([`meta_namespace_key`](super::meta_namespace_key))
-    /// with the namespace index ([`NAMESPACE_INDEX`](super::NAMESPACE_INDEX)), that records
-    /// the resourceVersion of every object written ([`resource_version_func`]).
-    pub fn for_resource() -> Self {
-        let store = Self::with_indexers(
-            super::meta_namespace_key_func::<K>(),
-            super::namespace_indexers::<K>(),
-        );
-        store.set_resource_version_func(resource_version_func::<K>());
-        store
     }
 }
