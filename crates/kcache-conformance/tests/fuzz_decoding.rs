@@ -79,10 +79,12 @@ async fn mutated_writes_are_answered_as_kube_apiserver_answers_them() -> anyhow:
     Ok(())
 }
 
-/// The agreement measured with the default seed and count (400 requests) on 2026-12-07:
-/// status 99.2%, status + reason + causes 96.5% (3,000 requests: 99.4% / 97.4%). The rest:
-/// checks not implemented yet (the labels a Job derives from an invalid name, numeric
-/// `targetPort` strings, env names, requests above limits, a Deployment without selector
-/// also reported as not matching its template).
-const FLOOR_STATUS: f64 = 99.0;
-const FLOOR_FULL: f64 = 96.0;
+/// The agreement measured with the default seed and count (400 requests) on 2026-12-07,
+/// over 18 kinds: status 95.8%, status + reason + causes 94.2% (over the first 9 kinds
+/// alone, before the other 9 were seeded: 99.2% / 96.5%). The rest: checks not implemented
+/// yet — HorizontalPodAutoscaler's replica and metric rules, Ingress backends, NetworkPolicy
+/// port ranges, RoleBinding subjects' names, CronJob's restart policy and name length, the
+/// labels a Job derives from an invalid name, PodDisruptionBudget names (kube-apiserver takes
+/// any), numeric `targetPort` strings, env names, requests above limits.
+const FLOOR_STATUS: f64 = 95.5;
+const FLOOR_FULL: f64 = 94.0;

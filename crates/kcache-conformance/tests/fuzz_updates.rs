@@ -244,6 +244,12 @@ async fn changes_to_stored_objects_are_answered_as_kube_apiserver_answers_them()
     Ok(())
 }
 
-/// The agreement measured with the default seed and count when this fuzzer was written.
-const FLOOR_STATUS: f64 = 0.0;
-const FLOOR_FULL: f64 = 0.0;
+/// The agreement measured with the default seed and count (150 changes) on 2026-12-07:
+/// status 85.3%, status + reason + causes + stored object 62.7%. What differs: kube-apiserver
+/// reports a bad label on an update several times (object meta validated on create and on
+/// update rules), immutable fields not enforced here (Job `completions`, PVC spec,
+/// StatefulSet spec beyond its mutable fields), defaults and annotations a workload's
+/// strategy adds on update (`deprecated.daemonset.template.generation`), a strategic merge
+/// patch that removes `metadata`, and the checks the decoding fuzzer also finds missing.
+const FLOOR_STATUS: f64 = 85.0;
+const FLOOR_FULL: f64 = 62.0;
