@@ -100,7 +100,7 @@ async fn the_managers_default_selector_applies_to_every_cache_and_a_type_may_wat
             json!({"metadata": {"name": name, "labels": {"team": team}}}),
         )?;
     }
-    for (name, team) in [("web", "a"), ("db", "b")] {
+    for (name, team) in [("web", "a"), ("db", "b"), ("skipped", "a")] {
         create(
             &format!("/api/v1/namespaces/{NS}/secrets"),
             json!({"metadata": {"name": name, "labels": {"team": team}}}),
@@ -114,7 +114,8 @@ async fn the_managers_default_selector_applies_to_every_cache_and_a_type_may_wat
     }
     let config = manager::Config::new("defaults")
         .namespace(NS)
-        .default_label_selector("team=a");
+        .default_label_selector("team=a")
+        .default_field_selector("metadata.name!=skipped");
     let manager = Manager::new(Client::from_url(&server.url())?, config)?;
     let accounts = manager.cache::<ServiceAccount>(manager::Cache::new().namespace("vault"))?;
     assert_eq!(accounts.namespace(), Some("vault"));
@@ -129,13 +130,20 @@ async fn the_managers_default_selector_applies_to_every_cache_and_a_type_may_wat
                 async move {
                     let web = ctx.read::<Secret>("web").map(drop);
                     let db = ctx.read::<Secret>("db").map(drop);
+                    let skipped = ctx.read::<Secret>("skipped").map(drop);
                     let here = ctx.read::<ServiceAccount>("builder").map(drop);
                     let vault = ctx
                         .lister::<ServiceAccount>()
                         .namespaced("vault")
                         .get("builder");
-                    seen.lock()
-                        .push((cm.metadata.name.clone(), web, db, here, vault.is_some()));
+                    seen.lock().push((
+                        cm.metadata.name.clone(),
+                        web,
+                        db,
+                        skipped,
+                        here,
+                        vault.is_some(),
+                    ));
                     Ok::<_, api::Error>(Action::Done)
                 }
             }
@@ -143,21 +151,31 @@ async fn the_managers_default_selector_applies_to_every_cache_and_a_type_may_wat
     let cancel = CancellationToken::new();
     let run = tokio::spawn(manager.run_until(cancel.clone()));
     eventually("a reconcile", || !seen.lock().is_empty()).await?;
-    let (name, web, db, here, vault) = seen.lock().remove(0);
+    let (name, web, db, skipped, here, vault) = seen.lock().remove(0);
     assert_eq!(
         name.as_deref(),
         Some("app"),
         "only team=a ConfigMaps are cached"
     );
     assert!(web.is_ok(), "{web:?}");
+    let selectors = r#"label selector "team=a", field selector "metadata.name!=skipped""#;
     assert_eq!(
-        db.expect_err("team=b is outside the default selector")
+        db.expect_err("team=b is outside the default label selector")
             .to_string(),
-        r#"secrets apps/db is not in the manager's cache of secrets (label selector "team=a"): it does not exist, or the cache's selectors leave it out"#
+        format!(
+            "secrets apps/db is not in the manager's cache of secrets ({selectors}): it does not exist, or the cache's selectors leave it out"
+        )
+    );
+    assert!(
+        skipped
+            .expect_err("outside the default field selector")
+            .is_not_cached()
     );
     assert_eq!(
         here.expect_err("outside the cache's namespace").to_string(),
-        r#"serviceaccounts apps/builder is not in the manager's cache of serviceaccounts (namespace "vault", label selector "team=a"): it does not exist, or the cache's selectors leave it out"#
+        format!(
+            "serviceaccounts apps/builder is not in the manager's cache of serviceaccounts (namespace \"vault\", {selectors}): it does not exist, or the cache's selectors leave it out"
+        )
     );
     assert!(vault, "the cache holds vault's");
     assert!(

@@ -81,7 +81,7 @@ async fn held(url: &str, config: manager::Config) -> Result<(MemoryUsage, Memory
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn manager_caches_are_lean_by_default_and_hold_less_than_typed_ones() -> Result<()> {
     let server = common::server().await?;
-    seed(&server.handle())?;
+    seed(server.handle())?;
     let url = server.url();
     let config = || manager::Config::new("lean").namespace(NS);
     let (lean_cms, lean_pods, lean) = held(&url, config()).await?;
