@@ -147,9 +147,9 @@ impl<L: ShardLeases> ShardManager<L> {
                 // (the others take them over once their Leases expire): bound the round,
                 // and end it at the first renew deadline.
                 let bound = self.config.renew_deadline / 2;
-                let end = self
-                    .first_deadline(&st)
-                    .map_or(Instant::now() + bound, |d| d.min(Instant::now() + bound));
+                let end = self.first_deadline(&st).map_or(Instant::now() + bound, |d| {
+                    d.min(Instant::now() + bound)
+                });
                 if tokio::time::timeout_at(end, self.round(&mut st))
                     .await
                     .is_err()
