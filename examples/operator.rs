@@ -111,10 +111,19 @@ pub(crate) fn operator_with(
     config: manager::Config,
 ) -> Result<Manager, manager::Error> {
     let manager = Manager::new(client, config)?;
-    // Only what this operator made (it labels all of it) is cached, not every ConfigMap.
+    // Only what this operator made (it labels all of it) is cached, not every ConfigMap;
+    // stored lean (wire bytes and metadata; the reconcile's reads decode), memory accounted.
     let labelled = "app.kubernetes.io/instance";
-    manager.cache::<ConfigMap>(manager::Cache::new().label_selector(labelled))?;
-    manager.cache::<Deployment>(manager::Cache::new().label_selector(labelled))?;
+    manager.cache::<ConfigMap>(
+        manager::Cache::new()
+            .label_selector(labelled)
+            .account_memory(),
+    )?;
+    manager.cache::<Deployment>(
+        manager::Cache::new()
+            .label_selector(labelled)
+            .account_memory(),
+    )?;
     manager
         .controller::<Website>()
         .owns::<ConfigMap>()

@@ -173,6 +173,9 @@ async fn the_operator_creates_reports_and_cleans_up_a_website() -> Result<()> {
     // The operator caches only the Deployments it labels.
     let deployments = r#"kcache_informer_objects{resource="deployments",group="apps",namespace="mon",selector="app.kubernetes.io/instance"}"#;
     assert_eq!(value(deployments)?, 1.0);
+    // Stored lean, with their memory accounted.
+    let bytes = r#"kcache_informer_cache_bytes{resource="deployments",group="apps",namespace="mon",selector="app.kubernetes.io/instance"}"#;
+    assert!(value(bytes)? > 0.0);
     assert_eq!(
         value(r#"leader_election_master_status{name="website-operator"}"#)?,
         1.0

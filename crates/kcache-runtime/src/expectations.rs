@@ -21,13 +21,12 @@
 
 use std::{collections::HashMap, sync::Arc, time::Duration};
 
-use kcache::store::{ObjectKey, Reader};
-use kube_core::Resource;
+use kcache::store::ObjectKey;
 use parking_lot::Mutex;
 use tokio::{sync::Notify, time::Instant};
 use tracing::warn;
 
-use crate::metrics::ControllerCacheMetrics;
+use crate::{manager::MetaReader, metrics::ControllerCacheMetrics};
 
 /// How often a waiting worker looks at the caches without being woken (a bookmark moves a
 /// cache's resourceVersion without a notification).
@@ -65,23 +64,13 @@ pub(crate) enum Written {
 }
 
 /// The cache's state has caught up with a write of `key` at `rv`.
-fn caught_up<C: Resource + Send + Sync + 'static>(
-    cache: &Reader<C>,
-    key: &ObjectKey,
-    rv: &str,
-    written: Written,
-) -> bool {
+fn caught_up(cache: &dyn MetaReader, key: &ObjectKey, rv: &str, written: Written) -> bool {
     if !rv.is_empty() && at_least(&cache.last_sync_resource_version(), rv) {
         return true;
     }
-    let cached = cache.get_by_key(key.as_str());
+    let cached = cache.resource_version(key.as_str());
     match written {
-        Written::Upserted => cached.is_some_and(|obj| {
-            obj.meta()
-                .resource_version
-                .as_deref()
-                .is_some_and(|seen| at_least(seen, rv))
-        }),
+        Written::Upserted => cached.is_some_and(|seen| !seen.is_empty() && at_least(&seen, rv)),
         Written::Deleted => cached.is_none(),
     }
 }
@@ -137,16 +126,16 @@ impl Expectations {
     }
 
     /// Records that the reconcile of `reconciled` wrote `key` into the cache `cache` at `rv`.
-    pub(crate) fn expect<C>(
+    pub(crate) fn expect<R>(
         &self,
         reconciled: &ObjectKey,
-        cache: Reader<C>,
+        cache: R,
         key: ObjectKey,
         rv: String,
         written: Written,
         what: String,
     ) where
-        C: Resource + Send + Sync + 'static,
+        R: MetaReader + 'static,
     {
         self.maybe_sweep_all(Instant::now());
         if caught_up(&cache, &key, &rv, written) {
@@ -265,7 +254,7 @@ mod tests {
     use std::sync::Arc;
 
     use k8s_openapi::api::core::v1::ConfigMap;
-    use kcache::store::ThreadSafeStore;
+    use kcache::store::{Reader, ThreadSafeStore};
     use prometheus_client::registry::Registry;
 
     use super::*;

@@ -56,11 +56,17 @@
 //!
 //! # Caches
 //!
-//! The manager keeps one shared informer per type, typed, in its namespace. Declare a type's
+//! The manager keeps one shared informer per type, in its namespace, storing each object
+//! lean ([`manager::Storage::Lean`]: its wire bytes plus its parsed metadata, several times
+//! smaller than the decoded object); reconciles read typed objects all the same
+//! ([`Context::get`], [`Context::lister`], [`Context::read`] decode on read). Declare a type's
 //! cache with [`Manager::cache`] before a controller uses it to narrow it
-//! ([`manager::Cache`]: label and field selectors, managed-fields stripping, a transform);
-//! [`Context::read`] then reports a miss as an error naming the selectors. (The lean
-//! storage of `kcache_client::Compact` is not used by the manager's caches yet.)
+//! ([`manager::Cache`]: label and field selectors, a namespace of its own, typed storage,
+//! managed-fields stripping, a transform, memory accounting); [`manager::Config`] sets the
+//! defaults of every type (namespace, label and field selectors, storage).
+//! [`Context::read`] reports a miss as an error naming the cache's namespace and selectors.
+//! [`Manager::metadata_cache`] caches only the metadata of a type
+//! (`PartialObjectMeta<C>`).
 //!
 //! # Helpers
 //!

@@ -274,7 +274,8 @@ async fn a_lost_lease_returns_to_standby_and_leads_again_without_a_restart() -> 
     let reconciled = log.lock().len();
     configmap(&server, "b")?;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(log.lock().len(), reconciled, "{:?}", log.lock());
+    let log_now = log.lock().clone();
+    assert_eq!(log_now.len(), reconciled, "{log_now:?}");
 
     // The intruder releases the lease: the same run leads again and catches up.
     set_holder(&server, "", 1)?;

@@ -38,7 +38,8 @@ pub enum Error {
         what: String,
         /// The resource.
         resource: String,
-        /// The cache's selectors (`label selector "app=web"`, or `no selector`).
+        /// The cache's namespace when it is its own, and its selectors (`label selector
+        /// "app=web"`, `namespace "vault"`, or `no selector`).
         selectors: String,
     },
     /// The object to write has no `metadata.name`.

@@ -27,7 +27,7 @@ use std::{any::TypeId, fmt::Debug, sync::Arc};
 
 use kube_core::params::GetParams;
 
-use kcache::store::{ObjectKey, Reader};
+use kcache::store::ObjectKey;
 use kube_core::{
     ClusterResourceScope, Request, Resource,
     params::{DeleteParams, Patch, PatchParams, PostParams},
@@ -40,6 +40,7 @@ pub use finalizer::FinalizerEvent;
 
 use crate::{
     expectations::{Expectations, Written},
+    manager::MetaReader,
     metrics::ControllerCacheMetrics,
 };
 
@@ -54,7 +55,8 @@ pub(crate) type WriteHook<C> = Arc<dyn Fn(&C) + Send + Sync>;
 pub(crate) struct Tracker<C> {
     pub(crate) expectations: Arc<Expectations>,
     pub(crate) reconciled: ObjectKey,
-    pub(crate) cache: Reader<C>,
+    pub(crate) cache: Arc<dyn MetaReader>,
+    pub(crate) _kind: std::marker::PhantomData<fn() -> C>,
 }
 
 /// Whether `C` is cluster-scoped.

@@ -6,10 +6,7 @@ use std::{
 };
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kcache::{
-    SharedIndexInformer,
-    store::{Lister, ObjectKey},
-};
+use kcache::store::ObjectKey;
 use kcache_client::events::{Event, Recorder};
 use kube_core::params::Patch;
 use parking_lot::Mutex;
@@ -21,7 +18,7 @@ use crate::{
     api::{self, TrackedApi, Tracker, WriteHook, is_cluster_scoped},
     controller::own_writes::OwnWrites,
     expectations::{Expectations, at_least},
-    manager::Shared as ManagerShared,
+    manager::{Cached, Lister, Shared as ManagerShared},
     metrics::ControllerCacheMetrics,
 };
 
@@ -33,7 +30,7 @@ pub(crate) struct Shared<K> {
     pub(crate) recorder: Recorder,
     pub(crate) expectations: Arc<Expectations>,
     pub(crate) metrics: ControllerCacheMetrics,
-    pub(crate) primary: SharedIndexInformer<K>,
+    pub(crate) primary: Cached<K>,
     /// The primary objects this controller wrote, whose events must not queue them again.
     pub(crate) own_writes: Arc<OwnWrites>,
 }
@@ -87,14 +84,20 @@ impl<K: ApiObject> Context<K> {
     /// one the reconcile started from, or the one its last write returned, whichever has the
     /// highest resourceVersion.
     pub(crate) fn newest(&self) -> Arc<K> {
+        let rv = |o: &K| o.meta().resource_version.clone().unwrap_or_default();
+        let newer = |candidate: &str, than: &str| candidate != than && at_least(candidate, than);
         let mut newest = Arc::clone(&self.object);
-        let cached = self.shared.primary.indexer().get_by_key(self.key.as_str());
-        let written = self.written.lock().clone();
-        for candidate in [cached, written].into_iter().flatten() {
-            let rv = |o: &K| o.meta().resource_version.clone().unwrap_or_default();
-            if rv(&candidate) != rv(&newest) && at_least(&rv(&candidate), &rv(&newest)) {
-                newest = candidate;
-            }
+        if let Some(written) = self.written.lock().clone()
+            && newer(&rv(&written), &rv(&newest))
+        {
+            newest = written;
+        }
+        // The cache's version is read from its metadata, and decoded only when newer.
+        let cached_rv = self.shared.primary.resource_version(&self.key);
+        if cached_rv.is_some_and(|cached| newer(&cached, &rv(&newest)))
+            && let Some(cached) = self.shared.primary.get(&self.key)
+        {
+            newest = cached;
         }
         newest
     }
@@ -123,16 +126,11 @@ impl<K: ApiObject> Context<K> {
             // Its event may already be in: then there is nothing to hold back.
             let rv = meta.resource_version.as_deref().unwrap_or_default();
             let shown = primary
-                .indexer()
-                .get_by_key(
-                    ObjectKey::new(
-                        meta.namespace.as_deref(),
-                        meta.name.as_deref().unwrap_or_default(),
-                    )
-                    .as_str(),
-                )
-                .and_then(|o| o.meta().resource_version.clone())
-                .is_some_and(|seen| at_least(&seen, rv));
+                .resource_version(&ObjectKey::new(
+                    meta.namespace.as_deref(),
+                    meta.name.as_deref().unwrap_or_default(),
+                ))
+                .is_some_and(|seen| !seen.is_empty() && at_least(&seen, rv));
             if !shown {
                 own.record(obj);
             }
@@ -174,7 +172,8 @@ impl<K: ApiObject> Context<K> {
         self.shared.recorder.publish(&event, &regarding).await;
     }
 
-    /// The lister of the manager's cache of `C`.
+    /// The lister of the manager's cache of `C`: typed reads (objects stored lean are
+    /// decoded per read; see [`manager::Storage`](crate::manager::Storage)).
     ///
     /// # Panics
     /// When the manager caches no `C`: declare it with
@@ -185,7 +184,7 @@ impl<K: ApiObject> Context<K> {
     }
 
     /// The cached `C` named `name` in the object's namespace (or cluster-wide, for a
-    /// cluster-scoped `C`).
+    /// cluster-scoped `C`); decoded now when the cache stores it lean.
     ///
     /// # Panics
     /// As [`lister`](Self::lister).
@@ -194,7 +193,7 @@ impl<K: ApiObject> Context<K> {
             Some(ns) => ObjectKey::new(Some(ns), name),
             None => ObjectKey::new(None, name),
         };
-        self.informer::<C>().indexer().get_by_key(key.as_str())
+        self.informer::<C>().get(&key)
     }
 
     /// [`get`](Self::get), with a miss as an error that names the cache's selectors (see
@@ -239,7 +238,7 @@ impl<K: ApiObject> Context<K> {
         })
     }
 
-    fn informer<C: ApiObject>(&self) -> SharedIndexInformer<C> {
+    fn informer<C: ApiObject>(&self) -> Cached<C> {
         self.shared.manager.cached::<C>().unwrap_or_else(|| {
             panic!(
                 "controller {}: the manager caches no {}; declare it with owns, watches or \
@@ -264,14 +263,14 @@ impl<K: ApiObject> Context<K> {
     /// [`api`](Self::api) in another namespace (`None`: a cluster-scoped `C`).
     pub fn api_in<C: ApiObject>(&self, namespace: Option<&str>) -> TrackedApi<C> {
         let manager = &self.shared.manager;
-        let covered = is_cluster_scoped::<C>()
-            || manager.config.namespace.is_none()
-            || manager.config.namespace.as_deref() == namespace;
-        let cache = if covered { manager.cached::<C>() } else { None };
+        let cache = manager.cached::<C>().filter(|cached| {
+            is_cluster_scoped::<C>() || cached.namespace().is_none_or(|ns| Some(ns) == namespace)
+        });
         let tracker = cache.map(|informer| Tracker {
             expectations: Arc::clone(&self.shared.expectations),
             reconciled: self.key.clone(),
-            cache: informer.indexer().clone(),
+            cache: informer.meta_reader(),
+            _kind: std::marker::PhantomData,
         });
         TrackedApi::new(
             manager.kube.clone(),
@@ -342,10 +341,7 @@ impl<K: ApiObject> Context<K> {
                 namespace.as_deref().filter(|_| !is_cluster_scoped::<C>()),
                 &name,
             );
-            self.informer::<C>()
-                .indexer()
-                .get_by_key(key.as_str())
-                .map(|o| o.meta().resource_version.clone().unwrap_or_default())
+            self.informer::<C>().resource_version(&key)
         } else if name.is_empty() {
             None
         } else {

@@ -18,7 +18,11 @@ use kcache::{
     store::ObjectKey,
     workqueue::RateLimiter,
 };
-use kcache_client::events::{Recorder, Reporter};
+use kcache_client::{
+    Compact,
+    events::{Recorder, Reporter},
+};
+use kube_core::Resource;
 
 pub use context::Context;
 pub(crate) use context::Shared;
@@ -28,19 +32,60 @@ use reconciler::{Policy, reconcile_key};
 use crate::{
     ApiObject, Manager,
     expectations::Expectations,
-    manager::{Error, Runnable},
+    manager::{Cached, Error, Runnable},
 };
 
+/// The kcache controller being built, on the primary cache's stored form.
+enum Primary<K> {
+    Typed(Controller<K>),
+    Lean(Controller<Compact<K>>),
+}
+
 /// Adds a relation (owns, watches) to the kcache controller being built.
-type Relation<K> = Box<dyn FnOnce(Controller<K>) -> Controller<K> + Send>;
+type Relation<K> = Box<dyn FnOnce(Primary<K>) -> Primary<K> + Send>;
 
 /// Resolves once an informer the controller reads has synced.
 type Synced = BoxFuture<'static, ()>;
 
-fn synced<C: ApiObject>(informer: &kcache::SharedIndexInformer<C>) -> Synced {
-    let informer = informer.clone();
-    async move { informer.wait_for_sync().await }.boxed()
+fn synced<C: ApiObject>(cache: &Cached<C>) -> Synced {
+    let cache = cache.clone();
+    async move { cache.wait_for_sync().await }.boxed()
 }
+
+/// `controller` also reconciles the owners of the objects of `cache`.
+fn owns_on<P, C>(controller: Controller<P>, cache: &Cached<C>) -> Controller<P>
+where
+    P: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+    C: ApiObject,
+{
+    match (cache.typed_informer(), cache.lean_informer()) {
+        (Some(informer), _) => controller.owns(informer),
+        (_, Some(informer)) => controller.owns(informer),
+        (None, None) => unreachable!("a cache is typed or lean"),
+    }
+}
+
+/// `controller` also reconciles the keys `map` derives from the objects of `cache` (decoded
+/// when stored lean).
+fn watches_on<P, W>(controller: Controller<P>, cache: &Cached<W>, map: Map<W>) -> Controller<P>
+where
+    P: Resource + Clone + Send + Sync + 'static,
+    W: ApiObject,
+{
+    match (cache.typed_informer(), cache.lean_informer()) {
+        (Some(informer), _) => controller.watches(informer, move |w: &W| map(w)),
+        (_, Some(informer)) => controller.watches(informer, move |w: &Compact<W>| {
+            w.typed().map(|w| map(&w)).unwrap_or_else(|error| {
+                tracing::warn!(%error, "a watched object does not decode; it queues nothing");
+                Vec::new()
+            })
+        }),
+        (None, None) => unreachable!("a cache is typed or lean"),
+    }
+}
+
+/// The map of a [`ControllerBuilder::watches`].
+type Map<W> = Arc<dyn Fn(&W) -> Vec<ObjectKey> + Send + Sync>;
 
 /// A controller of primary type `K`, being declared on a [`Manager`]
 /// ([`Manager::controller`]); [`run`](Self::run) hands it to the manager with its reconcile
@@ -171,31 +216,40 @@ impl<'m, K: ApiObject, P> ControllerBuilder<'m, K, P> {
     /// `K` (what [`Context::apply_owned`] writes). The manager caches `C`, and reconciles
     /// read it with [`Context::get`] or [`Context::lister`].
     pub fn owns<C: ApiObject>(mut self) -> Self {
-        let informer = self.manager.informer::<C>();
-        self.synced.push(synced(&informer));
+        let cache = self.manager.informer::<C>();
+        self.synced.push(synced(&cache));
         self.relations
-            .push(Box::new(move |controller| controller.owns(&informer)));
+            .push(Box::new(move |controller| match controller {
+                Primary::Typed(c) => Primary::Typed(owns_on(c, &cache)),
+                Primary::Lean(c) => Primary::Lean(owns_on(c, &cache)),
+            }));
         self
     }
 
     /// Also reconciles the keys `map` derives from each change of a `W` (controller-runtime's
-    /// `Watches` with an `EnqueueRequestsFromMapFunc`). The manager caches `W`.
+    /// `Watches` with an `EnqueueRequestsFromMapFunc`). The manager caches `W`; a `W`
+    /// stored lean is decoded for `map` on each change (watch `PartialObjectMeta<W>`, see
+    /// [`Manager::metadata_cache`], when `map` reads only metadata).
     pub fn watches<W: ApiObject>(
         mut self,
         map: impl Fn(&W) -> Vec<ObjectKey> + Send + Sync + 'static,
     ) -> Self {
-        let informer = self.manager.informer::<W>();
-        self.synced.push(synced(&informer));
-        self.relations.push(Box::new(move |controller| {
-            controller.watches(&informer, map)
-        }));
+        let cache = self.manager.informer::<W>();
+        self.synced.push(synced(&cache));
+        let map: Map<W> = Arc::new(map);
+        self.relations
+            .push(Box::new(move |controller| match controller {
+                Primary::Typed(c) => Primary::Typed(watches_on(c, &cache, map)),
+                Primary::Lean(c) => Primary::Lean(watches_on(c, &cache, map)),
+            }));
         self
     }
 
     /// An update of a primary object queues its key only when `filter(old, new)` passes;
     /// see [`filter`] (e.g. [`filter::generation_changed`]: spec changes only). Several
     /// filters must all pass. Adds and deletes always queue; owned and watched types are
-    /// not filtered.
+    /// not filtered. With the primary type stored lean, an update with filters decodes the
+    /// old and the new object.
     pub fn with_event_filter(
         mut self,
         filter: impl Fn(&K, &K) -> bool + Send + Sync + 'static,
@@ -266,18 +320,34 @@ impl<'m, K: ApiObject, P> ControllerBuilder<'m, K, P> {
         let workers = config.workers;
         let own_writes = Arc::new(OwnWrites::new(m.config.expectations_ttl));
         let own = Arc::clone(&own_writes);
+        let filtered = !filters.is_empty();
+        let passes = move |old: &K, new: &K| filters.iter().all(|f| f(old, new));
         // The update events of this controller's own writes queue nothing: the reconcile
         // that wrote knew what it wrote, and returned what comes next.
-        let mut controller =
-            Controller::new_with_update_filter(primary.clone(), config, move |old: &K, new: &K| {
-                !own.take(new) && filters.iter().all(|f| f(old, new))
-            });
+        let mut controller = match (primary.typed_informer(), primary.lean_informer()) {
+            (Some(informer), _) => Primary::Typed(Controller::new_with_update_filter(
+                informer.clone(),
+                config,
+                move |old: &K, new: &K| !own.take(new) && passes(old, new),
+            )),
+            (_, Some(informer)) => Primary::Lean(Controller::new_with_update_filter(
+                informer.clone(),
+                config,
+                move |old: &Compact<K>, new: &Compact<K>| {
+                    !own.take(new)
+                        && (!filtered
+                            || match (old.typed(), new.typed()) {
+                                (Ok(old), Ok(new)) => passes(&old, &new),
+                                // Not decodable: the reconcile reads it as absent.
+                                _ => true,
+                            })
+                },
+            )),
+            (None, None) => unreachable!("a cache is typed or lean"),
+        };
         for relation in relations {
             controller = relation(controller);
         }
-        let controller = controller.with_error_policy(Policy(policy));
-        m.controller_metrics
-            .register_controller(name.clone(), workers, controller.metrics());
         let metrics = m.runtime_metrics.controller(&name);
         let default = || format!("{}/{name}", m.config.name);
         let reporter = Reporter {
@@ -304,25 +374,52 @@ impl<'m, K: ApiObject, P> ControllerBuilder<'m, K, P> {
             name: name.clone(),
         });
         let reconcile = Arc::new(reconcile);
-        let run_one = move |key: ObjectKey, _cached: Option<Arc<K>>| {
-            reconcile_key(Arc::clone(&shared), Arc::clone(&reconcile), key)
+        let run_one =
+            move |key: ObjectKey| reconcile_key(Arc::clone(&shared), Arc::clone(&reconcile), key);
+        let runnable = match controller {
+            Primary::Typed(c) => runnable(c, Policy(policy), synced, run_one, &m, &name, workers),
+            Primary::Lean(c) => runnable(c, Policy(policy), synced, run_one, &m, &name, workers),
         };
-        let runnable: Runnable = Box::new(move |leading, cancel| {
-            async move {
-                // The primary's sync is awaited by the controller itself; the owned and
-                // watched caches must be complete too before a reconcile reads them.
-                tokio::select! {
-                    _ = futures::future::join_all(synced) => {}
-                    () = cancel.cancelled() => {}
-                }
-                match leading {
-                    Some(leading) => controller.run_while_leading(leading, run_one, cancel).await,
-                    None => controller.run(run_one, cancel).await,
-                }
-            }
-            .boxed()
-        });
         manager.add_controller(name, runnable);
         Ok(())
     }
+}
+
+/// The controller, with its error policy and metrics, as the manager runs it: once the
+/// owned and watched caches have synced, `run_one` for every key, while leading.
+fn runnable<S, P, F, Fut, E>(
+    controller: Controller<S>,
+    policy: P,
+    synced: Vec<Synced>,
+    run_one: F,
+    m: &crate::manager::Shared,
+    name: &str,
+    workers: usize,
+) -> Runnable
+where
+    S: Resource + Clone + Send + Sync + 'static,
+    P: ErrorPolicy<E>,
+    F: Fn(ObjectKey) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Action, E>> + Send + 'static,
+    E: ReconcileError,
+{
+    let controller = controller.with_error_policy(policy);
+    m.controller_metrics
+        .register_controller(name.to_owned(), workers, controller.metrics());
+    let run_one = move |key: ObjectKey, _cached: Option<Arc<S>>| run_one(key);
+    Box::new(move |leading, cancel| {
+        async move {
+            // The primary's sync is awaited by the controller itself; the owned and
+            // watched caches must be complete too before a reconcile reads them.
+            tokio::select! {
+                _ = futures::future::join_all(synced) => {}
+                () = cancel.cancelled() => {}
+            }
+            match leading {
+                Some(leading) => controller.run_while_leading(leading, run_one, cancel).await,
+                None => controller.run(run_one, cancel).await,
+            }
+        }
+        .boxed()
+    })
 }

@@ -76,7 +76,7 @@ where
         }
     }
     // Read after the wait: the cache is now at least as new as this controller's writes.
-    let Some(object) = shared.primary.indexer().get_by_key(key.as_str()) else {
+    let Some(object) = shared.primary.get(&key) else {
         debug!(controller = %shared.name, %key, "gone from the cache; nothing to reconcile");
         return Ok(Action::Done);
     };

@@ -2,6 +2,8 @@
 
 use std::{net::SocketAddr, time::Duration};
 
+use super::Storage;
+
 /// How a [`Manager`](super::Manager) runs: controller-runtime's manager options
 /// (`Cache.DefaultNamespaces`, `LeaderElection*`, `Metrics.BindAddress` and
 /// `HealthProbeBindAddress` on one address, `GracefulShutdownTimeout`) plus the
@@ -66,6 +68,16 @@ pub struct Config {
     /// instance. Default: `$POD_NAME`, else the host name, with a random suffix
     /// (controller-runtime's `hostname_uuid`).
     pub identity: Option<String>,
+    /// How every cache stores its objects unless its [`Cache`](super::Cache) says otherwise
+    /// (default [`Storage::Lean`]: wire bytes plus parsed metadata, decoded on read).
+    pub storage: Storage,
+    /// List, watch and cache only the objects matching this label selector, for every type
+    /// whose [`Cache`](super::Cache) sets none (controller-runtime's
+    /// `Cache.DefaultLabelSelector`). Default `None`: every object.
+    pub default_label_selector: Option<String>,
+    /// As [`default_label_selector`](Self::default_label_selector), a field selector
+    /// (controller-runtime's `Cache.DefaultFieldSelector`).
+    pub default_field_selector: Option<String>,
 }
 
 impl Config {
@@ -83,6 +95,9 @@ impl Config {
             expectations_ttl: Duration::from_secs(5 * 60),
             strip_managed_fields: true,
             identity: None,
+            storage: Storage::Lean,
+            default_label_selector: None,
+            default_field_selector: None,
         }
     }
 
@@ -153,6 +168,35 @@ impl Config {
     #[must_use]
     pub fn identity(mut self, identity: impl Into<String>) -> Self {
         self.identity = Some(identity.into());
+        self
+    }
+
+    /// Sets [`Config::storage`].
+    ///
+    /// ```
+    /// use kcache_runtime::manager::{Config, Storage};
+    ///
+    /// assert_eq!(Config::new("demo").storage, Storage::Lean);
+    /// let typed = Config::new("demo").storage(Storage::Typed);
+    /// assert_eq!(typed.storage, Storage::Typed);
+    /// ```
+    #[must_use]
+    pub fn storage(mut self, storage: Storage) -> Self {
+        self.storage = storage;
+        self
+    }
+
+    /// Sets [`Config::default_label_selector`].
+    #[must_use]
+    pub fn default_label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.default_label_selector = Some(selector.into());
+        self
+    }
+
+    /// Sets [`Config::default_field_selector`].
+    #[must_use]
+    pub fn default_field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.default_field_selector = Some(selector.into());
         self
     }
 }

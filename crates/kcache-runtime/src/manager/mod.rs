@@ -3,6 +3,7 @@
 //! value configured by [`Config`] and run by one call.
 
 mod cache;
+mod cached;
 mod config;
 mod error;
 mod run;
@@ -22,12 +23,15 @@ use kcache::{
 };
 use kcache_client::{HttpLeaseLock, LeaseClient};
 use kcache_metrics::{Check, ControllerMetrics, InformerMetrics, ResourceLabels, WorkqueueMetrics};
+use kube_core::metadata::PartialObjectMeta;
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use cache::Cache;
+pub(crate) use cached::MetaReader;
+pub use cached::{Cached, Lister, Storage};
 pub use config::{Config, LeaderElection};
 pub use error::Error;
 
@@ -43,7 +47,7 @@ pub(crate) type Runnable = Box<
         + Send,
 >;
 
-/// A `SharedIndexInformer<C>`, type-erased.
+/// A [`Cached<C>`], type-erased.
 type AnyInformer = Box<dyn Any + Send + Sync>;
 
 /// What the manager shares with its controllers and their reconciles.
@@ -54,7 +58,7 @@ pub(crate) struct Shared {
     pub(crate) kube: kube_client::Client,
     pub(crate) identity: String,
     factory: SharedInformerFactory,
-    /// `SharedIndexInformer<C>` by `TypeId::of::<C>()`, with its selectors described.
+    /// `Cached<C>` by `TypeId::of::<C>()`, with its selectors described.
     informers: Mutex<HashMap<TypeId, (AnyInformer, String)>>,
     /// Notified after every change any informer applied to its cache.
     pub(crate) wake: Arc<Notify>,
@@ -68,11 +72,11 @@ pub(crate) struct Shared {
 
 impl Shared {
     /// The cached `C`, if the manager caches it.
-    pub(crate) fn cached<C: ApiObject>(&self) -> Option<SharedIndexInformer<C>> {
+    pub(crate) fn cached<C: ApiObject>(&self) -> Option<Cached<C>> {
         self.informers
             .lock()
             .get(&TypeId::of::<C>())
-            .and_then(|(i, _)| i.downcast_ref::<SharedIndexInformer<C>>())
+            .and_then(|(i, _)| i.downcast_ref::<Cached<C>>())
             .cloned()
     }
 
@@ -100,8 +104,8 @@ impl<C: Send + Sync + 'static> EventHandler<C> for Wake {
     }
 }
 
-/// Runs controllers as one process: the client, the shared informers (one per type, typed
-/// storage), the controllers declared with [`controller`](Self::controller), leader
+/// Runs controllers as one process: the client, the shared informers (one per type, lean
+/// storage unless [`Config::storage`] or a type's [`Cache`] say otherwise), the controllers declared with [`controller`](Self::controller), leader
 /// election with warm standby, one Prometheus registry with every family registered, the
 /// `/metrics` `/healthz` `/readyz` server, SIGTERM/SIGINT and a graceful shutdown.
 ///
@@ -297,14 +301,15 @@ impl Manager {
         ControllerBuilder::new(self)
     }
 
-    /// The manager's shared informer of `C` (typed storage, in the manager's namespace,
-    /// with the settings of its [`cache`](Self::cache) if one was declared), created on first
-    /// request: it starts when the manager runs, on every replica; its metrics are exported,
-    /// readiness waits for its sync, and reconciles read it with
+    /// The manager's cache of `C` (lean storage unless [`Config::storage`] or its
+    /// [`cache`](Self::cache) say otherwise, in the manager's namespace, with the settings of
+    /// its [`cache`](Self::cache) if one was declared, else the manager's defaults), created
+    /// on first request: it starts when the manager runs, on every replica; its metrics are
+    /// exported, readiness waits for its sync, and reconciles read it, typed, with
     /// [`Context::lister`](crate::Context::lister) and [`Context::get`](crate::Context::get).
     /// [`owns`](ControllerBuilder::owns) and [`watches`](ControllerBuilder::watches) call
     /// it; call it for a type the reconciles read without being triggered by it.
-    pub fn informer<C: ApiObject>(&self) -> SharedIndexInformer<C> {
+    pub fn informer<C: ApiObject>(&self) -> Cached<C> {
         if let Some(existing) = self.shared.cached::<C>() {
             return existing;
         }
@@ -312,14 +317,40 @@ impl Manager {
             .expect("no settings of its own: the factory's, which cannot conflict")
     }
 
+    /// The manager's metadata-only cache of `C` (controller-runtime's
+    /// `PartialObjectMetadata`): its lists and watches ask the server for
+    /// `PartialObjectMetadata`, so only names, labels, annotations, owner references and
+    /// the like are transferred and kept. Reconciles read it as
+    /// `ctx.get::<PartialObjectMeta<C>>(name)`; [`owns`](ControllerBuilder::owns) and
+    /// [`watches`](ControllerBuilder::watches) take `PartialObjectMeta<C>` too. Declare its
+    /// selectors with `manager.cache::<PartialObjectMeta<C>>(..)`.
+    ///
+    /// ```no_run
+    /// use k8s_openapi::api::core::v1::Secret;
+    /// use kcache_runtime::{Manager, manager};
+    /// use kube_core::metadata::PartialObjectMeta;
+    ///
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = kcache_client::Client::infer().await?;
+    /// let manager = Manager::new(client, manager::Config::new("demo"))?;
+    /// // Which Secrets exist, without their data.
+    /// let secrets = manager.metadata_cache::<Secret>();
+    /// let _same: manager::Cached<PartialObjectMeta<Secret>> = secrets;
+    /// # Ok(()) }
+    /// ```
+    pub fn metadata_cache<C: ApiObject>(&self) -> Cached<PartialObjectMeta<C>> {
+        self.informer::<PartialObjectMeta<C>>()
+    }
+
     /// Declares how the manager caches `C` (controller-runtime's `cache.ByObject`): label
-    /// and field selectors, managed-fields stripping, a transform; see [`Cache`]. Call it
-    /// before any controller, [`owns`](ControllerBuilder::owns),
-    /// [`watches`](ControllerBuilder::watches) or [`informer`](Self::informer) uses `C`.
+    /// and field selectors, storage, managed-fields stripping, a transform, memory
+    /// accounting; see [`Cache`]. Call it before any controller,
+    /// [`owns`](ControllerBuilder::owns), [`watches`](ControllerBuilder::watches) or
+    /// [`informer`](Self::informer) uses `C`.
     ///
     /// # Errors
     /// [`Error::CacheExists`] when `C` is already cached.
-    pub fn cache<C: ApiObject>(&self, cache: Cache<C>) -> Result<SharedIndexInformer<C>, Error> {
+    pub fn cache<C: ApiObject>(&self, cache: Cache<C>) -> Result<Cached<C>, Error> {
         if let Some(existing) = self.shared.selectors::<C>() {
             return Err(Error::CacheExists {
                 manager: self.shared.config.name.clone(),
@@ -330,11 +361,24 @@ impl Manager {
         self.make_informer(cache)
     }
 
-    fn make_informer<C: ApiObject>(
-        &self,
-        cache: Cache<C>,
-    ) -> Result<SharedIndexInformer<C>, Error> {
+    fn make_informer<C: ApiObject>(&self, mut cache: Cache<C>) -> Result<Cached<C>, Error> {
         let s = &self.shared;
+        if cache.label_selector.is_none() {
+            cache
+                .label_selector
+                .clone_from(&s.config.default_label_selector);
+        }
+        if cache.field_selector.is_none() {
+            cache
+                .field_selector
+                .clone_from(&s.config.default_field_selector);
+        }
+        // Metadata-only objects are small already, and their requests are not lean ones.
+        let storage = if C::metadata_api() {
+            Storage::Typed
+        } else {
+            cache.effective_storage(s.config.storage)
+        };
         let describe = cache.describe();
         let mut builder = s.factory.informer_builder::<C>();
         if let Some(selector) = &cache.label_selector {
@@ -346,34 +390,61 @@ impl Manager {
         if let Some(on) = cache.strip_managed_fields {
             builder = builder.strip_managed_fields(on);
         }
-        if let Some(transform) = cache.transform {
-            builder = builder.transform(move |obj| transform(obj));
+        if cache.account_memory {
+            builder = builder.account_memory();
         }
-        let informer = builder
-            .build(&s.client.typed())
-            .map_err(|e| Error::CacheExists {
-                manager: s.config.name.clone(),
-                kind: C::kind(&()).into_owned(),
-                existing: e.to_string(),
-            })?;
+        match &cache.namespace {
+            Some(Some(ns)) => builder = builder.namespace(ns.clone()),
+            Some(None) => builder = builder.all_namespaces(),
+            None => {}
+        }
+        let conflict = |e: factory::Error| Error::CacheExists {
+            manager: s.config.name.clone(),
+            kind: C::kind(&()).into_owned(),
+            existing: e.to_string(),
+        };
+        let namespace = match &cache.namespace {
+            Some(ns) => ns.as_deref(),
+            None => s.config.namespace.as_deref(),
+        }
+        .filter(|_| !is_cluster_scoped::<C>());
+        let mut labels = ResourceLabels::of::<C>(namespace, cache.label_selector.as_deref());
+        labels.field_selector = cache.field_selector.clone().unwrap_or_default();
+        let cached = match (storage, cache.transform) {
+            (Storage::Lean, _) => {
+                let informer = builder.build(&s.client).map_err(conflict)?;
+                self.register(&informer, labels);
+                Cached::lean(informer, namespace)
+            }
+            (_, transform) => {
+                if let Some(transform) = transform {
+                    builder = builder.transform(move |obj| transform(obj));
+                }
+                let informer = builder.build(&s.client.typed()).map_err(conflict)?;
+                self.register(&informer, labels);
+                Cached::typed(informer, namespace)
+            }
+        };
+        s.informers
+            .lock()
+            .insert(TypeId::of::<C>(), (Box::new(cached.clone()), describe));
+        Ok(cached)
+    }
+
+    /// Wakes the reconciles waiting for the caches on each change of `informer`; exports
+    /// its metrics.
+    fn register<S>(&self, informer: &SharedIndexInformer<S>, labels: ResourceLabels)
+    where
+        S: kube_core::Resource + Clone + Send + Sync + 'static,
+    {
+        let s = &self.shared;
         let _ = informer.add_event_handler_with_config(
             Wake(Arc::clone(&s.wake)),
             HandlerConfig::default()
                 .delivery(kcache::informer::Delivery::Inline)
                 .name("read-your-writes"),
         );
-        let namespace = s
-            .config
-            .namespace
-            .as_deref()
-            .filter(|_| !is_cluster_scoped::<C>());
-        let mut labels = ResourceLabels::of::<C>(namespace, cache.label_selector.as_deref());
-        labels.field_selector = cache.field_selector.clone().unwrap_or_default();
-        s.informer_metrics.register_with_labels(&informer, labels);
-        s.informers
-            .lock()
-            .insert(TypeId::of::<C>(), (Box::new(informer.clone()), describe));
-        Ok(informer)
+        s.informer_metrics.register_with_labels(informer, labels);
     }
 
     /// The client the manager was made with (the informers list and watch through it).
