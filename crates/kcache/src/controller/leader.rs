@@ -103,7 +103,7 @@ where
                 info!(controller = %name, "leading: starting the reconcile workers");
                 let stop = CancellationToken::new();
                 let round = TaskTracker::new();
-                workers.spawn(&round, &stop);
+                workers.spawn_while(&round, &stop, Some(&state));
                 if !run_done {
                     tokio::select! {
                         () = cancel.cancelled() => {}
@@ -207,7 +207,7 @@ where
             info!(controller = %name, "leading: starting the reconcile workers");
             let stop = CancellationToken::new();
             let round = TaskTracker::new();
-            workers.spawn(&round, &stop);
+            workers.spawn_while(&round, &stop, Some(&leading));
             tokio::select! {
                 () = cancel.cancelled() => {
                     info!(controller = %name, "shutting down: draining the reconcile workers");

@@ -8,7 +8,7 @@ use std::{
 use futures::FutureExt;
 use kube_core::Resource;
 use parking_lot::Mutex;
-use tokio::task::JoinHandle;
+use tokio::{sync::watch, task::JoinHandle};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tracing::{Instrument, debug, error, info_span, warn};
 
@@ -21,6 +21,7 @@ use super::{
 use crate::{
     controller::WorkQueue,
     informer::{HandlerRegistration, SharedIndexInformer},
+    leaderelection::LeaderState,
     store::ObjectKey,
 };
 
@@ -79,9 +80,23 @@ where
     /// Spawns `config.workers` workers on `tracker`; they stop taking keys when `stop` fires
     /// or the queue shuts down (a reconcile in flight finishes first).
     pub(super) fn spawn(self: &Arc<Self>, tracker: &TaskTracker, stop: &CancellationToken) {
+        self.spawn_while(tracker, stop, None);
+    }
+
+    /// As [`spawn`](Self::spawn), and the workers also stop, before they start another
+    /// reconcile, as soon as `leading` says this replica no longer leads (whoever watches the
+    /// same state and sees the change can count on no reconcile starting after it; `stop` is
+    /// fired by a task that may run later).
+    pub(super) fn spawn_while(
+        self: &Arc<Self>,
+        tracker: &TaskTracker,
+        stop: &CancellationToken,
+        leading: Option<&watch::Receiver<LeaderState>>,
+    ) {
         for worker in 0..self.config.workers {
             let (this, stop) = (Arc::clone(self), stop.clone());
-            tracker.spawn(async move { this.work(worker, stop).await });
+            let leading = leading.cloned();
+            tracker.spawn(async move { this.work(worker, stop, leading).await });
         }
     }
 
@@ -98,7 +113,12 @@ where
         let _ = driver_task.await;
     }
 
-    async fn work(&self, worker: usize, stop: CancellationToken) {
+    async fn work(
+        &self,
+        worker: usize,
+        stop: CancellationToken,
+        leading: Option<watch::Receiver<LeaderState>>,
+    ) {
         loop {
             // `get` is cancel safe: a key is only taken in the poll that returns it.
             let key = tokio::select! {
@@ -109,6 +129,13 @@ where
                     None => return,
                 },
             };
+            if leading.as_ref().is_some_and(|l| !l.borrow().is_leading()) {
+                // Stepped down: the key waits in the queue for the next leadership.
+                debug!(controller = %self.config.name, %key, "not leading any more; left queued");
+                self.queue.done(&key);
+                let _ = self.queue.add(key);
+                return;
+            }
             let guard = match &self.shards {
                 None => None,
                 Some(check) => {
