@@ -16,6 +16,7 @@
 pub(crate) mod apps;
 pub(crate) mod crd;
 mod delete;
+mod kinds;
 mod list_keys;
 pub(crate) mod managed;
 mod object;

@@ -58,30 +58,64 @@ fn is_dns_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
-fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
-}
-
-/// `IsQualifiedName`: an optional DNS-subdomain prefix and `/`, then a name part.
+/// `content.IsLabelKey`: an optional DNS-subdomain prefix and `/`, then a name part (a
+/// length and a format error may both be reported).
 fn qualified_name_errors(key: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    let (prefix, name) = match key.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
-    };
-    if let Some(p) = prefix {
-        if p.is_empty() {
-            errs.push("prefix part must be non-empty".to_owned());
-        } else if !is_dns_subdomain(p) {
-            errs.push(format!("prefix part {DNS_SUBDOMAIN_MSG}"));
+    let parts: Vec<&str> = key.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_owned());
+            } else {
+                if prefix.len() > 253 {
+                    errs.push("prefix part must be no more than 253 bytes".to_owned());
+                }
+                if !is_subdomain_format(prefix) {
+                    errs.push(format!("prefix part {DNS_SUBDOMAIN_MSG}"));
+                }
+            }
+            *name
         }
-    }
+        _ => {
+            let msg = QUALIFIED_NAME_MSG.trim_start_matches("name part ");
+            return vec![format!(
+                "a valid label key {msg} with an optional DNS subdomain prefix and '/' \
+                 (e.g. 'example.com/MyName')"
+            )];
+        }
+    };
     if name.is_empty() {
         errs.push("name part must be non-empty".to_owned());
     } else if name.len() > 63 {
-        errs.push("name part must be no more than 63 characters".to_owned());
-    } else if !is_name_part(name) {
+        errs.push("name part must be no more than 63 bytes".to_owned());
+    }
+    if !is_name_part(name) {
         errs.push(QUALIFIED_NAME_MSG.to_owned());
+    }
+    errs
+}
+
+/// The RFC 1123 subdomain regex alone (no length limit).
+fn is_subdomain_format(s: &str) -> bool {
+    s.split('.').all(|l| {
+        !l.is_empty()
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    })
+}
+
+/// `content.IsLabelValue`: at most 63 bytes, and empty or a name part (both may fail).
+fn label_value_errors(v: &str) -> Vec<&'static str> {
+    let mut errs = Vec::new();
+    if v.len() > 63 {
+        errs.push("must be no more than 63 bytes");
+    }
+    if !v.is_empty() && !is_name_part(v) {
+        errs.push(LABEL_VALUE_MSG);
     }
     errs
 }
@@ -104,14 +138,8 @@ pub(crate) fn metadata_causes(obj: &Map<String, Value>) -> Vec<Cause> {
             causes.push(invalid("metadata.labels", &k, &e));
         }
         let v = v.as_str().unwrap_or("");
-        if v.len() > 63 {
-            causes.push(invalid(
-                "metadata.labels",
-                v,
-                "must be no more than 63 characters",
-            ));
-        } else if !v.is_empty() && !is_name_part(v) {
-            causes.push(invalid("metadata.labels", v, LABEL_VALUE_MSG));
+        for e in label_value_errors(v) {
+            causes.push(invalid("metadata.labels", v, e));
         }
     }
     for (k, _) in sorted_entries(meta.and_then(|m| m.get("annotations"))) {
@@ -291,6 +319,63 @@ fn rbac_causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
     if s("name").is_empty() {
         causes.push(required("roleRef.name"));
     }
+    let namespaced = info.plural == "rolebindings";
+    let subjects = obj.get("subjects").and_then(Value::as_array);
+    for (i, subject) in subjects.into_iter().flatten().enumerate() {
+        causes.extend(subject_causes(
+            subject,
+            namespaced,
+            &format!("subjects[{i}]"),
+        ));
+    }
+    causes
+}
+
+/// `ValidateRoleBindingSubject`: a name, and per kind its name, API group and namespace.
+fn subject_causes(subject: &Value, namespaced: bool, at: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let s = |k: &str| subject.get(k).and_then(Value::as_str).unwrap_or("");
+    let (name, group) = (s("name"), s("apiGroup"));
+    if name.is_empty() {
+        causes.push(required(&format!("{at}.name")));
+    }
+    let unsupported = |field: &str, value: &str, supported: &str| {
+        Cause::new(
+            "FieldValueNotSupported",
+            format!("Unsupported value: \"{value}\": supported values: {supported}"),
+            &format!("{at}.{field}"),
+        )
+    };
+    match s("kind") {
+        "ServiceAccount" => {
+            if name.len() > 253 {
+                causes.push(invalid(
+                    &format!("{at}.name"),
+                    name,
+                    "must be no more than 253 characters",
+                ));
+            }
+            if !name.is_empty() && !is_subdomain_format(name) {
+                causes.push(invalid(&format!("{at}.name"), name, DNS_SUBDOMAIN_MSG));
+            }
+            if !group.is_empty() {
+                causes.push(unsupported("apiGroup", group, "\"\""));
+            }
+            if !namespaced && s("namespace").is_empty() {
+                causes.push(required(&format!("{at}.namespace")));
+            }
+        }
+        "User" | "Group" => {
+            if group != RBAC_GROUP {
+                causes.push(unsupported("apiGroup", group, &format!("\"{RBAC_GROUP}\"")));
+            }
+        }
+        kind => causes.push(unsupported(
+            "kind",
+            kind,
+            "\"ServiceAccount\", \"User\", \"Group\"",
+        )),
+    }
     causes
 }
 
@@ -374,11 +459,14 @@ fn job_causes(obj: &Map<String, Value>) -> Vec<Cause> {
 
 /// A Job's pod template's `restartPolicy`: `OnFailure` or `Never` (after the pod spec's own
 /// causes, as kube-apiserver orders them).
-fn job_restart_policy_causes(obj: &Map<String, Value>) -> Vec<Cause> {
-    let field = "spec.template.spec.restartPolicy";
+fn job_restart_policy_causes(obj: &Map<String, Value>, spec_path: &str) -> Vec<Cause> {
+    let field = format!("{spec_path}.restartPolicy");
+    // `spec_path` starts at `spec`: the pointer below it.
+    let below = spec_path.strip_prefix("spec").unwrap_or(spec_path);
+    let pointer = format!("{}/restartPolicy", below.replace('.', "/"));
     let policy = obj
         .get("spec")
-        .and_then(|s| s.pointer("/template/spec/restartPolicy"))
+        .and_then(|s| s.pointer(&pointer))
         .and_then(Value::as_str)
         .unwrap_or("");
     // Any other value, `Always` included, is reported as required (kube-apiserver's words).
@@ -387,7 +475,7 @@ fn job_restart_policy_causes(obj: &Map<String, Value>) -> Vec<Cause> {
         _ => vec![Cause::new(
             "FieldValueRequired",
             "Required value: valid values: \"OnFailure\", \"Never\"",
-            field,
+            &field,
         )],
     }
 }
@@ -440,7 +528,50 @@ pub(crate) fn causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause
         causes.extend(pod);
     }
     if info.group == "batch" && info.plural == "jobs" {
-        causes.extend(job_restart_policy_causes(obj));
+        causes.extend(job_restart_policy_causes(obj, "spec.template.spec"));
+    }
+    if info.group == "batch" && info.plural == "cronjobs" {
+        causes.extend(job_restart_policy_causes(
+            obj,
+            "spec.jobTemplate.spec.template.spec",
+        ));
+    }
+    causes.extend(super::kinds::causes(info, obj));
+    causes
+}
+
+/// What a create adds to the name's own causes (`name_causes`): a CronJob's name leaves room
+/// for the 11 characters its Jobs append, and a Job's name becomes the value of the
+/// `job-name` labels of its pod template (unless the template sets them or the selector is
+/// manual), so a name that is no label value is reported twice more.
+pub(crate) fn create_name_causes(
+    info: &ResourceInfo,
+    obj: &Map<String, Value>,
+    name: &str,
+) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if info.group != "batch" {
+        return causes;
+    }
+    if info.plural == "cronjobs" && name.len() > 52 {
+        causes.push(invalid(
+            "metadata.name",
+            name,
+            "must be no more than 52 characters",
+        ));
+    }
+    let spec = obj.get("spec");
+    let manual = spec.and_then(|s| s.get("manualSelector")) == Some(&json!(true));
+    if info.plural == "jobs" && !manual {
+        let labels = spec.and_then(|s| s.pointer("/template/metadata/labels"));
+        for key in ["job-name", "batch.kubernetes.io/job-name"] {
+            if labels.and_then(|l| l.get(key)).is_some() {
+                continue;
+            }
+            for e in label_value_errors(name) {
+                causes.push(invalid("spec.template.labels", name, e));
+            }
+        }
     }
     causes
 }
@@ -489,5 +620,17 @@ mod tests {
             qualified_name_errors("/a"),
             ["prefix part must be non-empty"]
         );
+        assert_eq!(
+            qualified_name_errors("a/"),
+            ["name part must be non-empty", QUALIFIED_NAME_MSG]
+        );
+        assert_eq!(
+            qualified_name_errors(&format!("{}-", "a".repeat(63))),
+            [
+                "name part must be no more than 63 bytes",
+                QUALIFIED_NAME_MSG
+            ]
+        );
+        assert_eq!(qualified_name_errors("a/b/c").len(), 1);
     }
 }

@@ -1,0 +1,494 @@
+//! kube-apiserver's validation of HorizontalPodAutoscalers (`pkg/apis/autoscaling/validation`),
+//! Ingresses and NetworkPolicies (`pkg/apis/networking/validation`), with their field paths,
+//! words and order of causes.
+
+use serde_json::{Map, Value};
+
+use crate::resource::ResourceInfo;
+use crate::status::Cause;
+
+const PORT_RANGE_MSG: &str = "must be between 1 and 65535, inclusive";
+
+fn cause(reason: &str, field: &str, message: String) -> Cause {
+    Cause::new(reason, message, field)
+}
+
+fn required(field: &str, detail: &str) -> Cause {
+    let message = if detail.is_empty() {
+        "Required value".to_owned()
+    } else {
+        format!("Required value: {detail}")
+    };
+    cause("FieldValueRequired", field, message)
+}
+
+fn invalid_int(field: &str, n: i64, msg: &str) -> Cause {
+    cause(
+        "FieldValueInvalid",
+        field,
+        format!("Invalid value: {n}: {msg}"),
+    )
+}
+
+fn invalid_str(field: &str, s: &str, msg: &str) -> Cause {
+    cause(
+        "FieldValueInvalid",
+        field,
+        format!("Invalid value: \"{s}\": {msg}"),
+    )
+}
+
+fn not_supported(field: &str, s: &str, supported: &[&str]) -> Cause {
+    let quoted: Vec<String> = supported.iter().map(|v| format!("\"{v}\"")).collect();
+    cause(
+        "FieldValueNotSupported",
+        field,
+        format!(
+            "Unsupported value: \"{s}\": supported values: {}",
+            quoted.join(", ")
+        ),
+    )
+}
+
+fn str_at<'a>(v: Option<&'a Value>, key: &str) -> &'a str {
+    v.and_then(|v| v.get(key))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+fn int_at(v: Option<&Value>, key: &str) -> Option<i64> {
+    v.and_then(|v| v.get(key)).and_then(Value::as_i64)
+}
+
+fn present(v: Option<&Value>, key: &str) -> bool {
+    v.and_then(|v| v.get(key)).is_some_and(|v| !v.is_null())
+}
+
+fn array<'a>(v: Option<&'a Value>, key: &str) -> &'a [Value] {
+    v.and_then(|v| v.get(key))
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// `content.IsPathSegmentName`.
+fn path_segment_errors(name: &str) -> Vec<String> {
+    if name == "." || name == ".." {
+        return vec![format!("may not be '{name}'")];
+    }
+    ["/", "%"]
+        .iter()
+        .filter(|bad| name.contains(**bad))
+        .map(|bad| format!("may not contain '{bad}'"))
+        .collect()
+}
+
+/// The causes of a HorizontalPodAutoscaler, Ingress or NetworkPolicy (after its metadata's).
+pub(crate) fn causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
+    let spec = obj.get("spec");
+    match (info.group.as_str(), info.plural.as_str()) {
+        ("autoscaling", "horizontalpodautoscalers") => hpa_causes(spec),
+        ("networking.k8s.io", "ingresses") => ingress_causes(spec),
+        ("networking.k8s.io", "networkpolicies") => network_policy_causes(spec),
+        _ => Vec::new(),
+    }
+}
+
+/// `validateHorizontalPodAutoscalerSpec` with the create options of v1.36 (`minReplicas` at
+/// least 1, a scale target with an API group).
+fn hpa_causes(spec: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let min = int_at(spec, "minReplicas");
+    let max = int_at(spec, "maxReplicas").unwrap_or(0);
+    if let Some(n) = min
+        && n < 1
+    {
+        causes.push(invalid_int(
+            "spec.minReplicas",
+            n,
+            "must be greater than or equal to 1",
+        ));
+    }
+    if max == 0 {
+        causes.push(required(
+            "spec.maxReplicas",
+            "must be set and greater than 0",
+        ));
+    } else if max < 0 {
+        causes.push(invalid_int(
+            "spec.maxReplicas",
+            max,
+            "must be greater than or equal to 1",
+        ));
+    }
+    if let Some(n) = min
+        && max < n
+    {
+        causes.push(invalid_int(
+            "spec.maxReplicas",
+            max,
+            "must be greater than or equal to `minReplicas`",
+        ));
+    }
+    causes.extend(object_reference_causes(
+        spec.and_then(|s| s.get("scaleTargetRef")),
+        "spec.scaleTargetRef",
+        false,
+    ));
+    let metrics = array(spec, "metrics");
+    let mut scales_to_zero = false;
+    for (i, m) in metrics.iter().enumerate() {
+        causes.extend(metric_causes(m, &format!("spec.metrics[{i}]")));
+        scales_to_zero |= matches!(str_at(Some(m), "type"), "Object" | "External");
+    }
+    if min == Some(0) && !scales_to_zero {
+        causes.push(cause(
+            "FieldValueForbidden",
+            "spec.metrics",
+            "Forbidden: must specify at least one Object or External metric to support scaling \
+             to zero replicas"
+                .to_owned(),
+        ));
+    }
+    causes
+}
+
+/// `ValidateCrossVersionObjectReference`.
+fn object_reference_causes(r: Option<&Value>, path: &str, allow_empty_group: bool) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    for key in ["kind", "name"] {
+        let v = str_at(r, key);
+        let field = format!("{path}.{key}");
+        if v.is_empty() {
+            causes.push(required(&field, ""));
+        }
+        for e in path_segment_errors(v) {
+            causes.push(invalid_str(&field, v, &e));
+        }
+    }
+    let api_version = str_at(r, "apiVersion");
+    let field = format!("{path}.apiVersion");
+    let group = match api_version.matches('/').count() {
+        _ if api_version.is_empty() || api_version == "/" => Some(""),
+        0 => Some(""),
+        1 => api_version.split('/').next(),
+        _ => None,
+    };
+    match group {
+        None => causes.push(invalid_str(
+            &field,
+            api_version,
+            &format!("unexpected GroupVersion string: {api_version}"),
+        )),
+        Some("") if !allow_empty_group => causes.push(invalid_str(
+            &field,
+            api_version,
+            "apiVersion must specify API group",
+        )),
+        Some(_) => {}
+    }
+    causes
+}
+
+const METRIC_SOURCE_TYPES: [&str; 5] = [
+    "ContainerResource",
+    "External",
+    "Object",
+    "Pods",
+    "Resource",
+];
+
+/// `validateMetricSpec`: the type, the one source it names, and that source's fields.
+fn metric_causes(m: &Value, path: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let typ = str_at(Some(m), "type");
+    let type_field = format!("{path}.type");
+    if typ.is_empty() {
+        causes.push(required(&type_field, "must specify a metric source type"));
+    }
+    if !METRIC_SOURCE_TYPES.contains(&typ) {
+        causes.push(not_supported(&type_field, typ, &METRIC_SOURCE_TYPES));
+    }
+    // Sources in kube-apiserver's order; only the first present one is validated.
+    let sources = [
+        "object",
+        "external",
+        "pods",
+        "resource",
+        "containerResource",
+    ];
+    let present_sources: Vec<&str> = sources
+        .into_iter()
+        .filter(|s| present(Some(m), s))
+        .collect();
+    if let Some(first) = present_sources.first() {
+        let at = format!("{path}.{first}");
+        let src = m.get(*first);
+        match *first {
+            "resource" | "containerResource" => causes.extend(resource_source_causes(src, &at)),
+            _ => causes.extend(metric_target_causes(src.and_then(|s| s.get("target")), &at)),
+        }
+    }
+    let expected = match typ {
+        "Object" => "object",
+        "Pods" => "pods",
+        "Resource" => "resource",
+        "External" => "external",
+        "ContainerResource" => "containerResource",
+        _ => {
+            causes.push(not_supported(&type_field, typ, &METRIC_SOURCE_TYPES));
+            ""
+        }
+    };
+    if !expected.is_empty() && !present(Some(m), expected) {
+        causes.push(required(
+            &format!("{path}.{expected}"),
+            "must populate information for the given metric source",
+        ));
+    }
+    if present_sources.len() != 1 {
+        for s in present_sources.iter().filter(|s| **s != expected) {
+            causes.push(cause(
+                "FieldValueForbidden",
+                &format!("{path}.{s}"),
+                "Forbidden: must populate the given metric source only".to_owned(),
+            ));
+        }
+    }
+    causes
+}
+
+/// `validateResourceSource` (the resource name, the target, a utilization or raw value).
+fn resource_source_causes(src: Option<&Value>, path: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if str_at(src, "name").is_empty() {
+        causes.push(required(
+            &format!("{path}.name"),
+            "must specify a resource name",
+        ));
+    }
+    let target = src.and_then(|s| s.get("target"));
+    causes.extend(metric_target_causes(target, path));
+    let (utilization, average) = (
+        present(target, "averageUtilization"),
+        present(target, "averageValue"),
+    );
+    if !utilization && !average {
+        causes.push(required(
+            &format!("{path}.target.averageUtilization"),
+            "must set either a target raw value or a target utilization",
+        ));
+    }
+    if utilization && average {
+        causes.push(cause(
+            "FieldValueForbidden",
+            &format!("{path}.target.averageValue"),
+            "Forbidden: may not set both a target raw value and a target utilization".to_owned(),
+        ));
+    }
+    causes
+}
+
+/// `validateMetricTarget`: its type and a positive utilization.
+fn metric_target_causes(target: Option<&Value>, path: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let at = format!("{path}.target");
+    let typ = str_at(target, "type");
+    if typ.is_empty() {
+        causes.push(required(
+            &format!("{at}.type"),
+            "must specify a metric target type",
+        ));
+    }
+    if !matches!(typ, "Utilization" | "Value" | "AverageValue") {
+        causes.push(invalid_str(
+            &format!("{at}.type"),
+            typ,
+            "must be either Utilization, Value, or AverageValue",
+        ));
+    }
+    if let Some(n) = int_at(target, "averageUtilization")
+        && n < 1
+    {
+        causes.push(invalid_int(
+            &format!("{at}.averageUtilization"),
+            n,
+            "must be greater than 0",
+        ));
+    }
+    causes
+}
+
+/// `ValidateIngressSpec`: a default backend or rules, and each path's type and backend.
+fn ingress_causes(spec: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let rules = array(spec, "rules");
+    let default_backend = spec
+        .and_then(|s| s.get("defaultBackend"))
+        .filter(|b| !b.is_null());
+    if rules.is_empty() && default_backend.is_none() {
+        causes.push(cause(
+            "FieldValueInvalid",
+            "spec",
+            "Invalid value: []: either `defaultBackend` or `rules` must be specified".to_owned(),
+        ));
+    }
+    if let Some(b) = default_backend {
+        causes.extend(backend_causes(b, "spec.defaultBackend"));
+    }
+    for (i, rule) in rules.iter().enumerate() {
+        let Some(http) = rule.get("http").filter(|h| !h.is_null()) else {
+            continue;
+        };
+        let at = format!("spec.rules[{i}].http.paths");
+        let paths = array(Some(http), "paths");
+        if paths.is_empty() {
+            causes.push(required(&at, ""));
+        }
+        for (j, p) in paths.iter().enumerate() {
+            causes.extend(http_path_causes(p, &format!("{at}[{j}]")));
+        }
+    }
+    causes
+}
+
+/// `validateHTTPIngressPath` (the path checks of the common types, then the backend).
+fn http_path_causes(p: &Value, at: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let Some(typ) = p.get("pathType").and_then(Value::as_str) else {
+        return vec![required(
+            &format!("{at}.pathType"),
+            "pathType must be specified",
+        )];
+    };
+    let path = str_at(Some(p), "path");
+    let path_field = format!("{at}.path");
+    match typ {
+        "Exact" | "Prefix" => {
+            if !path.starts_with('/') {
+                causes.push(invalid_str(&path_field, path, "must be an absolute path"));
+            }
+        }
+        "ImplementationSpecific" => {
+            if !path.is_empty() && !path.starts_with('/') {
+                causes.push(invalid_str(&path_field, path, "must be an absolute path"));
+            }
+        }
+        _ => causes.push(not_supported(
+            &format!("{at}.pathType"),
+            typ,
+            &["Exact", "ImplementationSpecific", "Prefix"],
+        )),
+    }
+    if let Some(b) = p.get("backend") {
+        causes.extend(backend_causes(b, &format!("{at}.backend")));
+    } else {
+        causes.extend(backend_causes(&Value::Null, &format!("{at}.backend")));
+    }
+    causes
+}
+
+/// `validateIngressBackend`: exactly one of a resource or a service, a service's port.
+fn backend_causes(b: &Value, at: &str) -> Vec<Cause> {
+    let b = Some(b);
+    let (resource, service) = (present(b, "resource"), present(b, "service"));
+    let empty = |msg: &str| invalid_str(at, "", msg);
+    if resource && service {
+        return vec![empty("cannot set both resource and service backends")];
+    }
+    if resource {
+        return Vec::new();
+    }
+    if !service {
+        return vec![empty("resource or service backend is required")];
+    }
+    let mut causes = Vec::new();
+    let svc = b.and_then(|b| b.get("service"));
+    if str_at(svc, "name").is_empty() {
+        causes.push(required(&format!("{at}.service.name"), ""));
+    }
+    let port = svc.and_then(|s| s.get("port"));
+    let name = str_at(port, "name");
+    let number = int_at(port, "number").unwrap_or(0);
+    if !name.is_empty() && number != 0 {
+        causes.push(empty("cannot set both port name & port number"));
+    } else if number != 0 && !(1..=65535).contains(&number) {
+        causes.push(invalid_int(
+            &format!("{at}.service.port.number"),
+            number,
+            PORT_RANGE_MSG,
+        ));
+    } else if name.is_empty() && number == 0 {
+        causes.push(required(at, "port name or number is required"));
+    }
+    causes
+}
+
+/// `ValidateNetworkPolicySpec`'s port checks, ingress rules then egress rules.
+fn network_policy_causes(spec: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    for dir in ["ingress", "egress"] {
+        for (i, rule) in array(spec, dir).iter().enumerate() {
+            for (j, port) in array(Some(rule), "ports").iter().enumerate() {
+                causes.extend(network_policy_port_causes(
+                    port,
+                    &format!("spec.{dir}[{i}].ports[{j}]"),
+                ));
+            }
+        }
+    }
+    causes
+}
+
+/// `ValidateNetworkPolicyPort`: the protocol, a numeric port and its `endPort`.
+fn network_policy_port_causes(p: &Value, at: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if let Some(proto) = p.get("protocol").and_then(Value::as_str)
+        && !matches!(proto, "TCP" | "UDP" | "SCTP")
+    {
+        causes.push(not_supported(
+            &format!("{at}.protocol"),
+            proto,
+            &["TCP", "UDP", "SCTP"],
+        ));
+    }
+    let end = int_at(Some(p), "endPort");
+    match p.get("port") {
+        Some(Value::Number(n)) => {
+            let n = n.as_i64().unwrap_or(0);
+            if !(1..=65535).contains(&n) {
+                causes.push(invalid_int(&format!("{at}.port"), n, PORT_RANGE_MSG));
+            }
+            if let Some(e) = end {
+                if e < n {
+                    causes.push(invalid_int(
+                        &format!("{at}.endPort"),
+                        n,
+                        "must be greater than or equal to `port`",
+                    ));
+                }
+                if !(1..=65535).contains(&e) {
+                    causes.push(invalid_int(&format!("{at}.endPort"), e, PORT_RANGE_MSG));
+                }
+            }
+        }
+        Some(Value::String(_)) => {
+            if let Some(e) = end {
+                causes.push(invalid_int(
+                    &format!("{at}.endPort"),
+                    e,
+                    "may not be specified when `port` is non-numeric",
+                ));
+            }
+        }
+        _ => {
+            if let Some(e) = end {
+                causes.push(invalid_int(
+                    &format!("{at}.endPort"),
+                    e,
+                    "may not be specified when `port` is not specified",
+                ));
+            }
+        }
+    }
+    causes
+}
