@@ -242,3 +242,55 @@ async fn pod_disruption_budget_names_are_path_segments() {
         ["metadata.name: Invalid value: \"a%b\": may not contain '%'"]
     );
 }
+
+#[tokio::test]
+async fn pod_disruption_budget_bounds() {
+    let s = server().await;
+    let path = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
+    let pdb = json!({"metadata": {"name": "p"}, "spec": {"minAvailable": -1}});
+    assert_eq!(
+        refused(&s, path, &pdb).await,
+        ["spec.minAvailable: Invalid value: -1: must be greater than or equal to 0"]
+    );
+    let pdb = json!({"metadata": {"name": "p"}, "spec": {"maxUnavailable": "101%"}});
+    assert_eq!(
+        refused(&s, path, &pdb).await,
+        ["spec.maxUnavailable: Invalid value: \"101%\": must not be greater than 100%"]
+    );
+}
+
+#[tokio::test]
+async fn required_fields_of_cron_jobs_claims_and_env() {
+    let s = server().await;
+    let cj = json!({"metadata": {"name": "c"}, "spec": {
+        "jobTemplate": {"spec": {"template": {"spec": {"restartPolicy": "Never",
+            "containers": [{"name": "c", "image": "i"}]}}}}}});
+    let path = "/apis/batch/v1/namespaces/default/cronjobs";
+    assert_eq!(
+        refused(&s, path, &cj).await,
+        ["spec.schedule: Required value"]
+    );
+    let pvc = json!({"metadata": {"name": "v"}, "spec": {}});
+    let path = "/api/v1/namespaces/default/persistentvolumeclaims";
+    assert_eq!(
+        refused(&s, path, &pvc).await,
+        [
+            "spec.accessModes: Required value: at least 1 access mode is required",
+            "spec.resources[storage]: Required value",
+        ]
+    );
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [
+        {"name": "c", "image": "i", "env": [{"value": "v"}]}]}});
+    let path = "/api/v1/namespaces/default/pods";
+    assert_eq!(
+        refused(&s, path, &pod).await,
+        ["spec.containers[0].env[0].name: Required value"]
+    );
+    let svc =
+        json!({"metadata": {"name": "s"}, "spec": {"ports": [{"port": 80, "targetPort": "7"}]}});
+    let path = "/api/v1/namespaces/default/services";
+    assert_eq!(
+        refused(&s, path, &svc).await,
+        ["spec.ports[0].targetPort: Invalid value: \"7\": must contain at least one letter (a-z)"]
+    );
+}

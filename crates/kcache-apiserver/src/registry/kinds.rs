@@ -1,6 +1,7 @@
 //! kube-apiserver's validation of HorizontalPodAutoscalers (`pkg/apis/autoscaling/validation`),
-//! Ingresses and NetworkPolicies (`pkg/apis/networking/validation`), with their field paths,
-//! words and order of causes.
+//! Ingresses and NetworkPolicies (`pkg/apis/networking/validation`), PodDisruptionBudgets,
+//! CronJob schedules and PersistentVolumeClaims, with their field paths, words and order of
+//! causes.
 
 use serde_json::{Map, Value};
 
@@ -89,8 +90,99 @@ pub(crate) fn causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause
         ("autoscaling", "horizontalpodautoscalers") => hpa_causes(spec),
         ("networking.k8s.io", "ingresses") => ingress_causes(spec),
         ("networking.k8s.io", "networkpolicies") => network_policy_causes(spec),
+        ("policy", "poddisruptionbudgets") => pdb_causes(spec),
+        ("batch", "cronjobs") => cron_job_causes(spec),
+        ("", "persistentvolumeclaims") => pvc_causes(spec),
         _ => Vec::new(),
     }
+}
+
+/// `ValidatePodDisruptionBudgetSpec`'s bounds: not both set, each a non-negative integer or
+/// a percentage of at most 100%.
+fn pdb_causes(spec: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let min = spec
+        .and_then(|s| s.get("minAvailable"))
+        .filter(|v| !v.is_null());
+    let max = spec
+        .and_then(|s| s.get("maxUnavailable"))
+        .filter(|v| !v.is_null());
+    if min.is_some() && max.is_some() {
+        causes.push(cause(
+            "FieldValueInvalid",
+            "spec",
+            "Invalid value: \"object\": minAvailable and maxUnavailable cannot be both set"
+                .to_owned(),
+        ));
+    }
+    for (key, v) in [("minAvailable", min), ("maxUnavailable", max)] {
+        let Some(v) = v else { continue };
+        let field = format!("spec.{key}");
+        match v {
+            Value::String(p) => {
+                let digits = p.strip_suffix('%').unwrap_or("");
+                if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                    causes.push(invalid_str(
+                        &field,
+                        p,
+                        "a valid percent string must be a numeric string followed by an ending \
+                         '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')",
+                    ));
+                } else if digits.parse::<u64>().map_or(true, |n| n > 100) {
+                    causes.push(invalid_str(&field, p, "must not be greater than 100%"));
+                }
+            }
+            v => {
+                if let Some(n) = v.as_i64()
+                    && n < 0
+                {
+                    causes.push(invalid_int(&field, n, "must be greater than or equal to 0"));
+                }
+            }
+        }
+    }
+    causes
+}
+
+/// `validateCronJobSpec`'s required schedule and non-negative counts (the job template is
+/// checked with the pod specs).
+fn cron_job_causes(spec: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if str_at(spec, "schedule").is_empty() {
+        causes.push(required("spec.schedule", ""));
+    }
+    for key in [
+        "startingDeadlineSeconds",
+        "successfulJobsHistoryLimit",
+        "failedJobsHistoryLimit",
+    ] {
+        if let Some(n) = int_at(spec, key)
+            && n < 0
+        {
+            causes.push(invalid_int(
+                &format!("spec.{key}"),
+                n,
+                "must be greater than or equal to 0",
+            ));
+        }
+    }
+    causes
+}
+
+/// `ValidatePersistentVolumeClaimSpec`'s required access modes and storage request.
+fn pvc_causes(spec: Option<&Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if array(spec, "accessModes").is_empty() {
+        causes.push(required(
+            "spec.accessModes",
+            "at least 1 access mode is required",
+        ));
+    }
+    let requests = spec.and_then(|s| s.pointer("/resources/requests"));
+    if !present(requests, "storage") {
+        causes.push(required("spec.resources[storage]", ""));
+    }
+    causes
 }
 
 /// `validateHorizontalPodAutoscalerSpec` with the create options of v1.36 (`minReplicas` at

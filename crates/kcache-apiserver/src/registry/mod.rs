@@ -21,6 +21,7 @@ mod list_keys;
 pub(crate) mod managed;
 mod object;
 pub(crate) mod propagation;
+mod rbac;
 pub(crate) mod rules;
 pub(crate) mod validate;
 pub(crate) mod validation;

@@ -2,15 +2,18 @@
 //! wording (`k8s.io/apimachinery/pkg/util/validation`, `pkg/apis/core/validation`,
 //! `pkg/apis/apps/validation`, `pkg/apis/rbac/validation`): label and annotation keys and
 //! values of every built-in kind, pod specs (in pods and in the templates of workloads, Jobs,
-//! CronJobs, ReplicationControllers and PodTemplates), Service ports, workload replicas, and
-//! RBAC role references and subjects (with their defaults).
+//! CronJobs, ReplicationControllers and PodTemplates), Service ports, workload replicas, Job
+//! and CronJob specs; RBAC is in `rbac`, other kinds in `kinds`.
 
 use serde_json::{Map, Value, json};
 
+use super::rbac;
 use crate::resource::ResourceInfo;
 use crate::status::Cause;
 
-const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+pub(crate) use super::rbac::{rbac_defaults, rbac_update_causes};
+
+pub(super) const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' \
      or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or \
@@ -22,12 +25,12 @@ const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist 
 const DNS_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case \
      alphanumeric characters or '-', and must start and end with an alphanumeric character \
      (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-const DNS_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case \
+pub(super) const DNS_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case \
      alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character \
      (e.g. 'example.com', regex used for validation is \
      '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 
-fn invalid(field: &str, value: &str, msg: &str) -> Cause {
+pub(super) fn invalid(field: &str, value: &str, msg: &str) -> Cause {
     Cause::new(
         "FieldValueInvalid",
         format!("Invalid value: \"{value}\": {msg}"),
@@ -35,7 +38,7 @@ fn invalid(field: &str, value: &str, msg: &str) -> Cause {
     )
 }
 
-fn required(field: &str) -> Cause {
+pub(super) fn required(field: &str) -> Cause {
     Cause::new("FieldValueRequired", "Required value", field)
 }
 
@@ -98,7 +101,7 @@ fn qualified_name_errors(key: &str) -> Vec<String> {
 }
 
 /// The RFC 1123 subdomain regex alone (no length limit).
-fn is_subdomain_format(s: &str) -> bool {
+pub(super) fn is_subdomain_format(s: &str) -> bool {
     s.split('.').all(|l| {
         !l.is_empty()
             && l.bytes()
@@ -203,6 +206,15 @@ fn pod_spec_causes(spec: Option<&Value>, path: &str) -> Vec<Cause> {
                 ));
             }
         }
+        let env = c.get("env").and_then(Value::as_array);
+        for (j, e) in env.into_iter().flatten().enumerate() {
+            if e.get("name")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                causes.push(required(&format!("{at}.env[{j}].name")));
+            }
+        }
     }
     causes
 }
@@ -223,6 +235,13 @@ fn service_causes(obj: &Map<String, Value>) -> Vec<Cause> {
                 .get(field)
                 .and_then(Value::as_i64)
                 .or((field == "port").then_some(0));
+            if field == "targetPort"
+                && let Some(name) = p.get(field).and_then(Value::as_str)
+            {
+                for e in port_name_errors(name) {
+                    causes.push(invalid(&format!("spec.ports[{i}].{field}"), name, e));
+                }
+            }
             if let Some(n) = n
                 && !(1..=65535).contains(&n)
                 && !(field == "targetPort" && n == 0)
@@ -236,6 +255,31 @@ fn service_causes(obj: &Map<String, Value>) -> Vec<Cause> {
         }
     }
     causes
+}
+
+/// `IsValidPortName`: at most 15 of `[-a-z0-9]`, a letter, no `--`, no hyphen at an end.
+fn port_name_errors(name: &str) -> Vec<&'static str> {
+    let mut errs = Vec::new();
+    if name.len() > 15 {
+        errs.push("must be no more than 15 characters");
+    }
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)");
+    }
+    if !name.bytes().any(|b| b.is_ascii_lowercase()) {
+        errs.push("must contain at least one letter (a-z)");
+    }
+    if name.contains("--") {
+        errs.push("must not contain consecutive hyphens");
+    }
+    if name.starts_with('-') || name.ends_with('-') {
+        errs.push("must not begin or end with a hyphen");
+    }
+    errs
 }
 
 /// `spec.replicas` of a workload, not negative.
@@ -252,193 +296,6 @@ fn replicas_causes(obj: &Map<String, Value>) -> Vec<Cause> {
         )],
         _ => Vec::new(),
     }
-}
-
-/// RBAC defaults: a binding's `roleRef.apiGroup` and its User/Group subjects' `apiGroup`.
-pub(crate) fn rbac_defaults(info: &ResourceInfo, obj: &mut Map<String, Value>) {
-    if info.group != RBAC_GROUP || !info.plural.ends_with("bindings") {
-        return;
-    }
-    let role_ref = obj.entry("roleRef").or_insert_with(|| json!({}));
-    if let Some(r) = role_ref.as_object_mut()
-        && r.get("apiGroup")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-    {
-        r.insert("apiGroup".into(), json!(RBAC_GROUP));
-    }
-    if let Some(subjects) = obj.get_mut("subjects").and_then(Value::as_array_mut) {
-        for s in subjects.iter_mut().filter_map(Value::as_object_mut) {
-            let kind = s.get("kind").and_then(Value::as_str).unwrap_or("");
-            if matches!(kind, "User" | "Group")
-                && s.get("apiGroup")
-                    .and_then(Value::as_str)
-                    .is_none_or(str::is_empty)
-            {
-                s.insert("apiGroup".into(), json!(RBAC_GROUP));
-            }
-        }
-    }
-}
-
-fn rbac_causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let r = obj.get("roleRef");
-    let s = |k: &str| {
-        r.and_then(|r| r.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
-    if s("apiGroup") != RBAC_GROUP {
-        causes.push(Cause::new(
-            "FieldValueNotSupported",
-            format!(
-                "Unsupported value: \"{}\": supported values: \"{RBAC_GROUP}\"",
-                s("apiGroup")
-            ),
-            "roleRef.apiGroup",
-        ));
-    }
-    let kinds: &[&str] = if info.plural == "clusterrolebindings" {
-        &["ClusterRole"]
-    } else {
-        &["Role", "ClusterRole"]
-    };
-    if !kinds.contains(&s("kind")) {
-        let quoted: Vec<String> = kinds.iter().map(|k| format!("\"{k}\"")).collect();
-        causes.push(Cause::new(
-            "FieldValueNotSupported",
-            format!(
-                "Unsupported value: \"{}\": supported values: {}",
-                s("kind"),
-                quoted.join(", ")
-            ),
-            "roleRef.kind",
-        ));
-    }
-    if s("name").is_empty() {
-        causes.push(required("roleRef.name"));
-    }
-    let namespaced = info.plural == "rolebindings";
-    let subjects = obj.get("subjects").and_then(Value::as_array);
-    for (i, subject) in subjects.into_iter().flatten().enumerate() {
-        causes.extend(subject_causes(
-            subject,
-            namespaced,
-            &format!("subjects[{i}]"),
-        ));
-    }
-    causes
-}
-
-/// `ValidateRoleBindingSubject`: a name, and per kind its name, API group and namespace.
-fn subject_causes(subject: &Value, namespaced: bool, at: &str) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let s = |k: &str| subject.get(k).and_then(Value::as_str).unwrap_or("");
-    let (name, group) = (s("name"), s("apiGroup"));
-    if name.is_empty() {
-        causes.push(required(&format!("{at}.name")));
-    }
-    let unsupported = |field: &str, value: &str, supported: &str| {
-        Cause::new(
-            "FieldValueNotSupported",
-            format!("Unsupported value: \"{value}\": supported values: {supported}"),
-            &format!("{at}.{field}"),
-        )
-    };
-    match s("kind") {
-        "ServiceAccount" => {
-            if name.len() > 253 {
-                causes.push(invalid(
-                    &format!("{at}.name"),
-                    name,
-                    "must be no more than 253 characters",
-                ));
-            }
-            if !name.is_empty() && !is_subdomain_format(name) {
-                causes.push(invalid(&format!("{at}.name"), name, DNS_SUBDOMAIN_MSG));
-            }
-            if !group.is_empty() {
-                causes.push(unsupported("apiGroup", group, "\"\""));
-            }
-            if !namespaced && s("namespace").is_empty() {
-                causes.push(required(&format!("{at}.namespace")));
-            }
-        }
-        "User" | "Group" => {
-            if group != RBAC_GROUP {
-                causes.push(unsupported("apiGroup", group, &format!("\"{RBAC_GROUP}\"")));
-            }
-        }
-        kind => causes.push(unsupported(
-            "kind",
-            kind,
-            "\"ServiceAccount\", \"User\", \"Group\"",
-        )),
-    }
-    causes
-}
-
-/// The rules of a Role or ClusterRole, as kube-apiserver's `ValidatePolicyRule`.
-fn rule_causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
-    let namespaced = info.plural == "roles";
-    let mut causes = Vec::new();
-    let len = |r: &Value, k: &str| r.get(k).and_then(Value::as_array).map_or(0, Vec::len);
-    let rules = obj.get("rules").and_then(Value::as_array);
-    for (i, r) in rules.into_iter().flatten().enumerate() {
-        let at = format!("rules[{i}]");
-        if len(r, "verbs") == 0 {
-            causes.push(Cause::new(
-                "FieldValueRequired",
-                "Required value: verbs must contain at least one value",
-                &format!("{at}.verbs"),
-            ));
-        }
-        if len(r, "nonResourceURLs") > 0 {
-            let urls = r.get("nonResourceURLs").and_then(Value::as_array);
-            let shown: Vec<String> = urls
-                .into_iter()
-                .flatten()
-                .map(|u| u.as_str().unwrap_or("").to_owned())
-                .collect();
-            let shown = format!("[]string{{\"{}\"}}", shown.join("\", \""));
-            if namespaced {
-                causes.push(Cause::new(
-                    "FieldValueInvalid",
-                    format!(
-                        "Invalid value: {shown}: namespaced rules cannot apply to non-resource URLs"
-                    ),
-                    &format!("{at}.nonResourceURLs"),
-                ));
-            }
-            if len(r, "apiGroups") + len(r, "resources") + len(r, "resourceNames") > 0 {
-                causes.push(Cause::new(
-                    "FieldValueInvalid",
-                    format!(
-                        "Invalid value: {shown}: rules cannot apply to both regular resources \
-                         and non-resource URLs"
-                    ),
-                    &format!("{at}.nonResourceURLs"),
-                ));
-            }
-            continue;
-        }
-        if len(r, "apiGroups") == 0 {
-            causes.push(Cause::new(
-                "FieldValueRequired",
-                "Required value: resource rules must supply at least one api group",
-                &format!("{at}.apiGroups"),
-            ));
-        }
-        if len(r, "resources") == 0 {
-            causes.push(Cause::new(
-                "FieldValueRequired",
-                "Required value: resource rules must supply at least one resource",
-                &format!("{at}.resources"),
-            ));
-        }
-    }
-    causes
 }
 
 /// A Job's `backoffLimit` not negative.
@@ -510,10 +367,10 @@ pub(crate) fn causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause
         causes.extend(service_causes(obj));
     }
     if info.group == RBAC_GROUP && info.plural.ends_with("bindings") {
-        causes.extend(rbac_causes(info, obj));
+        causes.extend(rbac::binding_causes(info, obj));
     }
     if info.group == RBAC_GROUP && matches!(info.plural.as_str(), "roles" | "clusterroles") {
-        causes.extend(rule_causes(info, obj));
+        causes.extend(rbac::rule_causes(info, obj));
     }
     if info.group == "batch" && info.plural == "jobs" {
         causes.extend(job_causes(obj));
@@ -574,36 +431,6 @@ pub(crate) fn create_name_causes(
         }
     }
     causes
-}
-
-/// `cannot change roleRef`, as the RBAC update validation words it.
-pub(crate) fn rbac_update_causes(
-    info: &ResourceInfo,
-    old: &Value,
-    new: &Map<String, Value>,
-) -> Vec<Cause> {
-    if info.group != RBAC_GROUP || !info.plural.ends_with("bindings") {
-        return Vec::new();
-    }
-    let (a, b) = (old.get("roleRef"), new.get("roleRef"));
-    if a == b {
-        return Vec::new();
-    }
-    let s = |k: &str| {
-        b.and_then(|r| r.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
-    vec![Cause::new(
-        "FieldValueInvalid",
-        format!(
-            "Invalid value: rbac.RoleRef{{APIGroup:\"{}\", Kind:\"{}\", Name:\"{}\"}}: cannot change roleRef",
-            s("apiGroup"),
-            s("kind"),
-            s("name")
-        ),
-        "roleRef",
-    )]
 }
 
 #[cfg(test)]
