@@ -294,3 +294,61 @@ async fn required_fields_of_cron_jobs_claims_and_env() {
         ["spec.ports[0].targetPort: Invalid value: \"7\": must contain at least one letter (a-z)"]
     );
 }
+
+#[tokio::test]
+async fn hpa_defaults_take_part_in_validation() {
+    let s = server().await;
+    let path = "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers";
+    let hpa = json!({"metadata": {"name": "h"}, "spec": {"maxReplicas": 2,
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}}});
+    let r = post(s.addr(), path, &hpa).await;
+    assert_eq!(r.status, 201, "{}", r.json());
+    assert_eq!(r.json()["spec"]["minReplicas"], 1);
+    assert_eq!(
+        r.json()["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"],
+        80
+    );
+    let hpa = json!({"metadata": {"name": "h2"}, "spec": {"maxReplicas": 0,
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}}});
+    assert_eq!(
+        refused(&s, path, &hpa).await,
+        [
+            "spec.maxReplicas: Invalid value: 0: must be greater than or equal to `minReplicas`",
+            "spec.maxReplicas: Required value: must be set and greater than 0",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn workload_selectors_missing_or_empty() {
+    let s = server().await;
+    let template = json!({"metadata": {"labels": {"app": "w"}},
+        "spec": {"containers": [{"name": "c", "image": "i"}]}});
+    let deployments = "/apis/apps/v1/namespaces/default/deployments";
+    let d = json!({"metadata": {"name": "d"}, "spec": {"selector": {}, "template": template}});
+    assert_eq!(
+        refused(&s, deployments, &d).await,
+        ["spec.selector: Invalid value: {}: empty selector is invalid for deployment"]
+    );
+    let d = json!({"metadata": {"name": "d"}, "spec": {"template": template}});
+    assert_eq!(
+        refused(&s, deployments, &d).await,
+        [
+            "spec.selector: Required value",
+            "spec.template.metadata.labels: Invalid value: {\"app\":\"w\"}: `selector` does not match template `labels`",
+        ]
+    );
+    let daemonsets = "/apis/apps/v1/namespaces/default/daemonsets";
+    let ds = json!({"metadata": {"name": "ds"}, "spec": {"template": template}});
+    assert_eq!(
+        refused(&s, daemonsets, &ds).await,
+        [
+            "spec.template.metadata.labels: Invalid value: {\"app\":\"w\"}: `selector` does not match template `labels`"
+        ]
+    );
+    let ds = json!({"metadata": {"name": "ds"}, "spec": {"selector": {"matchLabels": {}}, "template": template}});
+    assert_eq!(
+        refused(&s, daemonsets, &ds).await,
+        ["spec.selector: Invalid value: {}: empty selector is invalid for daemonset"]
+    );
+}

@@ -3,7 +3,7 @@
 //! CronJob schedules and PersistentVolumeClaims, with their field paths, words and order of
 //! causes.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::resource::ResourceInfo;
 use crate::status::Cause;
@@ -81,6 +81,36 @@ fn path_segment_errors(name: &str) -> Vec<String> {
         .filter(|bad| name.contains(**bad))
         .map(|bad| format!("may not contain '{bad}'"))
         .collect()
+}
+
+/// kube-apiserver's defaults of a HorizontalPodAutoscaler (`pkg/apis/autoscaling/v2`): one
+/// minimum replica and, in `autoscaling/v2`, a CPU utilization target of 80% when no metric
+/// is given.
+pub(crate) fn set_defaults(info: &ResourceInfo, obj: &mut Map<String, Value>) {
+    if info.group != "autoscaling" || info.plural != "horizontalpodautoscalers" {
+        return;
+    }
+    let spec = obj.entry("spec").or_insert_with(|| json!({}));
+    if spec.is_null() {
+        *spec = json!({});
+    }
+    let Some(spec) = spec.as_object_mut() else {
+        return;
+    };
+    if spec.get("minReplicas").is_none_or(Value::is_null) {
+        spec.insert("minReplicas".into(), json!(1));
+    }
+    let no_metrics = spec
+        .get("metrics")
+        .and_then(Value::as_array)
+        .is_none_or(Vec::is_empty);
+    if info.version == "v2" && no_metrics {
+        spec.insert(
+            "metrics".into(),
+            json!([{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 80}}}]),
+        );
+    }
 }
 
 /// The causes of a HorizontalPodAutoscaler, Ingress or NetworkPolicy (after its metadata's).
