@@ -352,3 +352,21 @@ async fn workload_selectors_missing_or_empty() {
         ["spec.selector: Invalid value: {}: empty selector is invalid for daemonset"]
     );
 }
+
+#[tokio::test]
+async fn requests_may_not_exceed_limits() {
+    let s = server().await;
+    let path = "/api/v1/namespaces/default/pods";
+    let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "i",
+        "resources": {"requests": {"memory": "64Mi", "cpu": "100m"},
+                      "limits": {"memory": "128Mi", "cpu": 1}}}]}});
+    accepted(&s, path, &pod).await;
+    let pod = with(&pod, "/metadata/name", json!("p2"));
+    let limit = "/spec/containers/0/resources/limits/memory";
+    assert_eq!(
+        refused(&s, path, &with(&pod, limit, json!(7))).await,
+        [
+            "spec.containers[0].resources.requests: Invalid value: \"64Mi\": must be less than or equal to memory limit of 7"
+        ]
+    );
+}

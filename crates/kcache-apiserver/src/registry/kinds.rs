@@ -593,13 +593,16 @@ fn network_policy_port_causes(p: &Value, at: &str) -> Vec<Cause> {
                 }
             }
         }
-        Some(Value::String(_)) => {
+        Some(Value::String(name)) => {
             if let Some(e) = end {
                 causes.push(invalid_int(
                     &format!("{at}.endPort"),
                     e,
                     "may not be specified when `port` is non-numeric",
                 ));
+            }
+            for e in super::validation::port_name_errors(name) {
+                causes.push(invalid_str(&format!("{at}.port"), name, e));
             }
         }
         _ => {

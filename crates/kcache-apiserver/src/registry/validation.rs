@@ -206,6 +206,7 @@ fn pod_spec_causes(spec: Option<&Value>, path: &str) -> Vec<Cause> {
                 ));
             }
         }
+        causes.extend(resource_limit_causes(c.get("resources"), &at));
         let env = c.get("env").and_then(Value::as_array);
         for (j, e) in env.into_iter().flatten().enumerate() {
             if e.get("name")
@@ -257,8 +258,77 @@ fn service_causes(obj: &Map<String, Value>) -> Vec<Cause> {
     causes
 }
 
+/// A quantity (a JSON number or a Kubernetes quantity string) as a float, to compare two.
+fn quantity_value(v: &Value) -> Option<f64> {
+    if let Some(n) = v.as_f64() {
+        return Some(n);
+    }
+    let s = v.as_str()?;
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')))
+        .unwrap_or(s.len());
+    let (num, suffix) = s.split_at(split);
+    let num: f64 = num.parse().ok()?;
+    let scale = match suffix {
+        "" => 1.0,
+        "n" => 1e-9,
+        "u" => 1e-6,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "Ki" => 1024f64,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        e if e.starts_with(['e', 'E']) => 10f64.powi(e[1..].parse().ok()?),
+        _ => return None,
+    };
+    Some(num * scale)
+}
+
+fn quantity_shown(v: &Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+}
+
+/// `ValidateResourceRequirements`' comparison of each request with its limit: not above it,
+/// and equal for resources that may not be overcommitted (huge pages, extended resources).
+fn resource_limit_causes(resources: Option<&Value>, at: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let limits = resources.and_then(|r| r.get("limits"));
+    let requests = resources.and_then(|r| r.get("requests"));
+    for (name, request) in sorted_entries(requests) {
+        let Some(limit) = limits.and_then(|l| l.get(&name)) else {
+            continue;
+        };
+        let (Some(req), Some(lim)) = (quantity_value(&request), quantity_value(limit)) else {
+            continue;
+        };
+        let overcommit = !name.starts_with("hugepages-")
+            && (!name.contains('/') || name.starts_with("kubernetes.io/"));
+        let why = if !overcommit && req != lim {
+            "equal to"
+        } else if req > lim {
+            "less than or equal to"
+        } else {
+            continue;
+        };
+        causes.push(invalid(
+            &format!("{at}.resources.requests"),
+            &quantity_shown(&request),
+            &format!("must be {why} {name} limit of {}", quantity_shown(limit)),
+        ));
+    }
+    causes
+}
+
 /// `IsValidPortName`: at most 15 of `[-a-z0-9]`, a letter, no `--`, no hyphen at an end.
-fn port_name_errors(name: &str) -> Vec<&'static str> {
+pub(super) fn port_name_errors(name: &str) -> Vec<&'static str> {
     let mut errs = Vec::new();
     if name.len() > 15 {
         errs.push("must be no more than 15 characters");
