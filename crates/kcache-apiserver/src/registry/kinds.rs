@@ -1,20 +1,20 @@
 //! kube-apiserver's validation of HorizontalPodAutoscalers (`pkg/apis/autoscaling/validation`),
-//! Ingresses and NetworkPolicies (`pkg/apis/networking/validation`), PodDisruptionBudgets,
-//! CronJob schedules and PersistentVolumeClaims, with their field paths, words and order of
-//! causes.
+//! PodDisruptionBudgets, CronJob schedules and PersistentVolumeClaims (Ingresses and
+//! NetworkPolicies in `networking`), with their field paths, words and order of causes.
 
 use serde_json::{Map, Value, json};
 
+use super::networking;
 use crate::resource::ResourceInfo;
 use crate::status::Cause;
 
-const PORT_RANGE_MSG: &str = "must be between 1 and 65535, inclusive";
+pub(super) const PORT_RANGE_MSG: &str = "must be between 1 and 65535, inclusive";
 
-fn cause(reason: &str, field: &str, message: String) -> Cause {
+pub(super) fn cause(reason: &str, field: &str, message: String) -> Cause {
     Cause::new(reason, message, field)
 }
 
-fn required(field: &str, detail: &str) -> Cause {
+pub(super) fn required(field: &str, detail: &str) -> Cause {
     let message = if detail.is_empty() {
         "Required value".to_owned()
     } else {
@@ -23,7 +23,7 @@ fn required(field: &str, detail: &str) -> Cause {
     cause("FieldValueRequired", field, message)
 }
 
-fn invalid_int(field: &str, n: i64, msg: &str) -> Cause {
+pub(super) fn invalid_int(field: &str, n: i64, msg: &str) -> Cause {
     cause(
         "FieldValueInvalid",
         field,
@@ -31,7 +31,7 @@ fn invalid_int(field: &str, n: i64, msg: &str) -> Cause {
     )
 }
 
-fn invalid_str(field: &str, s: &str, msg: &str) -> Cause {
+pub(super) fn invalid_str(field: &str, s: &str, msg: &str) -> Cause {
     cause(
         "FieldValueInvalid",
         field,
@@ -39,7 +39,7 @@ fn invalid_str(field: &str, s: &str, msg: &str) -> Cause {
     )
 }
 
-fn not_supported(field: &str, s: &str, supported: &[&str]) -> Cause {
+pub(super) fn not_supported(field: &str, s: &str, supported: &[&str]) -> Cause {
     let quoted: Vec<String> = supported.iter().map(|v| format!("\"{v}\"")).collect();
     cause(
         "FieldValueNotSupported",
@@ -51,21 +51,21 @@ fn not_supported(field: &str, s: &str, supported: &[&str]) -> Cause {
     )
 }
 
-fn str_at<'a>(v: Option<&'a Value>, key: &str) -> &'a str {
+pub(super) fn str_at<'a>(v: Option<&'a Value>, key: &str) -> &'a str {
     v.and_then(|v| v.get(key))
         .and_then(Value::as_str)
         .unwrap_or("")
 }
 
-fn int_at(v: Option<&Value>, key: &str) -> Option<i64> {
+pub(super) fn int_at(v: Option<&Value>, key: &str) -> Option<i64> {
     v.and_then(|v| v.get(key)).and_then(Value::as_i64)
 }
 
-fn present(v: Option<&Value>, key: &str) -> bool {
+pub(super) fn present(v: Option<&Value>, key: &str) -> bool {
     v.and_then(|v| v.get(key)).is_some_and(|v| !v.is_null())
 }
 
-fn array<'a>(v: Option<&'a Value>, key: &str) -> &'a [Value] {
+pub(super) fn array<'a>(v: Option<&'a Value>, key: &str) -> &'a [Value] {
     v.and_then(|v| v.get(key))
         .and_then(Value::as_array)
         .map_or(&[], Vec::as_slice)
@@ -118,8 +118,8 @@ pub(crate) fn causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause
     let spec = obj.get("spec");
     match (info.group.as_str(), info.plural.as_str()) {
         ("autoscaling", "horizontalpodautoscalers") => hpa_causes(spec),
-        ("networking.k8s.io", "ingresses") => ingress_causes(spec),
-        ("networking.k8s.io", "networkpolicies") => network_policy_causes(spec),
+        ("networking.k8s.io", "ingresses") => networking::ingress_causes(spec),
+        ("networking.k8s.io", "networkpolicies") => networking::network_policy_causes(spec),
         ("policy", "poddisruptionbudgets") => pdb_causes(spec),
         ("batch", "cronjobs") => cron_job_causes(spec),
         ("", "persistentvolumeclaims") => pvc_causes(spec),
@@ -436,184 +436,6 @@ fn metric_target_causes(target: Option<&Value>, path: &str) -> Vec<Cause> {
             n,
             "must be greater than 0",
         ));
-    }
-    causes
-}
-
-/// `ValidateIngressSpec`: a default backend or rules, and each path's type and backend.
-fn ingress_causes(spec: Option<&Value>) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let rules = array(spec, "rules");
-    let default_backend = spec
-        .and_then(|s| s.get("defaultBackend"))
-        .filter(|b| !b.is_null());
-    if rules.is_empty() && default_backend.is_none() {
-        causes.push(cause(
-            "FieldValueInvalid",
-            "spec",
-            "Invalid value: []: either `defaultBackend` or `rules` must be specified".to_owned(),
-        ));
-    }
-    if let Some(b) = default_backend {
-        causes.extend(backend_causes(b, "spec.defaultBackend"));
-    }
-    for (i, rule) in rules.iter().enumerate() {
-        let Some(http) = rule.get("http").filter(|h| !h.is_null()) else {
-            continue;
-        };
-        let at = format!("spec.rules[{i}].http.paths");
-        let paths = array(Some(http), "paths");
-        if paths.is_empty() {
-            causes.push(required(&at, ""));
-        }
-        for (j, p) in paths.iter().enumerate() {
-            causes.extend(http_path_causes(p, &format!("{at}[{j}]")));
-        }
-    }
-    causes
-}
-
-/// `validateHTTPIngressPath` (the path checks of the common types, then the backend).
-fn http_path_causes(p: &Value, at: &str) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let Some(typ) = p.get("pathType").and_then(Value::as_str) else {
-        return vec![required(
-            &format!("{at}.pathType"),
-            "pathType must be specified",
-        )];
-    };
-    let path = str_at(Some(p), "path");
-    let path_field = format!("{at}.path");
-    match typ {
-        "Exact" | "Prefix" => {
-            if !path.starts_with('/') {
-                causes.push(invalid_str(&path_field, path, "must be an absolute path"));
-            }
-        }
-        "ImplementationSpecific" => {
-            if !path.is_empty() && !path.starts_with('/') {
-                causes.push(invalid_str(&path_field, path, "must be an absolute path"));
-            }
-        }
-        _ => causes.push(not_supported(
-            &format!("{at}.pathType"),
-            typ,
-            &["Exact", "ImplementationSpecific", "Prefix"],
-        )),
-    }
-    if let Some(b) = p.get("backend") {
-        causes.extend(backend_causes(b, &format!("{at}.backend")));
-    } else {
-        causes.extend(backend_causes(&Value::Null, &format!("{at}.backend")));
-    }
-    causes
-}
-
-/// `validateIngressBackend`: exactly one of a resource or a service, a service's port.
-fn backend_causes(b: &Value, at: &str) -> Vec<Cause> {
-    let b = Some(b);
-    let (resource, service) = (present(b, "resource"), present(b, "service"));
-    let empty = |msg: &str| invalid_str(at, "", msg);
-    if resource && service {
-        return vec![empty("cannot set both resource and service backends")];
-    }
-    if resource {
-        return Vec::new();
-    }
-    if !service {
-        return vec![empty("resource or service backend is required")];
-    }
-    let mut causes = Vec::new();
-    let svc = b.and_then(|b| b.get("service"));
-    if str_at(svc, "name").is_empty() {
-        causes.push(required(&format!("{at}.service.name"), ""));
-    }
-    let port = svc.and_then(|s| s.get("port"));
-    let name = str_at(port, "name");
-    let number = int_at(port, "number").unwrap_or(0);
-    if !name.is_empty() && number != 0 {
-        causes.push(empty("cannot set both port name & port number"));
-    } else if number != 0 && !(1..=65535).contains(&number) {
-        causes.push(invalid_int(
-            &format!("{at}.service.port.number"),
-            number,
-            PORT_RANGE_MSG,
-        ));
-    } else if name.is_empty() && number == 0 {
-        causes.push(required(at, "port name or number is required"));
-    }
-    causes
-}
-
-/// `ValidateNetworkPolicySpec`'s port checks, ingress rules then egress rules.
-fn network_policy_causes(spec: Option<&Value>) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    for dir in ["ingress", "egress"] {
-        for (i, rule) in array(spec, dir).iter().enumerate() {
-            for (j, port) in array(Some(rule), "ports").iter().enumerate() {
-                causes.extend(network_policy_port_causes(
-                    port,
-                    &format!("spec.{dir}[{i}].ports[{j}]"),
-                ));
-            }
-        }
-    }
-    causes
-}
-
-/// `ValidateNetworkPolicyPort`: the protocol, a numeric port and its `endPort`.
-fn network_policy_port_causes(p: &Value, at: &str) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    if let Some(proto) = p.get("protocol").and_then(Value::as_str)
-        && !matches!(proto, "TCP" | "UDP" | "SCTP")
-    {
-        causes.push(not_supported(
-            &format!("{at}.protocol"),
-            proto,
-            &["TCP", "UDP", "SCTP"],
-        ));
-    }
-    let end = int_at(Some(p), "endPort");
-    match p.get("port") {
-        Some(Value::Number(n)) => {
-            let n = n.as_i64().unwrap_or(0);
-            if !(1..=65535).contains(&n) {
-                causes.push(invalid_int(&format!("{at}.port"), n, PORT_RANGE_MSG));
-            }
-            if let Some(e) = end {
-                if e < n {
-                    causes.push(invalid_int(
-                        &format!("{at}.endPort"),
-                        n,
-                        "must be greater than or equal to `port`",
-                    ));
-                }
-                if !(1..=65535).contains(&e) {
-                    causes.push(invalid_int(&format!("{at}.endPort"), e, PORT_RANGE_MSG));
-                }
-            }
-        }
-        Some(Value::String(name)) => {
-            if let Some(e) = end {
-                causes.push(invalid_int(
-                    &format!("{at}.endPort"),
-                    e,
-                    "may not be specified when `port` is non-numeric",
-                ));
-            }
-            for e in super::validation::port_name_errors(name) {
-                causes.push(invalid_str(&format!("{at}.port"), name, e));
-            }
-        }
-        _ => {
-            if let Some(e) = end {
-                causes.push(invalid_int(
-                    &format!("{at}.endPort"),
-                    e,
-                    "may not be specified when `port` is not specified",
-                ));
-            }
-        }
     }
     causes
 }

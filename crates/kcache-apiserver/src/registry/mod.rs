@@ -19,6 +19,7 @@ mod delete;
 mod kinds;
 mod list_keys;
 pub(crate) mod managed;
+mod networking;
 mod object;
 pub(crate) mod propagation;
 mod rbac;
