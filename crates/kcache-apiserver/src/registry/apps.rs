@@ -120,20 +120,19 @@ pub(crate) fn pod_spec_defaults(spec: &mut Map<String, Value>) {
     }
 }
 
-/// What is wrong with a workload: no selector, a selector its template's labels do not
-/// match, no containers.
-pub(crate) fn causes(obj: &Map<String, Value>) -> Vec<Cause> {
+/// What is wrong with a workload: no selector (a DaemonSet's is only left unmatched), an
+/// empty one, a selector its template's labels do not match, no containers.
+pub(crate) fn causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
     let spec_value = obj.get("spec");
     let spec = spec_value.and_then(Value::as_object);
     let selector = spec
         .and_then(|s| s.get("selector"))
         .and_then(Value::as_object);
-    let labels = spec_value
+    let template_labels = spec_value
         .and_then(|s| s.pointer("/template/metadata/labels"))
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
+        .and_then(Value::as_object);
+    let labels = template_labels.cloned().unwrap_or_default();
     let match_labels = selector
         .and_then(|s| s.get("matchLabels"))
         .and_then(Value::as_object);
@@ -141,23 +140,49 @@ pub(crate) fn causes(obj: &Map<String, Value>) -> Vec<Cause> {
         .and_then(|s| s.get("matchExpressions"))
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty());
-    if match_labels.is_none_or(Map::is_empty) && !has_expressions {
+    let daemon_set = info.plural == "daemonsets";
+    let empty = match_labels.is_none_or(Map::is_empty) && !has_expressions;
+    // A missing selector matches nothing (`LabelSelectorAsSelector(nil)`), an empty one
+    // everything.
+    let unmatched = match selector {
+        None => true,
+        Some(_) if empty => false,
+        Some(_) => {
+            match_labels.is_some_and(|want| want.iter().any(|(k, v)| labels.get(k) != Some(v)))
+        }
+    };
+    let kind = match info.plural.as_str() {
+        "daemonsets" => "daemonset",
+        "statefulsets" => "statefulset",
+        _ => "deployment",
+    };
+    let empty_cause = Cause::new(
+        "FieldValueInvalid",
+        format!("Invalid value: {{}}: empty selector is invalid for {kind}"),
+        "spec.selector",
+    );
+    if selector.is_none() && !daemon_set {
         causes.push(Cause::new(
             "FieldValueRequired",
             "Required value",
             "spec.selector",
         ));
-    } else if let Some(want) = match_labels
-        && want.iter().any(|(k, v)| labels.get(k) != Some(v))
-    {
+    } else if selector.is_some() && empty && !daemon_set {
+        causes.push(empty_cause.clone());
+    }
+    if unmatched {
+        let shown = template_labels.map_or_else(
+            || "null".to_owned(),
+            |l| serde_json::to_string(l).unwrap_or_default(),
+        );
         causes.push(Cause::new(
             "FieldValueInvalid",
-            format!(
-                "Invalid value: {}: `selector` does not match template `labels`",
-                serde_json::to_string(&labels).unwrap_or_default()
-            ),
+            format!("Invalid value: {shown}: `selector` does not match template `labels`"),
             "spec.template.metadata.labels",
         ));
+    }
+    if selector.is_some() && empty && daemon_set {
+        causes.push(empty_cause);
     }
     let containers = spec_value
         .and_then(|s| s.pointer("/template/spec/containers"))
@@ -195,7 +220,8 @@ mod tests {
     fn a_selector_that_misses_the_template_labels_is_reported_in_go_words() {
         let obj = json!({"spec": {"selector": {"matchLabels": {"app": "a"}},
             "template": {"metadata": {"labels": {"app": "b"}}, "spec": {"containers": [{"name": "c"}]}}}});
-        let causes = causes(obj.as_object().unwrap());
+        let info = ResourceInfo::namespaced("apps", "v1", "deployments", "Deployment");
+        let causes = causes(&info, obj.as_object().unwrap());
         assert_eq!(causes.len(), 1);
         assert_eq!(
             causes[0].message,

@@ -16,10 +16,13 @@
 pub(crate) mod apps;
 pub(crate) mod crd;
 mod delete;
+mod kinds;
 mod list_keys;
 pub(crate) mod managed;
+mod networking;
 mod object;
 pub(crate) mod propagation;
+mod rbac;
 pub(crate) mod rules;
 pub(crate) mod validate;
 pub(crate) mod validation;

@@ -309,7 +309,7 @@ pub(crate) fn create_object(
     } else {
         meta.remove("generation");
     }
-    check_name(info, &name)?;
+    check_name(info, &obj, &name)?;
     check_kind(info, &mut obj)?;
     rules::on_create(info, &mut obj)?;
     if info.group.is_empty() && info.plural == "pods" {

@@ -12,7 +12,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 
 use super::crd;
-use super::{apps, validation};
+use super::{apps, kinds, validation};
 use crate::resource::ResourceInfo;
 use crate::status::{ApiError, Cause};
 
@@ -68,6 +68,7 @@ pub(crate) fn on_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Re
         csr_on_create(info, &name, obj)?;
     }
     validation::rbac_defaults(info, obj);
+    kinds::set_defaults(info, obj);
     crate::admission::config::set_defaults(info, obj);
     causes.extend(crate::admission::config::causes(info, obj));
     if apps::is_workload(info) {
@@ -75,7 +76,7 @@ pub(crate) fn on_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Re
         // The status subresource's owner (the controller) writes status; a create starts
         // it empty.
         obj.insert("status".into(), json!({}));
-        causes = apps::causes(obj);
+        causes = apps::causes(info, obj);
     }
     let causes = with_validation(info, obj, causes);
     if !causes.is_empty() {
@@ -186,12 +187,13 @@ pub(crate) fn on_update(
         namespace_label(obj, &name);
     }
     validation::rbac_defaults(info, obj);
+    kinds::set_defaults(info, obj);
     causes.extend(validation::rbac_update_causes(info, old, obj));
     crate::admission::config::set_defaults(info, obj);
     kind_causes.extend(crate::admission::config::causes(info, obj));
     if apps::is_workload(info) {
         apps::set_defaults(info, obj);
-        kind_causes = apps::causes(obj);
+        kind_causes = apps::causes(info, obj);
     }
     causes.extend(with_validation(info, obj, kind_causes));
     if !causes.is_empty() {

@@ -295,31 +295,36 @@ pub(crate) fn patched_unknown_fields(
     Ok(unknown.iter().map(|f| unknown_field_warning(f)).collect())
 }
 
-fn is_dns_label(s: &str) -> bool {
+/// The RFC 1123 label regex alone (no length limit).
+fn is_dns_label_format(s: &str) -> bool {
     !s.is_empty()
-        && s.len() <= 63
         && s.bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
 
-/// An RFC 1123 subdomain as Kubernetes checks it: at most 253 characters of dot-separated
-/// labels (no length limit per label).
+/// The RFC 1123 subdomain regex as Kubernetes checks it: dot-separated labels (no length
+/// limit per label; the 253 characters of the whole are checked apart).
 fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.').all(|l| {
-            !l.is_empty()
-                && l.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !l.starts_with('-')
-                && !l.ends_with('-')
-        })
+    s.split('.').all(|l| {
+        !l.is_empty()
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    })
 }
 
-/// Validates `metadata.name` (RFC 1123 subdomain; label for namespaces).
-pub(crate) fn check_name(info: &ResourceInfo, name: &str) -> Result<(), ApiError> {
-    let causes = name_causes(info, name);
+/// Validates `metadata.name` of an object about to be created (RFC 1123 subdomain; label for
+/// namespaces), with what the kind derives from it.
+pub(crate) fn check_name(
+    info: &ResourceInfo,
+    obj: &Map<String, Value>,
+    name: &str,
+) -> Result<(), ApiError> {
+    let mut causes = name_causes(info, name);
+    causes.extend(super::validation::create_name_causes(info, obj, name));
     if causes.is_empty() {
         return Ok(());
     }
@@ -328,32 +333,44 @@ pub(crate) fn check_name(info: &ResourceInfo, name: &str) -> Result<(), ApiError
 
 /// What is wrong with `name` as an object name of `info` (nothing when valid).
 pub(crate) fn name_causes(info: &ResourceInfo, name: &str) -> Vec<Cause> {
-    if info.group == "rbac.authorization.k8s.io" {
+    // RBAC objects and PodDisruptionBudgets have no name rule of their own: kube-apiserver's
+    // generic one (`path.ValidatePathSegmentName`) applies.
+    if info.group == "rbac.authorization.k8s.io"
+        || (info.group == "policy" && info.plural == "poddisruptionbudgets")
+    {
         return path_segment_causes(name);
     }
     let label_only = info.plural == "namespaces" && info.group.is_empty();
-    let ok = if label_only {
-        is_dns_label(name)
-    } else {
-        is_dns_subdomain(name)
+    let invalid = |why: &str| {
+        Cause::new(
+            "FieldValueInvalid",
+            format!("Invalid value: \"{name}\": {why}"),
+            "metadata.name",
+        )
     };
-    if ok {
-        return Vec::new();
+    // `IsDNS1123Label` / `IsDNS1123Subdomain`: the length and the format are checked apart.
+    let (max, format_ok) = if label_only {
+        (63, is_dns_label_format(name))
+    } else {
+        (253, is_dns_subdomain(name))
+    };
+    let mut causes = Vec::new();
+    if name.len() > max {
+        causes.push(invalid(&format!("must be no more than {max} characters")));
     }
-    let why = if label_only {
-        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', \
-         and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', \
-         regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-    } else {
-        "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' \
-         or '.', and must start and end with an alphanumeric character (e.g. 'example.com', \
-         regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-    };
-    vec![Cause::new(
-        "FieldValueInvalid",
-        format!("Invalid value: \"{name}\": {why}"),
-        "metadata.name",
-    )]
+    if !format_ok {
+        causes.push(invalid(if label_only {
+            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or \
+             '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or \
+             '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+        } else {
+            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, \
+             '-' or '.', and must start and end with an alphanumeric character (e.g. \
+             'example.com', regex used for validation is \
+             '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+        }));
+    }
+    causes
 }
 
 /// kube-apiserver's check of RBAC object names (`ValidateRBACName`): only what keeps the

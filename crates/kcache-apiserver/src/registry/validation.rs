@@ -2,15 +2,18 @@
 //! wording (`k8s.io/apimachinery/pkg/util/validation`, `pkg/apis/core/validation`,
 //! `pkg/apis/apps/validation`, `pkg/apis/rbac/validation`): label and annotation keys and
 //! values of every built-in kind, pod specs (in pods and in the templates of workloads, Jobs,
-//! CronJobs, ReplicationControllers and PodTemplates), Service ports, workload replicas, and
-//! RBAC role references and subjects (with their defaults).
+//! CronJobs, ReplicationControllers and PodTemplates), Service ports, workload replicas, Job
+//! and CronJob specs; RBAC is in `rbac`, other kinds in `kinds`.
 
 use serde_json::{Map, Value, json};
 
+use super::rbac;
 use crate::resource::ResourceInfo;
 use crate::status::Cause;
 
-const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+pub(crate) use super::rbac::{rbac_defaults, rbac_update_causes};
+
+pub(super) const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' \
      or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or \
@@ -22,12 +25,12 @@ const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist 
 const DNS_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case \
      alphanumeric characters or '-', and must start and end with an alphanumeric character \
      (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-const DNS_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case \
+pub(super) const DNS_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case \
      alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character \
      (e.g. 'example.com', regex used for validation is \
      '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 
-fn invalid(field: &str, value: &str, msg: &str) -> Cause {
+pub(super) fn invalid(field: &str, value: &str, msg: &str) -> Cause {
     Cause::new(
         "FieldValueInvalid",
         format!("Invalid value: \"{value}\": {msg}"),
@@ -35,7 +38,7 @@ fn invalid(field: &str, value: &str, msg: &str) -> Cause {
     )
 }
 
-fn required(field: &str) -> Cause {
+pub(super) fn required(field: &str) -> Cause {
     Cause::new("FieldValueRequired", "Required value", field)
 }
 
@@ -58,30 +61,64 @@ fn is_dns_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
-fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
-}
-
-/// `IsQualifiedName`: an optional DNS-subdomain prefix and `/`, then a name part.
+/// `content.IsLabelKey`: an optional DNS-subdomain prefix and `/`, then a name part (a
+/// length and a format error may both be reported).
 fn qualified_name_errors(key: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    let (prefix, name) = match key.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
-    };
-    if let Some(p) = prefix {
-        if p.is_empty() {
-            errs.push("prefix part must be non-empty".to_owned());
-        } else if !is_dns_subdomain(p) {
-            errs.push(format!("prefix part {DNS_SUBDOMAIN_MSG}"));
+    let parts: Vec<&str> = key.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_owned());
+            } else {
+                if prefix.len() > 253 {
+                    errs.push("prefix part must be no more than 253 bytes".to_owned());
+                }
+                if !is_subdomain_format(prefix) {
+                    errs.push(format!("prefix part {DNS_SUBDOMAIN_MSG}"));
+                }
+            }
+            *name
         }
-    }
+        _ => {
+            let msg = QUALIFIED_NAME_MSG.trim_start_matches("name part ");
+            return vec![format!(
+                "a valid label key {msg} with an optional DNS subdomain prefix and '/' \
+                 (e.g. 'example.com/MyName')"
+            )];
+        }
+    };
     if name.is_empty() {
         errs.push("name part must be non-empty".to_owned());
     } else if name.len() > 63 {
-        errs.push("name part must be no more than 63 characters".to_owned());
-    } else if !is_name_part(name) {
+        errs.push("name part must be no more than 63 bytes".to_owned());
+    }
+    if !is_name_part(name) {
         errs.push(QUALIFIED_NAME_MSG.to_owned());
+    }
+    errs
+}
+
+/// The RFC 1123 subdomain regex alone (no length limit).
+pub(super) fn is_subdomain_format(s: &str) -> bool {
+    s.split('.').all(|l| {
+        !l.is_empty()
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    })
+}
+
+/// `content.IsLabelValue`: at most 63 bytes, and empty or a name part (both may fail).
+fn label_value_errors(v: &str) -> Vec<&'static str> {
+    let mut errs = Vec::new();
+    if v.len() > 63 {
+        errs.push("must be no more than 63 bytes");
+    }
+    if !v.is_empty() && !is_name_part(v) {
+        errs.push(LABEL_VALUE_MSG);
     }
     errs
 }
@@ -104,14 +141,8 @@ pub(crate) fn metadata_causes(obj: &Map<String, Value>) -> Vec<Cause> {
             causes.push(invalid("metadata.labels", &k, &e));
         }
         let v = v.as_str().unwrap_or("");
-        if v.len() > 63 {
-            causes.push(invalid(
-                "metadata.labels",
-                v,
-                "must be no more than 63 characters",
-            ));
-        } else if !v.is_empty() && !is_name_part(v) {
-            causes.push(invalid("metadata.labels", v, LABEL_VALUE_MSG));
+        for e in label_value_errors(v) {
+            causes.push(invalid("metadata.labels", v, e));
         }
     }
     for (k, _) in sorted_entries(meta.and_then(|m| m.get("annotations"))) {
@@ -175,6 +206,16 @@ fn pod_spec_causes(spec: Option<&Value>, path: &str) -> Vec<Cause> {
                 ));
             }
         }
+        causes.extend(resource_limit_causes(c.get("resources"), &at));
+        let env = c.get("env").and_then(Value::as_array);
+        for (j, e) in env.into_iter().flatten().enumerate() {
+            if e.get("name")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                causes.push(required(&format!("{at}.env[{j}].name")));
+            }
+        }
     }
     causes
 }
@@ -195,6 +236,13 @@ fn service_causes(obj: &Map<String, Value>) -> Vec<Cause> {
                 .get(field)
                 .and_then(Value::as_i64)
                 .or((field == "port").then_some(0));
+            if field == "targetPort"
+                && let Some(name) = p.get(field).and_then(Value::as_str)
+            {
+                for e in port_name_errors(name) {
+                    causes.push(invalid(&format!("spec.ports[{i}].{field}"), name, e));
+                }
+            }
             if let Some(n) = n
                 && !(1..=65535).contains(&n)
                 && !(field == "targetPort" && n == 0)
@@ -208,6 +256,100 @@ fn service_causes(obj: &Map<String, Value>) -> Vec<Cause> {
         }
     }
     causes
+}
+
+/// A quantity (a JSON number or a Kubernetes quantity string) as a float, to compare two.
+fn quantity_value(v: &Value) -> Option<f64> {
+    if let Some(n) = v.as_f64() {
+        return Some(n);
+    }
+    let s = v.as_str()?;
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '+' | '-')))
+        .unwrap_or(s.len());
+    let (num, suffix) = s.split_at(split);
+    let num: f64 = num.parse().ok()?;
+    let scale = match suffix {
+        "" => 1.0,
+        "n" => 1e-9,
+        "u" => 1e-6,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "Ki" => 1024f64,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        e if e.starts_with(['e', 'E']) => 10f64.powi(e[1..].parse().ok()?),
+        _ => return None,
+    };
+    Some(num * scale)
+}
+
+fn quantity_shown(v: &Value) -> String {
+    v.as_str().map_or_else(|| v.to_string(), str::to_owned)
+}
+
+/// `ValidateResourceRequirements`' comparison of each request with its limit: not above it,
+/// and equal for resources that may not be overcommitted (huge pages, extended resources).
+fn resource_limit_causes(resources: Option<&Value>, at: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let limits = resources.and_then(|r| r.get("limits"));
+    let requests = resources.and_then(|r| r.get("requests"));
+    for (name, request) in sorted_entries(requests) {
+        let Some(limit) = limits.and_then(|l| l.get(&name)) else {
+            continue;
+        };
+        let (Some(req), Some(lim)) = (quantity_value(&request), quantity_value(limit)) else {
+            continue;
+        };
+        let overcommit = !name.starts_with("hugepages-")
+            && (!name.contains('/') || name.starts_with("kubernetes.io/"));
+        let why = if !overcommit && req != lim {
+            "equal to"
+        } else if req > lim {
+            "less than or equal to"
+        } else {
+            continue;
+        };
+        causes.push(invalid(
+            &format!("{at}.resources.requests"),
+            &quantity_shown(&request),
+            &format!("must be {why} {name} limit of {}", quantity_shown(limit)),
+        ));
+    }
+    causes
+}
+
+/// `IsValidPortName`: at most 15 of `[-a-z0-9]`, a letter, no `--`, no hyphen at an end.
+pub(super) fn port_name_errors(name: &str) -> Vec<&'static str> {
+    let mut errs = Vec::new();
+    if name.len() > 15 {
+        errs.push("must be no more than 15 characters");
+    }
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    {
+        errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)");
+    }
+    if !name.bytes().any(|b| b.is_ascii_lowercase()) {
+        errs.push("must contain at least one letter (a-z)");
+    }
+    if name.contains("--") {
+        errs.push("must not contain consecutive hyphens");
+    }
+    if name.starts_with('-') || name.ends_with('-') {
+        errs.push("must not begin or end with a hyphen");
+    }
+    errs
 }
 
 /// `spec.replicas` of a workload, not negative.
@@ -224,136 +366,6 @@ fn replicas_causes(obj: &Map<String, Value>) -> Vec<Cause> {
         )],
         _ => Vec::new(),
     }
-}
-
-/// RBAC defaults: a binding's `roleRef.apiGroup` and its User/Group subjects' `apiGroup`.
-pub(crate) fn rbac_defaults(info: &ResourceInfo, obj: &mut Map<String, Value>) {
-    if info.group != RBAC_GROUP || !info.plural.ends_with("bindings") {
-        return;
-    }
-    let role_ref = obj.entry("roleRef").or_insert_with(|| json!({}));
-    if let Some(r) = role_ref.as_object_mut()
-        && r.get("apiGroup")
-            .and_then(Value::as_str)
-            .is_none_or(str::is_empty)
-    {
-        r.insert("apiGroup".into(), json!(RBAC_GROUP));
-    }
-    if let Some(subjects) = obj.get_mut("subjects").and_then(Value::as_array_mut) {
-        for s in subjects.iter_mut().filter_map(Value::as_object_mut) {
-            let kind = s.get("kind").and_then(Value::as_str).unwrap_or("");
-            if matches!(kind, "User" | "Group")
-                && s.get("apiGroup")
-                    .and_then(Value::as_str)
-                    .is_none_or(str::is_empty)
-            {
-                s.insert("apiGroup".into(), json!(RBAC_GROUP));
-            }
-        }
-    }
-}
-
-fn rbac_causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
-    let mut causes = Vec::new();
-    let r = obj.get("roleRef");
-    let s = |k: &str| {
-        r.and_then(|r| r.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
-    if s("apiGroup") != RBAC_GROUP {
-        causes.push(Cause::new(
-            "FieldValueNotSupported",
-            format!(
-                "Unsupported value: \"{}\": supported values: \"{RBAC_GROUP}\"",
-                s("apiGroup")
-            ),
-            "roleRef.apiGroup",
-        ));
-    }
-    let kinds: &[&str] = if info.plural == "clusterrolebindings" {
-        &["ClusterRole"]
-    } else {
-        &["Role", "ClusterRole"]
-    };
-    if !kinds.contains(&s("kind")) {
-        let quoted: Vec<String> = kinds.iter().map(|k| format!("\"{k}\"")).collect();
-        causes.push(Cause::new(
-            "FieldValueNotSupported",
-            format!(
-                "Unsupported value: \"{}\": supported values: {}",
-                s("kind"),
-                quoted.join(", ")
-            ),
-            "roleRef.kind",
-        ));
-    }
-    if s("name").is_empty() {
-        causes.push(required("roleRef.name"));
-    }
-    causes
-}
-
-/// The rules of a Role or ClusterRole, as kube-apiserver's `ValidatePolicyRule`.
-fn rule_causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
-    let namespaced = info.plural == "roles";
-    let mut causes = Vec::new();
-    let len = |r: &Value, k: &str| r.get(k).and_then(Value::as_array).map_or(0, Vec::len);
-    let rules = obj.get("rules").and_then(Value::as_array);
-    for (i, r) in rules.into_iter().flatten().enumerate() {
-        let at = format!("rules[{i}]");
-        if len(r, "verbs") == 0 {
-            causes.push(Cause::new(
-                "FieldValueRequired",
-                "Required value: verbs must contain at least one value",
-                &format!("{at}.verbs"),
-            ));
-        }
-        if len(r, "nonResourceURLs") > 0 {
-            let urls = r.get("nonResourceURLs").and_then(Value::as_array);
-            let shown: Vec<String> = urls
-                .into_iter()
-                .flatten()
-                .map(|u| u.as_str().unwrap_or("").to_owned())
-                .collect();
-            let shown = format!("[]string{{\"{}\"}}", shown.join("\", \""));
-            if namespaced {
-                causes.push(Cause::new(
-                    "FieldValueInvalid",
-                    format!(
-                        "Invalid value: {shown}: namespaced rules cannot apply to non-resource URLs"
-                    ),
-                    &format!("{at}.nonResourceURLs"),
-                ));
-            }
-            if len(r, "apiGroups") + len(r, "resources") + len(r, "resourceNames") > 0 {
-                causes.push(Cause::new(
-                    "FieldValueInvalid",
-                    format!(
-                        "Invalid value: {shown}: rules cannot apply to both regular resources \
-                         and non-resource URLs"
-                    ),
-                    &format!("{at}.nonResourceURLs"),
-                ));
-            }
-            continue;
-        }
-        if len(r, "apiGroups") == 0 {
-            causes.push(Cause::new(
-                "FieldValueRequired",
-                "Required value: resource rules must supply at least one api group",
-                &format!("{at}.apiGroups"),
-            ));
-        }
-        if len(r, "resources") == 0 {
-            causes.push(Cause::new(
-                "FieldValueRequired",
-                "Required value: resource rules must supply at least one resource",
-                &format!("{at}.resources"),
-            ));
-        }
-    }
-    causes
 }
 
 /// A Job's `backoffLimit` not negative.
@@ -374,11 +386,14 @@ fn job_causes(obj: &Map<String, Value>) -> Vec<Cause> {
 
 /// A Job's pod template's `restartPolicy`: `OnFailure` or `Never` (after the pod spec's own
 /// causes, as kube-apiserver orders them).
-fn job_restart_policy_causes(obj: &Map<String, Value>) -> Vec<Cause> {
-    let field = "spec.template.spec.restartPolicy";
+fn job_restart_policy_causes(obj: &Map<String, Value>, spec_path: &str) -> Vec<Cause> {
+    let field = format!("{spec_path}.restartPolicy");
+    // `spec_path` starts at `spec`: the pointer below it.
+    let below = spec_path.strip_prefix("spec").unwrap_or(spec_path);
+    let pointer = format!("{}/restartPolicy", below.replace('.', "/"));
     let policy = obj
         .get("spec")
-        .and_then(|s| s.pointer("/template/spec/restartPolicy"))
+        .and_then(|s| s.pointer(&pointer))
         .and_then(Value::as_str)
         .unwrap_or("");
     // Any other value, `Always` included, is reported as required (kube-apiserver's words).
@@ -387,7 +402,7 @@ fn job_restart_policy_causes(obj: &Map<String, Value>) -> Vec<Cause> {
         _ => vec![Cause::new(
             "FieldValueRequired",
             "Required value: valid values: \"OnFailure\", \"Never\"",
-            field,
+            &field,
         )],
     }
 }
@@ -422,10 +437,10 @@ pub(crate) fn causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause
         causes.extend(service_causes(obj));
     }
     if info.group == RBAC_GROUP && info.plural.ends_with("bindings") {
-        causes.extend(rbac_causes(info, obj));
+        causes.extend(rbac::binding_causes(info, obj));
     }
     if info.group == RBAC_GROUP && matches!(info.plural.as_str(), "roles" | "clusterroles") {
-        causes.extend(rule_causes(info, obj));
+        causes.extend(rbac::rule_causes(info, obj));
     }
     if info.group == "batch" && info.plural == "jobs" {
         causes.extend(job_causes(obj));
@@ -440,39 +455,52 @@ pub(crate) fn causes(info: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause
         causes.extend(pod);
     }
     if info.group == "batch" && info.plural == "jobs" {
-        causes.extend(job_restart_policy_causes(obj));
+        causes.extend(job_restart_policy_causes(obj, "spec.template.spec"));
     }
+    if info.group == "batch" && info.plural == "cronjobs" {
+        causes.extend(job_restart_policy_causes(
+            obj,
+            "spec.jobTemplate.spec.template.spec",
+        ));
+    }
+    causes.extend(super::kinds::causes(info, obj));
     causes
 }
 
-/// `cannot change roleRef`, as the RBAC update validation words it.
-pub(crate) fn rbac_update_causes(
+/// What a create adds to the name's own causes (`name_causes`): a CronJob's name leaves room
+/// for the 11 characters its Jobs append, and a Job's name becomes the value of the
+/// `job-name` labels of its pod template (unless the template sets them or the selector is
+/// manual), so a name that is no label value is reported twice more.
+pub(crate) fn create_name_causes(
     info: &ResourceInfo,
-    old: &Value,
-    new: &Map<String, Value>,
+    obj: &Map<String, Value>,
+    name: &str,
 ) -> Vec<Cause> {
-    if info.group != RBAC_GROUP || !info.plural.ends_with("bindings") {
-        return Vec::new();
+    let mut causes = Vec::new();
+    if info.group != "batch" {
+        return causes;
     }
-    let (a, b) = (old.get("roleRef"), new.get("roleRef"));
-    if a == b {
-        return Vec::new();
+    if info.plural == "cronjobs" && name.len() > 52 {
+        causes.push(invalid(
+            "metadata.name",
+            name,
+            "must be no more than 52 characters",
+        ));
     }
-    let s = |k: &str| {
-        b.and_then(|r| r.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
-    vec![Cause::new(
-        "FieldValueInvalid",
-        format!(
-            "Invalid value: rbac.RoleRef{{APIGroup:\"{}\", Kind:\"{}\", Name:\"{}\"}}: cannot change roleRef",
-            s("apiGroup"),
-            s("kind"),
-            s("name")
-        ),
-        "roleRef",
-    )]
+    let spec = obj.get("spec");
+    let manual = spec.and_then(|s| s.get("manualSelector")) == Some(&json!(true));
+    if info.plural == "jobs" && !manual {
+        let labels = spec.and_then(|s| s.pointer("/template/metadata/labels"));
+        for key in ["job-name", "batch.kubernetes.io/job-name"] {
+            if labels.and_then(|l| l.get(key)).is_some() {
+                continue;
+            }
+            for e in label_value_errors(name) {
+                causes.push(invalid("spec.template.labels", name, e));
+            }
+        }
+    }
+    causes
 }
 
 #[cfg(test)]
@@ -489,5 +517,17 @@ mod tests {
             qualified_name_errors("/a"),
             ["prefix part must be non-empty"]
         );
+        assert_eq!(
+            qualified_name_errors("a/"),
+            ["name part must be non-empty", QUALIFIED_NAME_MSG]
+        );
+        assert_eq!(
+            qualified_name_errors(&format!("{}-", "a".repeat(63))),
+            [
+                "name part must be no more than 63 bytes",
+                QUALIFIED_NAME_MSG
+            ]
+        );
+        assert_eq!(qualified_name_errors("a/b/c").len(), 1);
     }
 }
