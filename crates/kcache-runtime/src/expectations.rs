@@ -26,7 +26,25 @@ use parking_lot::Mutex;
 use tokio::{sync::Notify, time::Instant};
 use tracing::warn;
 
-use crate::{manager::MetaReader, metrics::ControllerCacheMetrics};
+use crate::metrics::ControllerCacheMetrics;
+
+/// The metadata of a cache's objects, as read-your-own-writes reads it.
+pub(crate) trait MetaReader: Send + Sync {
+    /// The resourceVersion of the cache's last list or watch event.
+    fn last_sync_resource_version(&self) -> String;
+    /// The resourceVersion of the object with this key (empty when it has none), if cached.
+    fn resource_version(&self, key: &str) -> Option<String>;
+}
+
+impl MetaReader for Arc<dyn MetaReader> {
+    fn last_sync_resource_version(&self) -> String {
+        (**self).last_sync_resource_version()
+    }
+
+    fn resource_version(&self, key: &str) -> Option<String> {
+        (**self).resource_version(key)
+    }
+}
 
 /// How often a waiting worker looks at the caches without being woken (a bookmark moves a
 /// cache's resourceVersion without a notification).
@@ -243,6 +261,7 @@ impl Expectations {
     }
 
     /// Writes recorded and not yet seen, over every key.
+
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.pending.lock().values().map(Vec::len).sum()

@@ -4,72 +4,12 @@
 
 use serde_json::{Map, Value, json};
 
+use super::field_rules::{
+    array, cause, int_at, invalid_int, invalid_str, not_supported, present, required_detail, str_at,
+};
 use super::networking;
 use crate::resource::ResourceInfo;
 use crate::status::Cause;
-
-pub(super) const PORT_RANGE_MSG: &str = "must be between 1 and 65535, inclusive";
-
-pub(super) fn cause(reason: &str, field: &str, message: String) -> Cause {
-    Cause::new(reason, message, field)
-}
-
-pub(super) fn required(field: &str, detail: &str) -> Cause {
-    let message = if detail.is_empty() {
-        "Required value".to_owned()
-    } else {
-        format!("Required value: {detail}")
-    };
-    cause("FieldValueRequired", field, message)
-}
-
-pub(super) fn invalid_int(field: &str, n: i64, msg: &str) -> Cause {
-    cause(
-        "FieldValueInvalid",
-        field,
-        format!("Invalid value: {n}: {msg}"),
-    )
-}
-
-pub(super) fn invalid_str(field: &str, s: &str, msg: &str) -> Cause {
-    cause(
-        "FieldValueInvalid",
-        field,
-        format!("Invalid value: \"{s}\": {msg}"),
-    )
-}
-
-pub(super) fn not_supported(field: &str, s: &str, supported: &[&str]) -> Cause {
-    let quoted: Vec<String> = supported.iter().map(|v| format!("\"{v}\"")).collect();
-    cause(
-        "FieldValueNotSupported",
-        field,
-        format!(
-            "Unsupported value: \"{s}\": supported values: {}",
-            quoted.join(", ")
-        ),
-    )
-}
-
-pub(super) fn str_at<'a>(v: Option<&'a Value>, key: &str) -> &'a str {
-    v.and_then(|v| v.get(key))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
-pub(super) fn int_at(v: Option<&Value>, key: &str) -> Option<i64> {
-    v.and_then(|v| v.get(key)).and_then(Value::as_i64)
-}
-
-pub(super) fn present(v: Option<&Value>, key: &str) -> bool {
-    v.and_then(|v| v.get(key)).is_some_and(|v| !v.is_null())
-}
-
-pub(super) fn array<'a>(v: Option<&'a Value>, key: &str) -> &'a [Value] {
-    v.and_then(|v| v.get(key))
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
 
 /// `content.IsPathSegmentName`.
 fn path_segment_errors(name: &str) -> Vec<String> {
@@ -179,7 +119,7 @@ fn pdb_causes(spec: Option<&Value>) -> Vec<Cause> {
 fn cron_job_causes(spec: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
     if str_at(spec, "schedule").is_empty() {
-        causes.push(required("spec.schedule", ""));
+        causes.push(required_detail("spec.schedule", ""));
     }
     for key in [
         "startingDeadlineSeconds",
@@ -203,14 +143,14 @@ fn cron_job_causes(spec: Option<&Value>) -> Vec<Cause> {
 fn pvc_causes(spec: Option<&Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
     if array(spec, "accessModes").is_empty() {
-        causes.push(required(
+        causes.push(required_detail(
             "spec.accessModes",
             "at least 1 access mode is required",
         ));
     }
     let requests = spec.and_then(|s| s.pointer("/resources/requests"));
     if !present(requests, "storage") {
-        causes.push(required("spec.resources[storage]", ""));
+        causes.push(required_detail("spec.resources[storage]", ""));
     }
     causes
 }
@@ -231,7 +171,7 @@ fn hpa_causes(spec: Option<&Value>) -> Vec<Cause> {
         ));
     }
     if max == 0 {
-        causes.push(required(
+        causes.push(required_detail(
             "spec.maxReplicas",
             "must be set and greater than 0",
         ));
@@ -281,7 +221,7 @@ fn object_reference_causes(r: Option<&Value>, path: &str, allow_empty_group: boo
         let v = str_at(r, key);
         let field = format!("{path}.{key}");
         if v.is_empty() {
-            causes.push(required(&field, ""));
+            causes.push(required_detail(&field, ""));
         }
         for e in path_segment_errors(v) {
             causes.push(invalid_str(&field, v, &e));
@@ -325,7 +265,10 @@ fn metric_causes(m: &Value, path: &str) -> Vec<Cause> {
     let typ = str_at(Some(m), "type");
     let type_field = format!("{path}.type");
     if typ.is_empty() {
-        causes.push(required(&type_field, "must specify a metric source type"));
+        causes.push(required_detail(
+            &type_field,
+            "must specify a metric source type",
+        ));
     }
     if !METRIC_SOURCE_TYPES.contains(&typ) {
         causes.push(not_supported(&type_field, typ, &METRIC_SOURCE_TYPES));
@@ -362,7 +305,7 @@ fn metric_causes(m: &Value, path: &str) -> Vec<Cause> {
         }
     };
     if !expected.is_empty() && !present(Some(m), expected) {
-        causes.push(required(
+        causes.push(required_detail(
             &format!("{path}.{expected}"),
             "must populate information for the given metric source",
         ));
@@ -383,7 +326,7 @@ fn metric_causes(m: &Value, path: &str) -> Vec<Cause> {
 fn resource_source_causes(src: Option<&Value>, path: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
     if str_at(src, "name").is_empty() {
-        causes.push(required(
+        causes.push(required_detail(
             &format!("{path}.name"),
             "must specify a resource name",
         ));
@@ -395,7 +338,7 @@ fn resource_source_causes(src: Option<&Value>, path: &str) -> Vec<Cause> {
         present(target, "averageValue"),
     );
     if !utilization && !average {
-        causes.push(required(
+        causes.push(required_detail(
             &format!("{path}.target.averageUtilization"),
             "must set either a target raw value or a target utilization",
         ));
@@ -416,7 +359,7 @@ fn metric_target_causes(target: Option<&Value>, path: &str) -> Vec<Cause> {
     let at = format!("{path}.target");
     let typ = str_at(target, "type");
     if typ.is_empty() {
-        causes.push(required(
+        causes.push(required_detail(
             &format!("{at}.type"),
             "must specify a metric target type",
         ));

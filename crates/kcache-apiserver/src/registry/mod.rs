@@ -16,6 +16,7 @@
 pub(crate) mod apps;
 pub(crate) mod crd;
 mod delete;
+mod field_rules;
 mod kinds;
 mod list_keys;
 pub(crate) mod managed;

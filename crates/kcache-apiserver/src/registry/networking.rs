@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 
-use super::kinds::{
-    PORT_RANGE_MSG, array, cause, int_at, invalid_int, invalid_str, not_supported, present,
-    required, str_at,
+use super::field_rules::{
+    PORT_RANGE_MSG, array, cause, int_at, invalid_int, invalid_str, not_supported,
+    port_name_errors, present, required_detail, str_at,
 };
 use crate::status::Cause;
 
@@ -33,7 +33,7 @@ pub(super) fn ingress_causes(spec: Option<&Value>) -> Vec<Cause> {
         let at = format!("spec.rules[{i}].http.paths");
         let paths = array(Some(http), "paths");
         if paths.is_empty() {
-            causes.push(required(&at, ""));
+            causes.push(required_detail(&at, ""));
         }
         for (j, p) in paths.iter().enumerate() {
             causes.extend(http_path_causes(p, &format!("{at}[{j}]")));
@@ -46,7 +46,7 @@ pub(super) fn ingress_causes(spec: Option<&Value>) -> Vec<Cause> {
 fn http_path_causes(p: &Value, at: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
     let Some(typ) = p.get("pathType").and_then(Value::as_str) else {
-        return vec![required(
+        return vec![required_detail(
             &format!("{at}.pathType"),
             "pathType must be specified",
         )];
@@ -95,7 +95,7 @@ fn backend_causes(b: &Value, at: &str) -> Vec<Cause> {
     let mut causes = Vec::new();
     let svc = b.and_then(|b| b.get("service"));
     if str_at(svc, "name").is_empty() {
-        causes.push(required(&format!("{at}.service.name"), ""));
+        causes.push(required_detail(&format!("{at}.service.name"), ""));
     }
     let port = svc.and_then(|s| s.get("port"));
     let name = str_at(port, "name");
@@ -109,7 +109,7 @@ fn backend_causes(b: &Value, at: &str) -> Vec<Cause> {
             PORT_RANGE_MSG,
         ));
     } else if name.is_empty() && number == 0 {
-        causes.push(required(at, "port name or number is required"));
+        causes.push(required_detail(at, "port name or number is required"));
     }
     causes
 }
@@ -170,7 +170,7 @@ fn network_policy_port_causes(p: &Value, at: &str) -> Vec<Cause> {
                     "may not be specified when `port` is non-numeric",
                 ));
             }
-            for e in super::validation::port_name_errors(name) {
+            for e in port_name_errors(name) {
                 causes.push(invalid_str(&format!("{at}.port"), name, e));
             }
         }

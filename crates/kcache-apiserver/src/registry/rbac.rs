@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::validation::{DNS_SUBDOMAIN_MSG, RBAC_GROUP, invalid, is_subdomain_format, required};
+use super::field_rules::{DNS_SUBDOMAIN_MSG, RBAC_GROUP, invalid, is_subdomain_format, required};
 use crate::resource::ResourceInfo;
 use crate::status::Cause;
 

@@ -7,13 +7,14 @@
 
 use serde_json::{Map, Value, json};
 
+use super::field_rules::{
+    DNS_SUBDOMAIN_MSG, RBAC_GROUP, invalid, is_subdomain_format, port_name_errors, required,
+};
 use super::rbac;
 use crate::resource::ResourceInfo;
 use crate::status::Cause;
 
 pub(crate) use super::rbac::{rbac_defaults, rbac_update_causes};
-
-pub(super) const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' \
      or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or \
@@ -25,22 +26,6 @@ const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist 
 const DNS_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case \
      alphanumeric characters or '-', and must start and end with an alphanumeric character \
      (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-pub(super) const DNS_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case \
-     alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character \
-     (e.g. 'example.com', regex used for validation is \
-     '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-
-pub(super) fn invalid(field: &str, value: &str, msg: &str) -> Cause {
-    Cause::new(
-        "FieldValueInvalid",
-        format!("Invalid value: \"{value}\": {msg}"),
-        field,
-    )
-}
-
-pub(super) fn required(field: &str) -> Cause {
-    Cause::new("FieldValueRequired", "Required value", field)
-}
 
 /// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
 fn is_name_part(s: &str) -> bool {
@@ -98,17 +83,6 @@ fn qualified_name_errors(key: &str) -> Vec<String> {
         errs.push(QUALIFIED_NAME_MSG.to_owned());
     }
     errs
-}
-
-/// The RFC 1123 subdomain regex alone (no length limit).
-pub(super) fn is_subdomain_format(s: &str) -> bool {
-    s.split('.').all(|l| {
-        !l.is_empty()
-            && l.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-    })
 }
 
 /// `content.IsLabelValue`: at most 63 bytes, and empty or a name part (both may fail).
@@ -325,31 +299,6 @@ fn resource_limit_causes(resources: Option<&Value>, at: &str) -> Vec<Cause> {
         ));
     }
     causes
-}
-
-/// `IsValidPortName`: at most 15 of `[-a-z0-9]`, a letter, no `--`, no hyphen at an end.
-pub(super) fn port_name_errors(name: &str) -> Vec<&'static str> {
-    let mut errs = Vec::new();
-    if name.len() > 15 {
-        errs.push("must be no more than 15 characters");
-    }
-    if name.is_empty()
-        || !name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-    {
-        errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)");
-    }
-    if !name.bytes().any(|b| b.is_ascii_lowercase()) {
-        errs.push("must contain at least one letter (a-z)");
-    }
-    if name.contains("--") {
-        errs.push("must not contain consecutive hyphens");
-    }
-    if name.starts_with('-') || name.ends_with('-') {
-        errs.push("must not begin or end with a hyphen");
-    }
-    errs
 }
 
 /// `spec.replicas` of a workload, not negative.

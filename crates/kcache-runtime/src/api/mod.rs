@@ -39,8 +39,7 @@ pub use error::Error;
 pub use finalizer::FinalizerEvent;
 
 use crate::{
-    expectations::{Expectations, Written},
-    manager::MetaReader,
+    expectations::{Expectations, MetaReader, Written},
     metrics::ControllerCacheMetrics,
 };
 

@@ -11,7 +11,7 @@ use kcache::{
 use kcache_client::Compact;
 use kube_core::{ObjectMeta, Resource};
 
-use crate::ApiObject;
+use crate::{ApiObject, expectations::MetaReader};
 
 /// How the manager stores the objects of a cached type ([`Config::storage`](super::Config::storage)
 /// for every type, [`Cache::storage`](super::Cache::storage) for one).
@@ -255,14 +255,6 @@ impl<C: ApiObject> Cached<C> {
     }
 }
 
-/// The metadata of a cache's objects, as read-your-own-writes reads it.
-pub(crate) trait MetaReader: Send + Sync {
-    /// The resourceVersion of the cache's last list or watch event.
-    fn last_sync_resource_version(&self) -> String;
-    /// The resourceVersion of the object with this key (empty when it has none), if cached.
-    fn resource_version(&self, key: &str) -> Option<String>;
-}
-
 impl<S: Resource + Send + Sync + 'static> MetaReader for Reader<S> {
     fn last_sync_resource_version(&self) -> String {
         Reader::last_sync_resource_version(self)
@@ -271,16 +263,6 @@ impl<S: Resource + Send + Sync + 'static> MetaReader for Reader<S> {
     fn resource_version(&self, key: &str) -> Option<String> {
         self.get_by_key(key)
             .map(|o| o.meta().resource_version.clone().unwrap_or_default())
-    }
-}
-
-impl MetaReader for Arc<dyn MetaReader> {
-    fn last_sync_resource_version(&self) -> String {
-        (**self).last_sync_resource_version()
-    }
-
-    fn resource_version(&self, key: &str) -> Option<String> {
-        (**self).resource_version(key)
     }
 }
 

@@ -30,7 +30,6 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use cache::Cache;
-pub(crate) use cached::MetaReader;
 pub use cached::{Cached, Lister, Storage};
 pub use config::{Config, LeaderElection};
 pub use error::Error;
