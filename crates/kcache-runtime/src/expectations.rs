@@ -261,7 +261,6 @@ impl Expectations {
     }
 
     /// Writes recorded and not yet seen, over every key.
-
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.pending.lock().values().map(Vec::len).sum()
