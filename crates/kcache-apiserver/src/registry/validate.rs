@@ -5,6 +5,7 @@
 
 use serde_json::{Map, Value};
 
+use super::field_rules::is_subdomain_format;
 use crate::resource::ResourceInfo;
 use crate::status::{ApiError, Cause};
 
@@ -304,18 +305,6 @@ fn is_dns_label_format(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
-/// The RFC 1123 subdomain regex as Kubernetes checks it: dot-separated labels (no length
-/// limit per label; the 253 characters of the whole are checked apart).
-fn is_dns_subdomain(s: &str) -> bool {
-    s.split('.').all(|l| {
-        !l.is_empty()
-            && l.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !l.starts_with('-')
-            && !l.ends_with('-')
-    })
-}
-
 /// Validates `metadata.name` of an object about to be created (RFC 1123 subdomain; label for
 /// namespaces), with what the kind derives from it.
 pub(crate) fn check_name(
@@ -352,7 +341,7 @@ pub(crate) fn name_causes(info: &ResourceInfo, name: &str) -> Vec<Cause> {
     let (max, format_ok) = if label_only {
         (63, is_dns_label_format(name))
     } else {
-        (253, is_dns_subdomain(name))
+        (253, is_subdomain_format(name))
     };
     let mut causes = Vec::new();
     if name.len() > max {
