@@ -202,13 +202,7 @@ const VALUE_FLAGS: &[&str] = &[
 ];
 
 fn kind(name: &str) -> Option<Kind> {
-    if BOOL_FLAGS.contains(&name) {
-        Some(Kind::Bool)
-    } else if VALUE_FLAGS.contains(&name) {
-        Some(Kind::Value)
-    } else {
-        None
-    }
+    Kind::of(name, BOOL_FLAGS, VALUE_FLAGS)
 }
 
 /// The flags kcache acts on; every other known flag is accepted and ignored.

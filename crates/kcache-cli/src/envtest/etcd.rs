@@ -61,13 +61,7 @@ const VALUE_FLAGS: &[&str] = &[
 ];
 
 fn kind(name: &str) -> Option<Kind> {
-    if BOOL_FLAGS.contains(&name) {
-        Some(Kind::Bool)
-    } else if VALUE_FLAGS.contains(&name) {
-        Some(Kind::Value)
-    } else {
-        None
-    }
+    Kind::of(name, BOOL_FLAGS, VALUE_FLAGS)
 }
 
 /// Runs `etcd ARGS` until SIGTERM or SIGINT.

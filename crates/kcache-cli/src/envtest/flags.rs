@@ -10,6 +10,19 @@ pub(crate) enum Kind {
     Value,
 }
 
+impl Kind {
+    /// The kind of `name` in a program's tables of boolean and value flags (`None`: unknown).
+    pub(crate) fn of(name: &str, bools: &[&str], values: &[&str]) -> Option<Self> {
+        if bools.contains(&name) {
+            Some(Self::Bool)
+        } else if values.contains(&name) {
+            Some(Self::Value)
+        } else {
+            None
+        }
+    }
+}
+
 /// The flags given, by name; a repeated flag keeps every value in order.
 #[derive(Debug, Default)]
 pub(crate) struct Flags {
