@@ -187,20 +187,7 @@ pub(crate) fn unknown_fields(
         *obj = m;
     }
     let unknown = found.map_err(cannot)?;
-    if unknown.is_empty() || mode == "Ignore" {
-        return Ok(Vec::new());
-    }
-    if mode == "Strict" {
-        let list: Vec<String> = unknown
-            .iter()
-            .map(|f| format!("unknown field \"{f}\""))
-            .collect();
-        return Err(cannot(format!(
-            "strict decoding error: {}",
-            list.join(", ")
-        )));
-    }
-    Ok(unknown.iter().map(|f| unknown_field_warning(f)).collect())
+    unknown_fields_outcome(&unknown, mode, cannot)
 }
 
 /// Server-side apply's check of an applied configuration of a built-in kind, in every
@@ -280,6 +267,17 @@ pub(crate) fn patched_unknown_fields(
     };
     let unknown =
         crate::schema::check::decode(model, root, obj, mode != "Strict").map_err(&refuse)?;
+    unknown_fields_outcome(&unknown, mode, refuse)
+}
+
+/// What the unknown fields a decode found make of a request under `fieldValidation` `mode`:
+/// nothing (`Ignore`), the error `refuse` makes of a strict decoding error (`Strict`), or a
+/// `Warning` header value each (`Warn`).
+fn unknown_fields_outcome(
+    unknown: &[String],
+    mode: &str,
+    refuse: impl Fn(String) -> ApiError,
+) -> Result<Vec<String>, ApiError> {
     if unknown.is_empty() || mode == "Ignore" {
         return Ok(Vec::new());
     }
