@@ -4,8 +4,8 @@
 //! kube-apiserver v1.36.5) for any resource, stored as schemaless JSON: lists with
 //! pagination and resourceVersion semantics, chunked watches with bookmarks and streaming
 //! initial lists, CRUD with merge and JSON patches, discovery so that `kubectl` works,
-//! and fault injection for tests. Of the kcache crates it needs only kcache-proto, so it can be used
-//! on its own in a controller's tests.
+//! and fault injection for tests. Of the kcache crates it needs kcache, kcache-proto (the core's label
+//! selectors, protobuf), so it can be used on its own in a controller's tests.
 //!
 //! ```no_run
 //! # #[tokio::main(flavor = "current_thread")]

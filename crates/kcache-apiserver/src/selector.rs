@@ -1,7 +1,8 @@
 //! Label and field selectors: parsing and matching.
 //!
-//! Label selectors support `=`, `==`, `!=`, `in`, `notin`, `key` (exists), `!key`
-//! (does not exist) and the numeric `>`/`<`. Field selectors support `=`, `==`, `!=` on
+//! Label selectors are parsed and matched by the cache's parser (`kcache::store`): `=`, `==`,
+//! `!=`, `in`, `notin`, `key` (exists), `!key` (does not exist) and the numeric `>`/`<`.
+//! Field selectors support `=`, `==`, `!=` on
 //! `metadata.name`, `metadata.namespace` and the extra fields a resource allows.
 
 use serde_json::Value;
@@ -11,240 +12,11 @@ use serde_json::Value;
 #[error("{0}")]
 pub(crate) struct SelectorError(pub(crate) String);
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Op {
-    Eq(String),
-    NotEq(String),
-    In(Vec<String>),
-    NotIn(Vec<String>),
-    Exists,
-    NotExists,
-    Gt(i64),
-    Lt(i64),
-}
-
-/// A parsed label selector; the empty selector matches everything.
+/// A parsed label selector; the empty selector matches everything. The grammar, the
+/// matching and the error words are the cache's ([`kcache::store::LabelSelector`],
+/// apimachinery's `labels.Parse`): one parser for the client and the server.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct LabelSelector {
-    reqs: Vec<(String, Op)>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Tok {
-    Ident(String),
-    Open,
-    Close,
-    Comma,
-    Eq,
-    DoubleEq,
-    NotEq,
-    Bang,
-    Gt,
-    Lt,
-    End,
-}
-
-impl Tok {
-    fn literal(&self) -> String {
-        match self {
-            Tok::Ident(s) => s.clone(),
-            Tok::Open => "(".into(),
-            Tok::Close => ")".into(),
-            Tok::Comma => ",".into(),
-            Tok::Eq => "=".into(),
-            Tok::DoubleEq => "==".into(),
-            Tok::NotEq => "!=".into(),
-            Tok::Bang => "!".into(),
-            Tok::Gt => ">".into(),
-            Tok::Lt => "<".into(),
-            Tok::End => String::new(),
-        }
-    }
-}
-
-fn lex(s: &str) -> Vec<Tok> {
-    let chars: Vec<char> = s.chars().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            c if c.is_whitespace() => i += 1,
-            '(' => {
-                out.push(Tok::Open);
-                i += 1;
-            }
-            ')' => {
-                out.push(Tok::Close);
-                i += 1;
-            }
-            ',' => {
-                out.push(Tok::Comma);
-                i += 1;
-            }
-            '=' if chars.get(i + 1) == Some(&'=') => {
-                out.push(Tok::DoubleEq);
-                i += 2;
-            }
-            '=' => {
-                out.push(Tok::Eq);
-                i += 1;
-            }
-            '!' if chars.get(i + 1) == Some(&'=') => {
-                out.push(Tok::NotEq);
-                i += 2;
-            }
-            '!' => {
-                out.push(Tok::Bang);
-                i += 1;
-            }
-            '>' => {
-                out.push(Tok::Gt);
-                i += 1;
-            }
-            '<' => {
-                out.push(Tok::Lt);
-                i += 1;
-            }
-            _ => {
-                let start = i;
-                while i < chars.len() && !"(),=!<> \t\n\r".contains(chars[i]) {
-                    i += 1;
-                }
-                out.push(Tok::Ident(chars[start..i].iter().collect()));
-            }
-        }
-    }
-    out.push(Tok::End);
-    out
-}
-
-struct Parser {
-    toks: Vec<Tok>,
-    pos: usize,
-}
-
-impl Parser {
-    fn peek(&self) -> &Tok {
-        self.toks.get(self.pos).unwrap_or(&Tok::End)
-    }
-    fn next(&mut self) -> Tok {
-        let t = self.peek().clone();
-        self.pos += 1;
-        t
-    }
-    fn err(found: &Tok, expected: &str) -> SelectorError {
-        SelectorError(format!(
-            "unable to parse requirement: found '{}', expected: {expected}",
-            found.literal()
-        ))
-    }
-    fn values(&mut self) -> Result<Vec<String>, SelectorError> {
-        match self.next() {
-            Tok::Open => {}
-            t => return Err(Self::err(&t, "'('")),
-        }
-        let mut vals = Vec::new();
-        loop {
-            match self.next() {
-                Tok::Ident(v) => vals.push(v),
-                Tok::Close if vals.is_empty() => return Ok(vals),
-                Tok::Comma => {
-                    vals.push(String::new());
-                    continue;
-                }
-                t => return Err(Self::err(&t, "',', ')' or identifier")),
-            }
-            match self.next() {
-                Tok::Comma => {}
-                Tok::Close => return Ok(vals),
-                t => return Err(Self::err(&t, "',', ')' or identifier")),
-            }
-        }
-    }
-    fn single_value(&mut self) -> Result<String, SelectorError> {
-        match self.peek().clone() {
-            Tok::Ident(v) => {
-                self.pos += 1;
-                Ok(v)
-            }
-            Tok::Comma | Tok::End => Ok(String::new()),
-            t => Err(Self::err(&t, "identifier")),
-        }
-    }
-    fn requirement(&mut self) -> Result<(String, Op), SelectorError> {
-        let negated = if *self.peek() == Tok::Bang {
-            self.pos += 1;
-            true
-        } else {
-            false
-        };
-        let key = match self.next() {
-            Tok::Ident(k) => k,
-            t => return Err(Self::err(&t, "identifier")),
-        };
-        validate_key(&key)?;
-        if negated {
-            return Ok((key, Op::NotExists));
-        }
-        let op = match self.peek().clone() {
-            Tok::Comma | Tok::End => return Ok((key, Op::Exists)),
-            Tok::Eq | Tok::DoubleEq => {
-                self.pos += 1;
-                Op::Eq(self.single_value()?)
-            }
-            Tok::NotEq => {
-                self.pos += 1;
-                Op::NotEq(self.single_value()?)
-            }
-            Tok::Gt | Tok::Lt => {
-                let gt = *self.peek() == Tok::Gt;
-                self.pos += 1;
-                let v = self.single_value()?;
-                let n: i64 = v.parse().map_err(|_| {
-                    SelectorError(
-                        "unable to parse requirement: for 'Gt', 'Lt' operators, the value must \
-                         be an integer"
-                            .to_owned(),
-                    )
-                })?;
-                if gt { Op::Gt(n) } else { Op::Lt(n) }
-            }
-            Tok::Ident(w) if w == "in" => {
-                self.pos += 1;
-                Op::In(self.values()?)
-            }
-            Tok::Ident(w) if w == "notin" => {
-                self.pos += 1;
-                Op::NotIn(self.values()?)
-            }
-            t => {
-                return Err(Self::err(&t, "in, notin, =, ==, !=, gt, lt"));
-            }
-        };
-        Ok((key, op))
-    }
-}
-
-fn validate_key(key: &str) -> Result<(), SelectorError> {
-    let name = key.rsplit('/').next().unwrap_or(key);
-    let ok = !name.is_empty()
-        && name.len() <= 63
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric());
-    if ok {
-        Ok(())
-    } else {
-        Err(SelectorError(format!(
-            "unable to parse requirement: invalid label key \"{key}\": name part must consist \
-             of alphanumeric characters, '-', '_' or '.', and must start and end with an \
-             alphanumeric character"
-        )))
-    }
-}
+pub(crate) struct LabelSelector(kcache::store::LabelSelector);
 
 impl LabelSelector {
     /// Parses a selector string such as `app=web,tier in (a,b),!legacy`.
@@ -252,60 +24,23 @@ impl LabelSelector {
     /// # Errors
     /// A [`SelectorError`] with the real server's wording when the string is malformed.
     pub(crate) fn parse(s: &str) -> Result<Self, SelectorError> {
-        let mut p = Parser {
-            toks: lex(s),
-            pos: 0,
-        };
-        let mut reqs = Vec::new();
-        if *p.peek() == Tok::End {
-            return Ok(Self { reqs });
-        }
-        loop {
-            reqs.push(p.requirement()?);
-            match p.next() {
-                Tok::End => break,
-                Tok::Comma => match p.peek() {
-                    Tok::Ident(_) | Tok::Bang => {}
-                    t => {
-                        return Err(SelectorError(format!(
-                            "found '{}', expected: identifier after ','",
-                            t.literal()
-                        )));
-                    }
-                },
-                t => return Err(Parser::err(&t, "','")),
-            }
-        }
-        Ok(Self { reqs })
+        kcache::store::parse_label_selector(s)
+            .map(Self)
+            .map_err(|e| SelectorError(e.to_string()))
     }
 
     /// Whether the selector is empty (matches everything).
     #[must_use]
     pub(crate) fn is_empty(&self) -> bool {
-        self.reqs.is_empty()
+        self.0.selects_all()
     }
 
     /// Whether an object (its full JSON) matches.
     #[must_use]
     pub(crate) fn matches(&self, obj: &Value) -> bool {
         let labels = obj.pointer("/metadata/labels");
-        self.reqs.iter().all(|(key, op)| {
-            let val = labels.and_then(|l| l.get(key)).and_then(Value::as_str);
-            match op {
-                Op::Exists => val.is_some(),
-                Op::NotExists => val.is_none(),
-                Op::Eq(v) => val == Some(v.as_str()),
-                Op::NotEq(v) => val != Some(v.as_str()),
-                Op::In(vs) => val.is_some_and(|x| vs.iter().any(|v| v == x)),
-                Op::NotIn(vs) => val.is_none_or(|x| vs.iter().all(|v| v != x)),
-                Op::Gt(n) => val
-                    .and_then(|x| x.parse::<i64>().ok())
-                    .is_some_and(|x| x > *n),
-                Op::Lt(n) => val
-                    .and_then(|x| x.parse::<i64>().ok())
-                    .is_some_and(|x| x < *n),
-            }
-        })
+        self.0
+            .matches_by(|key| labels.and_then(|l| l.get(key)).and_then(Value::as_str))
     }
 }
 

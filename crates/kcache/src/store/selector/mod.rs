@@ -118,14 +118,29 @@ impl LabelSelector {
     /// Whether `labels` satisfy every requirement.
     #[must_use]
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        self.requirements.iter().all(|r| r.matches(labels))
+        self.matches_by(|key| labels.get(key).map(String::as_str))
+    }
+
+    /// Whether the labels that `label` looks up satisfy every requirement: for labels held in
+    /// another form than a map of strings (a JSON object, a compact object's metadata).
+    ///
+    /// ```
+    /// use kcache::store::LabelSelector;
+    ///
+    /// let selector: LabelSelector = "app=web,!legacy".parse()?;
+    /// let labels = serde_json::json!({"app": "web"});
+    /// assert!(selector.matches_by(|key| labels.get(key)?.as_str()));
+    /// # Ok::<(), kcache::store::SelectorError>(())
+    /// ```
+    #[must_use]
+    pub fn matches_by<'a>(&self, label: impl Fn(&str) -> Option<&'a str>) -> bool {
+        self.requirements.iter().all(|r| r.matches(label(&r.key)))
     }
 }
 
 impl Requirement {
-    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
-        let has = |v: &String| self.values.binary_search(v).is_ok();
+    fn matches(&self, value: Option<&str>) -> bool {
+        let has = |v: &str| self.values.binary_search_by(|x| x.as_str().cmp(v)).is_ok();
         match self.op {
             Op::Equals | Op::DoubleEquals | Op::In => value.is_some_and(has),
             Op::NotEquals | Op::NotIn => !value.is_some_and(has),
