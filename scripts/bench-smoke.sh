@@ -11,12 +11,15 @@
 # it must pass as it is, protobuf configurations included. Then the custom-resource dataset
 # (`--dataset widgets`: the bench installs a CRD) against the upstream server, 200 objects,
 # 1 run: client-go's dynamic informer, kube-rs, kcache's typed, default and limit lines, all
-# in JSON, each holding every object and seeing every update.
+# in JSON, each holding every object and seeing every update. The upstream runs also report
+# what they cost kube-apiserver (--server-pid), and a small fleet (1 and 3 peers starting at
+# once) runs against it.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 if [[ -n "${1:-}" ]]; then set -a; . "$1"; set +a; fi
 : "${KCACHE_UPSTREAM_KUBECONFIG:?source the env file written by scripts/kube-up.sh}"
+: "${KCACHE_UPSTREAM_APISERVER_PID:?source the env file written by scripts/kube-up.sh}"
 
 fail() { printf 'bench-smoke: FAILED: %s\n' "$*" >&2; exit 1; }
 command -v python3 >/dev/null || fail "python3 is not installed (needed to check results.json)"
@@ -44,7 +47,8 @@ PY
 export PYTHONPATH="$out"
 
 cargo run --locked -q -p kcache-cli --bin kcache -- bench \
-  --server kubeconfig "$KCACHE_UPSTREAM_KUBECONFIG" --objects 500 --runs 1 \
+  --server kubeconfig "$KCACHE_UPSTREAM_KUBECONFIG" --server-pid "$KCACHE_UPSTREAM_APISERVER_PID" \
+  --objects 500 --runs 1 \
   --peers kcache,kube-rs,client-go --client-go-peer "$client_go_peer" --out "$out" \
   || fail "kcache bench (peer logs: see the lines above)"
 
@@ -82,6 +86,11 @@ for x in runs:
     assert line["n"] == 500, x
     if x["storage"] != "limit":
         assert line["update_events"] == 500, x
+    # What the run cost kube-apiserver: CPU, and bytes for the 500 pods it sent (gzip lists
+    # compress these alike pods to ~0.5 kB each: 100 bytes a pod is a floor for any format).
+    cost = x["server"]
+    assert cost["sync"]["cpu_s"] > 0 and cost["sync"]["written_bytes"] >= 100 * 500, x
+    assert (cost["update"] is None) == (x["storage"] == "limit"), x
 check_limits(runs, 500)
 modes = {(x["peer"], x["mode"]) for x in runs}
 for p in peers:
@@ -98,9 +107,33 @@ for x in kcache:
 md = open(os.path.join(out, "results.md")).read()
 assert "Ratios protobuf / JSON" in md, "no protobuf/JSON ratios in results.md"
 assert "Sync wall × limit" in md, "no × limit table in results.md"
+assert "cost the API server" in md, "no server-cost table in results.md"
 for f in ("results.md", "chart-500.png"):
     assert os.path.getsize(os.path.join(out, f)) > 0, f
 print(f"bench-smoke: {len(runs)} peer runs, all valid: " + ", ".join(sorted(x['label'] for x in runs)))
+PY
+
+# A fleet of controllers restarting: 1 and 3 members of kcache's default line and client-go's
+# streaming line start at once against the upstream server; every member syncs, and the
+# fleet's cost to kube-apiserver is read from its /proc.
+cargo run --locked -q -p kcache-cli --bin kcache -- bench \
+  --server kubeconfig "$KCACHE_UPSTREAM_KUBECONFIG" --server-pid "$KCACHE_UPSTREAM_APISERVER_PID" \
+  --objects 200 --runs 1 --fleet 1,3 --peers kcache,client-go --client-go-peer "$client_go_peer" \
+  --only "kcache list-watch default,client-go streaming" --out "$out/fleet" \
+  || fail "kcache bench --fleet (peer logs: see the lines above)"
+python3 - "$out/fleet" <<'PY' || fail "fleet results in $out/fleet"
+import json, os, sys
+r = json.load(open(os.path.join(sys.argv[1], "fleet.json")))
+fleets = r["fleets"]
+assert {(x["label"], x["size"]) for x in fleets} == {
+    (label, size) for label in ("kcache list-watch default", "client-go streaming") for size in (1, 3)
+}, fleets
+for x in fleets:
+    assert x["error"] is None and x["members_ok"] == x["size"], x
+    # Every member read every pod: at least 100 bytes each (gzip) went out per member.
+    assert x["server"]["cpu_s"] > 0 and x["server"]["written_bytes"] >= 100 * 200 * x["size"], x
+assert "| client-go streaming | 3 | 1/1 |" in open(os.path.join(sys.argv[1], "fleet.md")).read()
+print(f"bench-smoke: fleets: {len(fleets)} fleet starts, every member synced")
 PY
 
 cargo run --locked -q -p kcache-cli --bin kcache -- bench --dataset widgets \

@@ -16,6 +16,8 @@
 
 pub(crate) mod authz;
 mod chart;
+mod fleet;
+mod peer_process;
 mod report;
 mod row;
 mod runner;
@@ -89,6 +91,19 @@ pub(crate) struct BenchArgs {
     /// `client-go list-watch protobuf,kcache list-watch typed`); an unknown label is an error.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+    /// Fleet sizes, comma-separated (e.g. `1,10,50`): instead of the runs above, start this
+    /// many peers of each configuration at once (a fleet of controllers restarting), with no
+    /// update phase, `--runs` times each; `fleet.md` / `fleet.json` report the wall time until
+    /// the last one synced, the members' CPU and memory added up, and (with `--server-pid` or
+    /// the embedded server) what the fleet cost the API server.
+    #[arg(long, value_delimiter = ',')]
+    pub fleet: Vec<usize>,
+    /// The API server's process id: each run then reports what it cost the server (CPU
+    /// seconds, peak resident memory growth and bytes written, during the sync and during the
+    /// updates; read from `/proc/PID`). With `--server embedded` the server is this process
+    /// and is always measured (its update phase then includes the updater's own work).
+    #[arg(long)]
+    pub server_pid: Option<u32>,
     /// Leave each N's namespace and pods on the server at the end instead of deleting them
     /// (e.g. to profile one peer against them by hand); the namespace is printed. Only with
     /// `--server kubeconfig`: the embedded server goes away with the run.
@@ -118,6 +133,9 @@ enum Server {
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
     if args.runs == 0 || args.objects.is_empty() || args.objects.contains(&0) {
         bail!("--runs and every --objects count must be at least 1");
+    }
+    if args.fleet.contains(&0) {
+        bail!("every --fleet size must be at least 1");
     }
     if args.keep_dataset && args.server.first().map(String::as_str) != Some("kubeconfig") {
         bail!(
@@ -152,9 +170,24 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
         Server::Kubeconfig => format!("kubeconfig {}", kubeconfig.display()),
     };
     let server_label = format!("{server_label}. Dataset: {}", args.dataset.as_str());
+    let server_process = match (&server, args.server_pid) {
+        (_, Some(pid)) => Some(pid),
+        (Server::Embedded(_), None) => Some(std::process::id()),
+        (Server::Kubeconfig, None) => None,
+    }
+    .map(kcache_bench::server_cost::Server::new);
+    if let Some(process) = server_process {
+        process.sample().with_context(|| {
+            format!(
+                "--server-pid {}: the server's cost cannot be read",
+                process.pid()
+            )
+        })?;
+    }
     let client = dataset::client(&kubeconfig).await?;
     let configs = runner::configs(&args)?;
     let mut records = Vec::new();
+    let mut fleet_records = Vec::new();
     let mut pod_sizes = Vec::new();
     for &n in &args.objects {
         let namespace = format!("kcache-bench-{n}-{}", std::process::id());
@@ -179,8 +212,34 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
             namespace: &namespace,
             n,
             updates: args.updates.map_or(n, |u| u.min(n)),
+            server: server_process,
         };
+        if !args.fleet.is_empty() {
+            let ctx = runner::Context { updates: 0, ..ctx };
+            for run in 0..args.runs {
+                for &size in &args.fleet {
+                    for config in &configs {
+                        let record = fleet::run(&ctx, config, size, run).await;
+                        eprintln!(
+                            "bench: n={n} run {}/{} fleet of {size} {}: {}",
+                            run + 1,
+                            args.runs,
+                            config.label(),
+                            match &record.error {
+                                None => format!("all synced in {:.0} ms", record.wall_ms),
+                                Some(e) => format!("FAILED: {e}"),
+                            }
+                        );
+                        fleet_records.push(record);
+                        fleet::write_all(&args.out, &server_label, &fleet_records)?;
+                    }
+                }
+            }
+        }
         for run in 0..args.runs {
+            if !args.fleet.is_empty() {
+                break;
+            }
             for config in &configs {
                 let record = runner::run_one(&ctx, config, run).await;
                 match &record.line {
@@ -214,16 +273,24 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
             eprintln!("bench: cleaning up {namespace}: {e}");
         }
     }
-    let summary = report::write_all(&args.out, &server_label, &pod_sizes, &records)?;
-    print!("{summary}");
+    if args.fleet.is_empty() {
+        let summary = report::write_all(&args.out, &server_label, &pod_sizes, &records)?;
+        print!("{summary}");
+    } else {
+        print!(
+            "{}",
+            fleet::write_all(&args.out, &server_label, &fleet_records)?
+        );
+    }
     if let Server::Embedded(server) = server {
         server.shutdown().await;
     }
-    let failed = records.iter().filter(|r| r.line.is_err()).count();
+    let failed = records.iter().filter(|r| r.line.is_err()).count()
+        + fleet_records.iter().filter(|r| r.error.is_some()).count();
     if failed > 0 {
         bail!(
             "{failed} of {} peer runs failed (see above and {}/logs)",
-            records.len(),
+            records.len() + fleet_records.len(),
             args.out.display()
         );
     }

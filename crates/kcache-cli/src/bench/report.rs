@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use super::{
     chart,
     row::{Row, Stat},
-    runner::Record,
+    runner::{Record, ServerCost},
 };
 
 /// The figures, in table order: key, column title, decimals. Page faults are there because
@@ -64,6 +64,7 @@ pub(super) fn rows(records: &[Record]) -> Vec<Row> {
         put("update_faults_per_event", &|l| {
             Some(extra(l, "update_page_faults")? / l.update_events? as f64)
         });
+        server_figures(&same, &mut figures);
         rows.push(Row {
             n: r.n,
             label: r.label.clone(),
@@ -79,7 +80,91 @@ pub(super) fn rows(records: &[Record]) -> Vec<Row> {
     rows
 }
 
-fn cell(stat: Option<&Stat>, decimals: usize) -> String {
+/// The API server's figures, in table order: key, column title, decimals.
+const SERVER_FIGURES: [(&str, &str, usize); 5] = [
+    ("server_sync_cpu_s", "server sync CPU (s)", 2),
+    (
+        "server_sync_rss_growth_mb",
+        "server peak RSS growth in sync (MB)",
+        0,
+    ),
+    (
+        "server_sync_written_mb",
+        "server bytes written in sync (MB)",
+        1,
+    ),
+    (
+        "server_update_cpu_us_per_event",
+        "server update CPU/event (µs)",
+        0,
+    ),
+    (
+        "server_update_rss_growth_mb",
+        "server peak RSS growth in updates (MB)",
+        0,
+    ),
+];
+
+/// The server's cost of the successful runs among `same` (those measured).
+fn server_figures(same: &[&Record], figures: &mut BTreeMap<&'static str, Stat>) {
+    let measured: Vec<_> = same
+        .iter()
+        .filter_map(|r| Some((r.line.as_ref().ok()?, r.server?)))
+        .collect();
+    let mut put =
+        |key: &'static str, f: &dyn Fn(&kcache_bench::PeerLine, &ServerCost) -> Option<f64>| {
+            if let Some(stat) = Stat::of(measured.iter().filter_map(|(l, c)| f(l, c)).collect()) {
+                figures.insert(key, stat);
+            }
+        };
+    put("server_sync_cpu_s", &|_, c| Some(c.sync.cpu_s));
+    put("server_sync_rss_growth_mb", &|_, c| {
+        Some(c.sync.rss_growth_bytes as f64 / 1e6)
+    });
+    put("server_sync_written_mb", &|_, c| {
+        Some(c.sync.written_bytes as f64 / 1e6)
+    });
+    put("server_update_cpu_us_per_event", &|l, c| {
+        Some(c.update?.cpu_s / l.update_events? as f64 * 1e6)
+    });
+    put("server_update_rss_growth_mb", &|_, c| {
+        Some(c.update?.rss_growth_bytes as f64 / 1e6)
+    });
+}
+
+/// The table of what each line cost the API server, when the run measured it.
+fn server_table(md: &mut String, rows: &[Row], n: usize) {
+    let measured: Vec<&Row> = rows
+        .iter()
+        .filter(|r| r.n == n && r.figures.contains_key("server_sync_cpu_s"))
+        .collect();
+    if measured.is_empty() {
+        return;
+    }
+    md.push_str(
+        "What each line cost the API server (medians (min–max); read from /proc of the server \
+         process; bytes written are its write(2) bytes, mostly the responses):\n\n",
+    );
+    let _ = write!(md, "| configuration |");
+    for (_, title, _) in SERVER_FIGURES {
+        let _ = write!(md, " {title} |");
+    }
+    let _ = write!(md, "\n|---|");
+    for _ in SERVER_FIGURES {
+        md.push_str("---|");
+    }
+    md.push('\n');
+    for row in measured {
+        let _ = write!(md, "| {} |", row.label);
+        for (key, _, decimals) in SERVER_FIGURES {
+            let _ = write!(md, " {} |", cell(row.figures.get(key), decimals));
+        }
+        md.push('\n');
+    }
+    md.push('\n');
+}
+
+pub(super) fn cell(stat: Option<&Stat>, decimals: usize) -> String {
     match stat {
         None => "–".into(),
         Some(s) if s.min == s.max => format!("{:.decimals$}", s.median),
@@ -225,6 +310,7 @@ pub(super) fn markdown(
             md.push('\n');
         }
         md.push('\n');
+        server_table(&mut md, rows, n);
         limit_table(&mut md, rows, n);
         let kcache_rows: Vec<&Row> = rows
             .iter()
@@ -490,12 +576,57 @@ mod tests {
             storage: Some("default".into()),
             protobuf: false,
             line: Ok(line),
+            server: None,
         };
         let rows = rows(&[record]);
         assert_eq!(rows[0].figures["sync_faults_per_obj"].median, 2.5);
         assert_eq!(rows[0].figures["update_faults_per_event"].median, 1.5);
         let md = markdown("s", &[], &rows, 1);
         assert!(md.contains("| 2.5 | 1.5 |"), "{md}");
+        assert!(
+            !md.contains("cost the API server"),
+            "nothing measured: {md}"
+        );
+    }
+
+    #[test]
+    fn the_server_cost_gets_its_table_per_update_event() {
+        let line: kcache_bench::PeerLine = serde_json::from_str(
+            r#"{"peer":"client-go","mode":"streaming","n":10,"sync_ms":5.0,"sync_cpu_s":0.1,
+               "vmhwm_bytes":1,"rss_after_sync_bytes":1,"update_events":4,
+               "update_events_per_s":2.0,"update_cpu_s":0.01}"#,
+        )
+        .unwrap();
+        let phase = |cpu_s, growth, written| kcache_bench::server_cost::PhaseCost {
+            cpu_s,
+            rss_growth_bytes: growth,
+            rss_start_bytes: 1,
+            written_bytes: written,
+        };
+        let record = Record {
+            n: 10,
+            run: 0,
+            label: "client-go streaming".into(),
+            peer: PeerKind::ClientGo,
+            mode: "streaming",
+            storage: None,
+            protobuf: false,
+            line: Ok(line),
+            server: Some(ServerCost {
+                sync: phase(1.5, 30_000_000, 2_500_000),
+                update: Some(phase(0.002, 0, 9)),
+            }),
+        };
+        let rows = rows(&[record]);
+        assert_eq!(
+            rows[0].figures["server_update_cpu_us_per_event"].median,
+            500.0
+        );
+        let md = markdown("s", &[], &rows, 1);
+        assert!(
+            md.contains("| client-go streaming | 1.50 | 30 | 2.5 | 500 | 0 |"),
+            "{md}"
+        );
     }
 
     #[test]

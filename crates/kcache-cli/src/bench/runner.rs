@@ -1,20 +1,16 @@
-//! Running one peer configuration once: spawn the peer, drive the updater when it is ready,
-//! collect and check its line.
+//! The peer configurations of a run (program, initial-list mode, storage, wire format) and
+//! one run's record; `peer_process` drives the peer itself.
 
-use std::{
-    path::{Path, PathBuf},
-    process::Stdio,
-    time::Duration,
-};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, bail};
 use kcache_bench::{
-    PeerLine, dataset,
+    PeerLine,
     peer::{Dataset, Mode},
+    server_cost::{self, PhaseCost},
 };
 use kube_client::Client;
 use serde::Serialize;
-use tokio::io::AsyncReadExt;
 
 use super::BenchArgs;
 
@@ -87,6 +83,17 @@ pub(super) struct Record {
     pub protobuf: bool,
     #[serde(serialize_with = "ser_line")]
     pub line: Result<PeerLine, String>,
+    /// What the run cost the API server (with `--server-pid`, or the embedded server).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerCost>,
+}
+
+/// The API server's cost over one run: while the peer synced, and while it took the updates
+/// (from its sync to its exit: the updater's requests are in it).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(super) struct ServerCost {
+    pub sync: PhaseCost,
+    pub update: Option<PhaseCost>,
 }
 
 fn ser_line<S: serde::Serializer>(
@@ -108,6 +115,8 @@ pub(super) struct Context<'a> {
     pub n: usize,
     /// Pods patched (update events timed) per run, at most `n`.
     pub updates: usize,
+    /// The API server's process, when its cost is measured.
+    pub server: Option<server_cost::Server>,
 }
 
 fn client_go_program(args: &BenchArgs) -> anyhow::Result<PathBuf> {
@@ -276,9 +285,11 @@ fn select(configs: Vec<Config>, only: &[String]) -> anyhow::Result<Vec<Config>> 
 
 /// Runs `config` once on the context's dataset.
 pub(super) async fn run_one(ctx: &Context<'_>, config: &Config, run: usize) -> Record {
-    let line = run_peer(ctx, config, run)
-        .await
-        .map_err(|e| format!("{e:#}"));
+    let tag = format!("{}-n{}-r{run}", config.label().replace(' ', "-"), ctx.n);
+    let (line, server) = match super::peer_process::run(ctx, config, &tag).await {
+        Ok((line, server)) => (Ok(line), server),
+        Err(e) => (Err(format!("{e:#}")), None),
+    };
     Record {
         n: ctx.n,
         run,
@@ -288,111 +299,8 @@ pub(super) async fn run_one(ctx: &Context<'_>, config: &Config, run: usize) -> R
         storage: config.storage.clone(),
         protobuf: config.protobuf,
         line,
+        server,
     }
-}
-
-async fn run_peer(ctx: &Context<'_>, config: &Config, run: usize) -> anyhow::Result<PeerLine> {
-    let slug = config.label().replace(' ', "-");
-    let logs = ctx.args.out.join("logs");
-    let ready = logs.join(format!("{slug}-n{}-r{run}.ready", ctx.n));
-    let err_path = logs.join(format!("{slug}-n{}-r{run}.stderr", ctx.n));
-    let _ = std::fs::remove_file(&ready);
-    let n = ctx.n.to_string();
-    // A limit line only syncs: no updates are sent to it or expected from it.
-    let update_count = if config.is_limit() { 0 } else { ctx.updates };
-    let updates = update_count.to_string();
-    let mut cmd = tokio::process::Command::new(&config.program);
-    cmd.arg("--kubeconfig")
-        .arg(ctx.kubeconfig)
-        .args([
-            "--namespace",
-            ctx.namespace,
-            "--n",
-            &n,
-            "--updates",
-            &updates,
-        ])
-        .args(["--mode", config.mode.as_str()])
-        .args(["--dataset", ctx.args.dataset.as_str()])
-        .arg("--ready-file")
-        .arg(&ready)
-        .arg(format!("--timeout={}s", ctx.args.timeout.as_secs().max(1)));
-    if config.protobuf {
-        cmd.arg("--protobuf");
-    }
-    if let Some(storage) = &config.storage {
-        cmd.args(["--storage", storage]);
-    }
-    let stderr = std::fs::File::create(&err_path)
-        .with_context(|| format!("creating {}", err_path.display()))?;
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(stderr)
-        .kill_on_drop(true);
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("starting {}", config.program.display()))?;
-    let mut stdout = child.stdout.take().context("no stdout pipe")?;
-    let reader = tokio::spawn(async move {
-        let mut s = String::new();
-        stdout.read_to_string(&mut s).await.map(|_| s)
-    });
-
-    let deadline = tokio::time::Instant::now() + ctx.args.timeout;
-    loop {
-        if ready.exists() && update_count == 0 {
-            break;
-        }
-        if ready.exists() {
-            let tag = format!("{slug}-r{run}");
-            dataset::touch_all(
-                ctx.client,
-                ctx.args.dataset,
-                ctx.namespace,
-                update_count,
-                &tag,
-                ctx.args.concurrency,
-                ctx.args.update_rate,
-            )
-            .await?;
-            break;
-        }
-        if child.try_wait()?.is_some() || tokio::time::Instant::now() >= deadline {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let status = tokio::time::timeout_at(deadline, child.wait()).await;
-    let stderr_tail = || {
-        let text = std::fs::read_to_string(&err_path).unwrap_or_default();
-        stderr_summary(&text)
-    };
-    let status = match status {
-        Ok(status) => status?,
-        Err(_) => {
-            let _ = child.kill().await;
-            bail!(
-                "timed out after {:?}; stderr: {}",
-                ctx.args.timeout,
-                stderr_tail()
-            );
-        }
-    };
-    let out = reader.await??;
-    if !status.success() {
-        bail!("exited with {status}; stderr: {}", stderr_tail());
-    }
-    let line = PeerLine::parse_output(&out)?;
-    let expect = (config.kind.name(), config.mode.as_str());
-    if (line.peer.as_str(), line.mode.as_str()) != expect || line.label() != config.label() {
-        bail!(
-            "the peer printed {:?}, expected {:?}",
-            line.label(),
-            config.label()
-        );
-    }
-    line.validate(ctx.n as u64, update_count as u64)?;
-    Ok(line)
 }
 
 #[cfg(test)]
@@ -472,46 +380,5 @@ mod tests {
         assert_eq!(limit.label(), "kcache streaming limit protobuf");
         assert!(!config(PeerKind::Kcache, Mode::Streaming, Some("typed"), true).is_limit());
         assert!(!config(PeerKind::ClientGo, Mode::Streaming, None, true).is_limit());
-    }
-}
-
-/// What a failed peer said: its error report (`Error: …` and its causes, as `anyhow` prints
-/// them from `main`, or a panic message), else its last 5 lines of stderr; never a backtrace
-/// alone.
-fn stderr_summary(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    let start = lines
-        .iter()
-        .rposition(|l| l.starts_with("Error: ") || l.contains("panicked at"));
-    let picked: Vec<&str> = match start {
-        Some(i) => lines[i..]
-            .iter()
-            .take_while(|l| !l.trim_start().starts_with("Stack backtrace:"))
-            .take(12)
-            .copied()
-            .collect(),
-        None => lines[lines.len().saturating_sub(5)..].to_vec(),
-    };
-    picked.join(" | ")
-}
-
-#[cfg(test)]
-mod stderr_tests {
-    use super::stderr_summary;
-
-    #[test]
-    fn a_failed_peer_is_reported_by_its_error_not_the_end_of_its_backtrace() {
-        let text = "log line\nError: the list answered 500\n\nCaused by:\n    boom\n\n\
-                    Stack backtrace:\n   0: main\n   1: _start\n";
-        let summary = stderr_summary(text);
-        assert!(
-            summary.starts_with("Error: the list answered 500"),
-            "{summary}"
-        );
-        assert!(
-            summary.contains("boom") && !summary.contains("_start"),
-            "{summary}"
-        );
-        assert_eq!(stderr_summary("a\nb"), "a | b");
     }
 }
