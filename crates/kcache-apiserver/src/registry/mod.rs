@@ -15,6 +15,7 @@
 
 pub(crate) mod apps;
 pub(crate) mod crd;
+mod defaults;
 mod delete;
 mod field_rules;
 mod kinds;
@@ -25,6 +26,7 @@ mod object;
 pub(crate) mod propagation;
 mod rbac;
 pub(crate) mod rules;
+mod updates;
 pub(crate) mod validate;
 pub(crate) mod validation;
 
