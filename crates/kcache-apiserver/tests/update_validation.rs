@@ -52,7 +52,10 @@ async fn an_update_without_a_name_is_a_bad_request_before_any_other_check() {
     let s = server().await;
     let mut p = created(&s, PODS, &pod("p")).await;
     p["metadata"].as_object_mut().unwrap().remove("name");
-    p["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+    p["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("resourceVersion");
     let r = put(s.addr(), &format!("{PODS}/p"), &p).await;
     assert_eq!(r.status, 400, "{}", r.json());
     assert_eq!(
@@ -77,18 +80,32 @@ async fn a_bad_label_is_reported_once_per_object_meta_check_of_the_kind() {
     created(&s, PODS, &pod("p")).await;
     let r = patch(s.addr(), &format!("{PODS}/p"), merge, &bad).await;
     assert_eq!(r.status, 422);
-    assert_eq!(causes(&r.json()), vec!["metadata.labels FieldValueInvalid"; 4]);
+    assert_eq!(
+        causes(&r.json()),
+        vec!["metadata.labels FieldValueInvalid"; 4]
+    );
     // The message lists the error once.
     let message = r.json()["message"].as_str().unwrap().to_owned();
     assert_eq!(message.matches("metadata.labels").count(), 1, "{message}");
     let leases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
     created(&s, leases, &json!({"metadata": {"name": "l"}})).await;
     let r = patch(s.addr(), &format!("{leases}/l"), merge, &bad).await;
-    assert_eq!(causes(&r.json()), vec!["metadata.labels FieldValueInvalid"; 3]);
+    assert_eq!(
+        causes(&r.json()),
+        vec!["metadata.labels FieldValueInvalid"; 3]
+    );
     let pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
-    created(&s, pdbs, &json!({"metadata": {"name": "b"}, "spec": {"minAvailable": 1}})).await;
+    created(
+        &s,
+        pdbs,
+        &json!({"metadata": {"name": "b"}, "spec": {"minAvailable": 1}}),
+    )
+    .await;
     let r = patch(s.addr(), &format!("{pdbs}/b"), merge, &bad).await;
-    assert_eq!(causes(&r.json()), vec!["metadata.labels FieldValueInvalid"; 2]);
+    assert_eq!(
+        causes(&r.json()),
+        vec!["metadata.labels FieldValueInvalid"; 2]
+    );
 }
 
 #[tokio::test]
@@ -128,10 +145,18 @@ async fn fields_kept_once_stored_are_refused_in_kube_apiserver_words() {
         job["spec"]["selector"],
         json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}})
     );
-    assert_eq!(job["spec"]["template"]["metadata"]["labels"]["job-name"], "j");
+    assert_eq!(
+        job["spec"]["template"]["metadata"]["labels"]["job-name"],
+        "j"
+    );
     assert_eq!(job["spec"]["completions"], 1);
-    let r = patch(s.addr(), &format!("{jobs}/j"), merge, &json!({"spec": {"completions": 3}}))
-        .await;
+    let r = patch(
+        s.addr(),
+        &format!("{jobs}/j"),
+        merge,
+        &json!({"spec": {"completions": 3}}),
+    )
+    .await;
     assert_eq!(causes(&r.json()), ["spec.completions FieldValueInvalid"]);
     assert!(
         r.json()["message"]
@@ -140,6 +165,27 @@ async fn fields_kept_once_stored_are_refused_in_kube_apiserver_words() {
             .ends_with("spec.completions: Invalid value: 3: field is immutable"),
         "{}",
         r.json()
+    );
+
+    // The generated labels are required of the template, and the selector must select it.
+    let r = patch(
+        s.addr(),
+        &format!("{jobs}/j"),
+        merge,
+        &json!({"spec": {"template": {"metadata": {"labels": null}}}}),
+    )
+    .await;
+    assert_eq!(
+        causes(&r.json()),
+        [
+            "spec.template FieldValueInvalid",
+            "spec.template.metadata.labels FieldValueInvalid",
+            "spec.template.metadata.labels FieldValueInvalid",
+            "spec.template.metadata.labels[batch.kubernetes.io/controller-uid] FieldValueRequired",
+            "spec.template.metadata.labels[batch.kubernetes.io/job-name] FieldValueRequired",
+            "spec.template.metadata.labels[controller-uid] FieldValueRequired",
+            "spec.template.metadata.labels[job-name] FieldValueRequired",
+        ]
     );
 
     let services = "/api/v1/namespaces/default/services";

@@ -1,9 +1,7 @@
-//! Defaults kube-apiserver v1.36 gives a Job (`pkg/apis/batch/v1/defaults.go`, and the
-//! selector its strategy generates) and a NetworkPolicy (`pkg/apis/networking/v1`).
+//! Defaults kube-apiserver v1.36 gives a Job (`pkg/apis/batch/v1/defaults.go`; the selector
+//! its strategy generates is in `jobs`) and a NetworkPolicy (`pkg/apis/networking/v1`).
 
 use serde_json::{Map, Value, json};
-
-use crate::resource::ResourceInfo;
 
 fn default(m: &mut Map<String, Value>, key: &str, value: Value) {
     if m.get(key).is_none_or(Value::is_null) {
@@ -101,56 +99,5 @@ pub(crate) fn network_policy_defaults(obj: &mut Map<String, Value>) {
             json!(["Ingress"])
         };
         spec.insert("policyTypes".into(), types);
-    }
-}
-
-/// The selector kube-apiserver generates for a Job whose selector is not manual: its pods
-/// carry the Job's name and uid in labels (legacy and `batch.kubernetes.io/` ones, unless
-/// the template sets them), and the selector matches the uid.
-pub(crate) fn job_selector(info: &ResourceInfo, obj: &mut Map<String, Value>) {
-    if info.group != "batch" || info.plural != "jobs" || info.schema.is_some() {
-        return;
-    }
-    let meta = obj.get("metadata");
-    let field = |k: &str| {
-        meta.and_then(|m| m.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
-    let (name, uid) = (field("name"), field("uid"));
-    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
-        return;
-    };
-    if spec.get("manualSelector") == Some(&json!(true)) {
-        return;
-    }
-    let labels = [
-        ("job-name", &name),
-        ("batch.kubernetes.io/job-name", &name),
-        ("controller-uid", &uid),
-        ("batch.kubernetes.io/controller-uid", &uid),
-    ];
-    let template = spec.entry("template").or_insert_with(|| json!({}));
-    if let Some(t) = template.as_object_mut() {
-        let meta = t.entry("metadata").or_insert_with(|| json!({}));
-        if !meta["labels"].is_object() {
-            meta["labels"] = json!({});
-        }
-        for (k, v) in labels {
-            if meta["labels"].get(k).is_none() {
-                meta["labels"][k] = json!(v);
-            }
-        }
-    }
-    let selector = spec.entry("selector").or_insert_with(|| json!({}));
-    if !selector.is_object() {
-        *selector = json!({});
-    }
-    if !selector["matchLabels"].is_object() {
-        selector["matchLabels"] = json!({});
-    }
-    if selector["matchLabels"].get(labels[3].0).is_none() {
-        selector["matchLabels"][labels[3].0] = json!(uid);
     }
 }

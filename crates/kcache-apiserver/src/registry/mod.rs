@@ -18,6 +18,7 @@ pub(crate) mod crd;
 mod defaults;
 mod delete;
 mod field_rules;
+mod jobs;
 mod kinds;
 mod list_keys;
 pub(crate) mod managed;

@@ -12,7 +12,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 
 use super::crd;
-use super::{apps, defaults, kinds, updates, validation};
+use super::{apps, jobs, kinds, updates, validation};
 use crate::resource::ResourceInfo;
 use crate::status::{ApiError, Cause};
 
@@ -83,7 +83,7 @@ pub(crate) fn on_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Re
     if !causes.is_empty() {
         return Err(ApiError::invalid(info, &name, causes));
     }
-    defaults::job_selector(info, obj);
+    jobs::job_selector(info, obj);
     prune_empty(info, obj);
     Ok(())
 }
@@ -200,10 +200,12 @@ pub(crate) fn on_update(
         kind_causes = apps::causes(info, obj);
     }
     updates::template_generation(info, Some(old), obj);
-    let validated = with_validation(info, obj, kind_causes);
+    let mut validated = with_validation(info, obj, kind_causes);
     if status_only {
         causes.extend(validated);
     } else {
+        validated.extend(jobs::selector_causes(info, obj));
+        causes.extend(jobs::generated_causes(info, old, obj));
         causes.extend(updates::repeated(info, validated));
         causes.extend(updates::immutable_causes(info, old, obj));
     }
