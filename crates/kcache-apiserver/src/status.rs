@@ -277,10 +277,13 @@ impl ApiError {
         mut details: Map<String, Value>,
         causes: Vec<Cause>,
     ) -> Self {
-        let parts: Vec<String> = causes
-            .iter()
-            .map(|c| format!("{}: {}", c.field, c.message))
-            .collect();
+        // Go's aggregate lists each distinct error once; the causes keep every one.
+        let mut parts: Vec<String> = Vec::new();
+        for part in causes.iter().map(|c| format!("{}: {}", c.field, c.message)) {
+            if !parts.contains(&part) {
+                parts.push(part);
+            }
+        }
         let joined = if parts.len() == 1 {
             parts[0].clone()
         } else {

@@ -6,8 +6,10 @@
 //! label or quantity), or the same mutation sent as a JSON merge patch, a strategic merge
 //! patch or a JSON patch — with `fieldValidation=Strict`. Compared: status code, reason, the
 //! causes' fields and reasons, and, where both accepted the change, the stored object
-//! (status, managed fields and what a server allocates left out). Prints the agreement per
-//! kind and per class, and fails below the floors measured when it was written.
+//! (status, managed fields, what a server allocates and uid-valued labels left out). A
+//! strategic merge patch kube-apiserver fails with a 500 and the embedded server refuses
+//! with a 4xx counts as agreeing (a documented difference, DIFFERENCES.md). Prints the
+//! agreement per kind and per class, and fails below the floors last measured.
 //!
 //! `KCACHE_FUZZ_SEED` and `KCACHE_FUZZ_UPDATES` (default 150) change the sample; every
 //! disagreement is printed with the change sent.
@@ -77,7 +79,35 @@ fn stored(r: &Response) -> String {
     for p in ["/spec/clusterIP", "/spec/clusterIPs"] {
         let _ = set_at(&mut v, p, None);
     }
+    without_uids(&mut v);
     normalise(&v.to_string())
+}
+
+/// Labels whose value is the object's uid (a Job's generated selector and pod labels) differ
+/// between servers as the uid does.
+fn without_uids(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m.iter_mut() {
+                if k.ends_with("controller-uid") && x.is_string() {
+                    *x = json!("UID");
+                } else {
+                    without_uids(x);
+                }
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(without_uids),
+        _ => {}
+    }
+}
+
+/// A documented difference (DIFFERENCES.md): kube-apiserver answers 500 to a strategic merge
+/// patch whose list item lacks its merge key (a server error, not a verdict on the object);
+/// the embedded server answers as for any invalid object, with a 4xx.
+fn documented(class: &str, embedded: &Response, upstream: &Response) -> bool {
+    class == "strategic merge patch"
+        && upstream.status == 500
+        && (400..500).contains(&embedded.status)
 }
 
 async fn send_patch(t: &Target, path: &str, ct: &str, patch: &Value) -> anyhow::Result<Response> {
@@ -195,7 +225,11 @@ async fn changes_to_stored_objects_are_answered_as_kube_apiserver_answers_them()
                 .await?;
         }
         let (a, b) = (&answers[0], &answers[1]);
-        let (oa, ob) = (outcome(a), outcome(b));
+        let (oa, ob) = if documented(class, a, b) {
+            (String::from("documented"), String::from("documented"))
+        } else {
+            (outcome(a), outcome(b))
+        };
         let both_stored = a.status < 300 && b.status < 300;
         let same_stored = !both_stored || stored(a) == stored(b);
         for t in [
@@ -203,7 +237,7 @@ async fn changes_to_stored_objects_are_answered_as_kube_apiserver_answers_them()
             by_class.entry(class).or_insert_with(Tally::default),
         ] {
             t.total += 1;
-            t.code += u32::from(a.status == b.status);
+            t.code += u32::from(a.status == b.status || oa == "documented");
             t.full += u32::from(oa == ob && same_stored);
         }
         if both_stored {
@@ -245,11 +279,13 @@ async fn changes_to_stored_objects_are_answered_as_kube_apiserver_answers_them()
 }
 
 /// The agreement measured with the default seed and count (150 changes) on 2026-12-07:
-/// status 90.0%, status + reason + causes + stored object 67.3%. What differs: kube-apiserver
-/// reports a bad label on an update several times (object meta validated on create and on
-/// update rules), immutable fields not enforced here (Job `completions`, PVC spec,
-/// StatefulSet spec beyond its mutable fields), defaults and annotations a workload's
-/// strategy adds on update (`deprecated.daemonset.template.generation`), a strategic merge
-/// patch that removes `metadata`.
-const FLOOR_STATUS: f64 = 90.0;
-const FLOOR_FULL: f64 = 67.0;
+/// status 100.0%, status + reason + causes + stored object 100.0% (at 2,000 changes: 100.0% /
+/// 98.7%; seeds 1–3 at 150: 100% status, 97.3–98.0% in full). What still differs at 2,000:
+/// stored objects where Go's encoding drops or keeps an empty value by field (`omitempty`:
+/// an emptied selector or list dropped, an emptied `spec` struct kept, a Role's `rules`
+/// written as `null`), pods' defaults and admission-added fields kcache does not write
+/// (`enableServiceLinks`, `priority`, `preemptionPolicy`, ...), and a strategic merge patch
+/// of an int32 beyond its range, which kube-apiserver wraps around (3000000000 becomes
+/// -1294967296) and the embedded server refuses on the field `patch`.
+const FLOOR_STATUS: f64 = 100.0;
+const FLOOR_FULL: f64 = 100.0;

@@ -194,8 +194,39 @@ fn strip_directives(v: &Value) -> Value {
 }
 
 /// Merges list items by `keys` (an item without them is appended, as strategic merge patch
-/// does for one without its merge key).
+/// does for one without its merge key), then orders them as kube-apiserver does.
 fn merge_list(cx: Cx<'_>, cur: &mut Vec<Value>, items: &[Value], keys: &[&str], ty: Option<&Ty>) {
+    let original = cur.clone();
+    merge_items(cx, cur, items, keys, ty);
+    if cx.apply {
+        return;
+    }
+    let same = |a: &Value, b: &Value| keys.iter().all(|k| a.get(*k) == b.get(*k));
+    let patch_at = |v: &Value| items.iter().position(|p| same(p, v));
+    let server_at = |v: &Value| original.iter().position(|o| same(o, v));
+    let (mut patched, server_only): (Vec<Value>, Vec<Value>) =
+        cur.drain(..).partition(|v| patch_at(v).is_some());
+    patched.sort_by_key(|v| patch_at(v));
+    // A server-only item goes first only when it stood before the patch's item on the server.
+    let (mut left, mut right) = (
+        server_only.into_iter().peekable(),
+        patched.into_iter().peekable(),
+    );
+    loop {
+        let take_left = match (left.peek(), right.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(l), Some(r)) => {
+                matches!((server_at(l), server_at(r)), (Some(a), Some(b)) if a < b)
+            }
+        };
+        let next = if take_left { left.next() } else { right.next() };
+        cur.extend(next);
+    }
+}
+
+fn merge_items(cx: Cx<'_>, cur: &mut Vec<Value>, items: &[Value], keys: &[&str], ty: Option<&Ty>) {
     for item in items {
         let same = |c: &Value| keys.iter().all(|k| c.get(*k) == item.get(*k));
         let has_key = keys.iter().any(|k| item.get(*k).is_some());
@@ -231,11 +262,37 @@ mod tests {
         assert_eq!(
             pod["spec"]["containers"],
             json!([
-                {"name": "a", "image": "x:2", "ports": [{"containerPort": 80, "name": "http"}, {"containerPort": 443}]}
+                {"name": "a", "image": "x:2", "ports": [{"containerPort": 443}, {"containerPort": 80, "name": "http"}]}
             ])
         );
         assert_eq!(pod["metadata"]["finalizers"], json!(["f2", "f1"]));
         assert!(pod["spec"].get("$setElementOrder/containers").is_none());
+    }
+
+    #[test]
+    fn a_patched_item_comes_before_the_server_items_it_did_not_follow() {
+        // kube-apiserver's order: an item the server lacks goes before the server's own
+        // items; an item both have keeps its place among them.
+        let mut svc = json!({"apiVersion": "v1", "kind": "Service", "spec": {"ports": [
+            {"port": 80, "name": "http"}, {"port": 81, "name": "b"}]}});
+        apply(
+            &mut svc,
+            &json!({"spec": {"ports": [{"port": 81, "name": "c"}, {"port": 9, "name": "d"}]}}),
+        );
+        assert_eq!(
+            svc["spec"]["ports"],
+            json!([{"port": 80, "name": "http"}, {"port": 81, "name": "c"}, {"port": 9, "name": "d"}])
+        );
+        let mut svc = json!({"apiVersion": "v1", "kind": "Service", "spec": {"ports": [
+            {"port": 80, "name": "http"}]}});
+        apply(
+            &mut svc,
+            &json!({"spec": {"ports": [{"port": -1, "name": "http"}]}}),
+        );
+        assert_eq!(
+            svc["spec"]["ports"],
+            json!([{"port": -1, "name": "http"}, {"port": 80, "name": "http"}])
+        );
     }
 
     #[test]

@@ -116,6 +116,20 @@ pub(crate) fn pod_spec_defaults(spec: &mut Map<String, Value>) {
                     default(p, "protocol", json!("TCP"));
                 }
             }
+            // Go always writes a container's resources, and a quantity as a string.
+            default(c, "resources", json!({}));
+            for list in ["requests", "limits"] {
+                let quantities = c.get_mut("resources").and_then(|r| r.get_mut(list));
+                for q in quantities
+                    .and_then(Value::as_object_mut)
+                    .into_iter()
+                    .flat_map(|m| m.values_mut())
+                {
+                    if let Some(n) = q.as_u64().filter(|n| *n < 1000) {
+                        *q = json!(n.to_string());
+                    }
+                }
+            }
         }
     }
 }

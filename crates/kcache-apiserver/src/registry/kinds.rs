@@ -25,8 +25,16 @@ fn path_segment_errors(name: &str) -> Vec<String> {
 
 /// kube-apiserver's defaults of a HorizontalPodAutoscaler (`pkg/apis/autoscaling/v2`): one
 /// minimum replica and, in `autoscaling/v2`, a CPU utilization target of 80% when no metric
-/// is given.
+/// is given; a Job's and a NetworkPolicy's are in `defaults`.
 pub(crate) fn set_defaults(info: &ResourceInfo, obj: &mut Map<String, Value>) {
+    if info.schema.is_some() {
+        return;
+    }
+    match (info.group.as_str(), info.plural.as_str()) {
+        ("batch", "jobs") => super::defaults::job_defaults(obj),
+        ("networking.k8s.io", "networkpolicies") => super::defaults::network_policy_defaults(obj),
+        _ => {}
+    }
     if info.group != "autoscaling" || info.plural != "horizontalpodautoscalers" {
         return;
     }

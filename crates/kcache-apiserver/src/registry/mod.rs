@@ -15,8 +15,10 @@
 
 pub(crate) mod apps;
 pub(crate) mod crd;
+mod defaults;
 mod delete;
 mod field_rules;
+mod jobs;
 mod kinds;
 mod list_keys;
 pub(crate) mod managed;
@@ -25,6 +27,7 @@ mod object;
 pub(crate) mod propagation;
 mod rbac;
 pub(crate) mod rules;
+mod updates;
 pub(crate) mod validate;
 pub(crate) mod validation;
 

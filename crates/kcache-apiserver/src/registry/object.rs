@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::crd;
 use super::managed::{FieldsChange, Manager, Transition, updated as updated_fields};
 use super::rules;
-use super::validate::{check_kind, check_name, check_type, name_causes};
+use super::validate::{check_kind, check_name, check_type, check_url_name, name_causes};
 use super::{AppState, Target};
 use super::{has_finalizers, meta_mut, now_rfc3339};
 use crate::object::{StoredObject, object_key};
@@ -381,6 +381,7 @@ pub(crate) fn update_object(
             "the namespace of the provided object does not match the namespace sent on the request",
         ));
     }
+    check_url_name(&obj, &name)?;
     let approval = target.sub.as_deref() == Some("approval");
     let pod_spec_view = target
         .sub
@@ -498,7 +499,12 @@ pub(crate) fn update_object(
             }
             v
         };
-        rules::on_update(info, &cur_value, &mut next, status_only)?;
+        rules::on_update(
+            info,
+            &cur_value,
+            &mut next,
+            status_only || pod_spec_view.is_some(),
+        )?;
         if info.tracks_generation && spec_part(&next) != spec_part(&cur_value) {
             let g = cur_value
                 .pointer("/metadata/generation")

@@ -12,7 +12,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::{Map, Value, json};
 
 use super::crd;
-use super::{apps, kinds, validation};
+use super::{apps, jobs, kinds, updates, validation};
 use crate::resource::ResourceInfo;
 use crate::status::{ApiError, Cause};
 
@@ -78,10 +78,12 @@ pub(crate) fn on_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Re
         obj.insert("status".into(), json!({}));
         causes = apps::causes(info, obj);
     }
+    updates::template_generation(info, None, obj);
     let causes = with_validation(info, obj, causes);
     if !causes.is_empty() {
         return Err(ApiError::invalid(info, &name, causes));
     }
+    jobs::job_selector(info, obj);
     prune_empty(info, obj);
     Ok(())
 }
@@ -104,7 +106,9 @@ fn with_validation(
 }
 
 /// The rules of an update from `old` to `new` (a whole object, server metadata restored).
-/// A `/status` write (`status_only`) of a custom resource checks the status alone.
+/// A write through a subresource (`status_only`: `/status`, a pod's ephemeral containers or
+/// resize) is not checked for the fields the main resource keeps; a `/status` write of a
+/// custom resource checks the status alone.
 pub(crate) fn on_update(
     info: &ResourceInfo,
     old: &Value,
@@ -195,7 +199,16 @@ pub(crate) fn on_update(
         apps::set_defaults(info, obj);
         kind_causes = apps::causes(info, obj);
     }
-    causes.extend(with_validation(info, obj, kind_causes));
+    updates::template_generation(info, Some(old), obj);
+    let mut validated = with_validation(info, obj, kind_causes);
+    if status_only {
+        causes.extend(validated);
+    } else {
+        validated.extend(jobs::selector_causes(info, obj));
+        causes.extend(jobs::generated_causes(info, old, obj));
+        causes.extend(updates::repeated(info, validated));
+        causes.extend(updates::immutable_causes(info, old, obj));
+    }
     if !causes.is_empty() {
         return Err(ApiError::invalid(info, &name, causes));
     }

@@ -303,6 +303,27 @@ fn is_dns_label_format(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
+/// kube-apiserver's check of the name an update or patch leaves in the object against the
+/// name in the URL (a 400 before any other check of the object).
+pub(crate) fn check_url_name(obj: &Map<String, Value>, url_name: &str) -> Result<(), ApiError> {
+    let name = obj
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if name.is_empty() {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({url_name} based on URL) was undeterminable: name must be provided"
+        )));
+    }
+    if name != url_name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({name}) does not match the name on the URL ({url_name})"
+        )));
+    }
+    Ok(())
+}
+
 /// Validates `metadata.name` of an object about to be created (RFC 1123 subdomain; label for
 /// namespaces), with what the kind derives from it.
 pub(crate) fn check_name(

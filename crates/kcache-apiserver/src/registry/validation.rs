@@ -203,7 +203,20 @@ fn service_causes(obj: &Map<String, Value>) -> Vec<Cause> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    let mut names: Vec<&str> = Vec::new();
     for (i, p) in ports.iter().enumerate() {
+        // Several ports need names, and distinct ones.
+        let name = p.get("name").and_then(Value::as_str).unwrap_or("");
+        if name.is_empty() && ports.len() > 1 {
+            causes.push(required(&format!("spec.ports[{i}].name")));
+        } else if names.contains(&name) {
+            causes.push(Cause::new(
+                "FieldValueDuplicate",
+                format!("Duplicate value: \"{name}\""),
+                &format!("spec.ports[{i}].name"),
+            ));
+        }
+        names.push(name);
         for field in ["port", "targetPort"] {
             // A missing `port` is Go's zero value.
             let n = p
