@@ -33,6 +33,7 @@ use kcache::{
     factory::Stored,
     informer::{self, BufferMode},
     reflector::BackoffConfig,
+    workqueue::Interface as _,
 };
 use kcache_apiserver::ApiServer;
 use kcache_client::{Client, Compact, HttpListerWatcher};
