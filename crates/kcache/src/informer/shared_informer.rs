@@ -13,6 +13,7 @@ use tracing::{Instrument as _, warn};
 
 use super::{
     Builder, Config, Error, HandlerConfig, MINIMUM_RESYNC_PERIOD,
+    builder::Hooks,
     handler::EventHandler,
     listener::{Listener, Notification, determine_resync_period},
     processor::Processor,
@@ -122,9 +123,13 @@ where
         lw: L,
         config: Config,
         indexers: Indexers<K>,
-        transform: Option<TransformFunc<K>>,
-        error_handler: Option<WatchErrorHandler>,
+        hooks: Hooks<K>,
     ) -> Self {
+        let Hooks {
+            transform,
+            error_handler,
+            sizer,
+        } = hooks;
         let key_func = meta_namespace_key_func::<K>();
         // The reflector's name (its span carries it too): the handler tasks and the process
         // loop log under it, so every line names the resource.
@@ -136,6 +141,10 @@ where
         let span = tracing::info_span!("informer", resource = %resource);
         // Reads each object's resourceVersion, as every store of Kubernetes objects does.
         let indexer = ThreadSafeStore::with_indexers(Arc::clone(&key_func), indexers);
+        if let Some(sizer) = sizer {
+            // A new store has no sizer yet: this cannot be refused.
+            indexer.set_sizer(sizer);
+        }
         let queue = AnyFifo::new(
             config.queue,
             Arc::clone(&key_func),
