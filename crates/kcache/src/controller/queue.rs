@@ -217,7 +217,7 @@ impl WorkQueue {
     /// Queues `key` at `priority` (ignored by a queue without priorities).
     ///
     /// # Errors
-    /// [`ShutDownError`] with the key when the queue is shutting down.
+    /// [`ShutDownError`](crate::workqueue::ShutDownError) with the key when the queue is shutting down.
     pub fn add_with_priority(&self, key: ObjectKey, priority: i32) -> AddResult {
         self.queue
             .add_with_config(key, AddConfig::default().priority(priority))

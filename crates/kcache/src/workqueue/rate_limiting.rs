@@ -19,7 +19,8 @@ use super::rate_limiters::{RateLimiter, default_controller_rate_limiter};
 /// bucket 10 qps with burst 100).
 ///
 /// ```
-/// /// use kcache::workqueue::{ItemFastSlowRateLimiter, RateLimitingQueue, RateLimitingQueueConfig};
+/// use std::time::Duration;
+/// use kcache::workqueue::{ItemFastSlowRateLimiter, RateLimitingQueue, RateLimitingQueueConfig};
 ///
 /// let config = RateLimitingQueueConfig::default()
 ///     .name("pods")
