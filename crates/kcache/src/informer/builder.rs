@@ -134,7 +134,7 @@ where
             self.lw,
             self.config,
             self.indexers,
-            Hooks {
+            Extras {
                 transform: self.transform,
                 error_handler: self.error_handler,
                 sizer: self.sizer,
@@ -183,7 +183,7 @@ where
 }
 
 /// What the builder hands the informer besides its lister-watcher, configuration and indexes.
-pub(super) struct Hooks<K> {
+pub(super) struct Extras<K> {
     pub(super) transform: Option<TransformFunc<K>>,
     pub(super) error_handler: Option<WatchErrorHandler>,
     pub(super) sizer: Option<Sizer<K>>,

@@ -56,10 +56,7 @@ where
         if self.over_budget.swap(over, Ordering::AcqRel) == over {
             return;
         }
-        let resource = self.reflector.lock().as_ref().map_or_else(
-            || std::any::type_name::<K>().to_owned(),
-            |r| r.name().to_owned(),
-        );
+        let resource = self.resource_name();
         if over {
             warn!(
                 %resource, bytes = usage.bytes, objects = usage.objects, budget,
