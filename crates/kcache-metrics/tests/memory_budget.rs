@@ -32,8 +32,10 @@ async fn readiness_fails_over_the_memory_budget_and_recovers_under_it() {
     let src = FakeSource::<ConfigMap>::new();
     src.upsert(blob("small", 1_000));
     let config = informer::Config::default().memory_budget_bytes(BUDGET);
-    let informer = SharedIndexInformer::new(src.clone(), config);
-    informer.account_memory().unwrap();
+    let informer = SharedIndexInformer::builder(src.clone())
+        .config(config)
+        .account_memory()
+        .build();
     informers.register(&informer);
 
     let cancel = CancellationToken::new();

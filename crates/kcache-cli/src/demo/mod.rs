@@ -27,12 +27,13 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use k8s_openapi::api::core::v1::Pod;
 use kcache::{
-    InformerFrom, SharedInformerFactory,
+    SharedInformerFactory,
     controller::{self, Action, Controller},
     factory,
     factory::Stored,
     informer::{self, BufferMode},
     reflector::BackoffConfig,
+    workqueue::Interface as _,
 };
 use kcache_apiserver::ApiServer;
 use kcache_client::{Client, Compact, HttpListerWatcher};
@@ -136,18 +137,18 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
             .collect()
     }));
     indexers.insert(NODE_INDEX.to_owned(), by_node);
-    let informer = factory.informer::<Compact<Pod>>(&|_: Option<&str>| {
-        let lw = <Client as factory::Source<Pod>>::lister_watcher(&client, None);
-        Counting::new(lw, Arc::clone(&received))
-    });
+    // The lean cache is sized by its bytes and parsed metadata.
+    let informer = factory
+        .informer_builder::<Compact<Pod>>()
+        .memory_sizer(kcache_client::Compact::<Pod>::heap_size)
+        .build(&|_: Option<&str>| {
+            let lw = <Client as factory::Source<Pod>>::lister_watcher(&client, None);
+            Counting::new(lw, Arc::clone(&received))
+        })
+        .context("making the pod informer")?;
     informer
         .add_indexers(indexers)
         .context("adding the node index")?;
-
-    // The lean cache is sized by its bytes and parsed metadata.
-    informer
-        .set_memory_sizer(kcache_client::Compact::<Pod>::heap_size)
-        .context("turning on the cache's memory accounting")?;
     let counting = Arc::new(Rebuilt::new(args.inject_divergence));
     let metrics_stop = tokio_util::sync::CancellationToken::new();
     let metrics_server = match args.metrics_addr {

@@ -8,6 +8,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tracing::info;
 
 use super::{Action, Controller, Error, ErrorPolicy, ReconcileError};
+use crate::workqueue::Interface as _;
 use crate::{
     leaderelection::{LeaderElector, LeaderState, LeaseLock},
     store::ObjectKey,

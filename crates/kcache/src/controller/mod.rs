@@ -83,6 +83,7 @@ pub use metrics::Metrics;
 pub use policy::{Action, DefaultErrorPolicy, ErrorAction, ErrorPolicy, ReconcileError, Terminal};
 pub use queue::{WorkQueue, WorkQueueKind};
 
+use crate::workqueue::Interface as _;
 use crate::{
     informer::{self, DeletedObject, EventHandler, HandlerRegistration, SharedIndexInformer},
     store::{ObjectKey, meta_namespace_key},
@@ -172,7 +173,45 @@ where
     /// # Panics
     /// When the informer has already stopped.
     pub fn new(informer: SharedIndexInformer<K>, config: Config) -> Self {
-        Self::with_update_filter(informer, config, None)
+        let (queue, driver) = WorkQueue::from_config(&config);
+        Self::with_parts(informer, config, queue, driver, None)
+    }
+
+    /// A controller for the primary objects of `informer` over `queue`, any queue with
+    /// client-go's [`RateLimitingInterface`](crate::workqueue::RateLimitingInterface) (as
+    /// client-go's controllers take a `TypedRateLimitingInterface`). The caller runs the
+    /// queue's background work, if it has any; [`Config::queue`], [`Config::rate_limiter`]
+    /// and [`Config::metrics_provider`] are not used (they describe the queue
+    /// [`new`](Self::new) makes).
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kcache::controller::{self, Controller};
+    /// use kcache::workqueue::{ItemFastSlowRateLimiter, RateLimitingQueue, RateLimitingQueueConfig};
+    /// use kcache::{informer, testing::FakeSource, SharedIndexInformer};
+    /// use std::time::Duration;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let informer = SharedIndexInformer::new(FakeSource::<ConfigMap>::new(), informer::Config::default());
+    /// let limiter = ItemFastSlowRateLimiter::new(Duration::from_millis(5), Duration::from_secs(10), 3);
+    /// let (queue, driver) =
+    ///     RateLimitingQueue::with_config(RateLimitingQueueConfig::default().rate_limiter(limiter));
+    /// tokio::spawn(driver);
+    /// let controller = Controller::with_queue(informer, controller::Config::default(), queue);
+    /// assert!(controller.queue().as_rate_limiting().is_some());
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    /// When the informer has already stopped.
+    pub fn with_queue(
+        informer: SharedIndexInformer<K>,
+        config: Config,
+        queue: impl crate::workqueue::RateLimitingInterface<ObjectKey> + 'static,
+    ) -> Self {
+        let driver = Driver::new(std::future::ready(()));
+        Self::with_parts(informer, config, WorkQueue::new(queue), driver, None)
     }
 
     /// As [`new`](Self::new), and an update of a primary object queues its key only when
@@ -207,15 +246,17 @@ where
         config: Config,
         filter: impl Fn(&K, &K) -> bool + Send + Sync + 'static,
     ) -> Self {
-        Self::with_update_filter(informer, config, Some(Arc::new(filter)))
+        let (queue, driver) = WorkQueue::from_config(&config);
+        Self::with_parts(informer, config, queue, driver, Some(Arc::new(filter)))
     }
 
-    fn with_update_filter(
+    fn with_parts(
         informer: SharedIndexInformer<K>,
         config: Config,
+        queue: WorkQueue,
+        driver: Driver,
         filter: Option<UpdateFilter<K>>,
     ) -> Self {
-        let (queue, driver) = WorkQueue::new(&config);
         let enqueue = Enqueue::<K> {
             queue: queue.clone(),
             map: Box::new(|obj: &K| meta_namespace_key(obj).into_iter().collect()),

@@ -1,7 +1,7 @@
-//! Which work queue a controller uses ([`WorkQueueKind`]) and the controller's queue handle
-//! ([`WorkQueue`]).
+//! Which built-in work queue a controller uses ([`WorkQueueKind`]) and the controller's handle on
+//! its queue, whichever it is ([`WorkQueue`]).
 
-use std::{collections::HashMap, fmt, sync::Arc, time::Duration};
+use std::{collections::HashMap, fmt, future::Future, sync::Arc, time::Duration};
 
 use kube_core::Resource;
 use parking_lot::Mutex;
@@ -10,7 +10,8 @@ use super::config::Config;
 use crate::{
     store::ObjectKey,
     workqueue::{
-        Driver, PriorityQueue, RateLimitingQueue, RateLimitingQueueConfig, ShutDownError,
+        DelayingInterface, Driver, Interface, PriorityQueue, RateLimitingInterface,
+        RateLimitingQueue, RateLimitingQueueConfig,
         priority::{self, AddConfig},
     },
 };
@@ -43,15 +44,21 @@ pub enum WorkQueueKind {
     Priority,
 }
 
-/// A controller's work queue: a [`RateLimitingQueue`] or a [`PriorityQueue`] of object keys,
-/// as [`Config::queue`] says. It has the methods of both (a priority is ignored by
-/// the rate-limiting kind). Cheap to clone.
+/// A controller's work queue: any queue with client-go's [`RateLimitingInterface`] over object
+/// keys (a [`RateLimitingQueue`] or a [`PriorityQueue`] as [`Config::queue`] says, or the
+/// caller's own, given to [`Controller::with_queue`](super::Controller::with_queue)), behind one
+/// handle that implements the same interface. Cheap to clone.
+///
+/// A key keeps, for its retries ([`add_after`](DelayingInterface::add_after) and
+/// [`add_rate_limited`](RateLimitingInterface::add_rate_limited) while a worker holds it), the
+/// priority it was handed out with ([`get_with_priority`](RateLimitingInterface::get_with_priority)),
+/// as in controller-runtime; a queue without priorities ignores them.
 ///
 /// ```
 /// use k8s_openapi::api::core::v1::ConfigMap;
 /// use kcache::controller::{self, Controller, WorkQueueKind};
 /// use kcache::store::ObjectKey;
-/// use kcache::workqueue::priority;
+/// use kcache::workqueue::{Interface, priority};
 /// use kcache::{informer, testing::FakeSource, SharedIndexInformer};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -67,31 +74,94 @@ pub enum WorkQueueKind {
 /// ```
 #[derive(Clone)]
 pub struct WorkQueue {
-    inner: Inner,
-}
-
-#[derive(Clone)]
-enum Inner {
-    RateLimiting(RateLimitingQueue<ObjectKey>),
-    Priority {
-        queue: PriorityQueue<ObjectKey>,
-        /// The priority each key a worker holds was handed out with (for its retries).
-        in_flight: Arc<Mutex<HashMap<ObjectKey, i32>>>,
-    },
+    queue: Arc<dyn erased::DynQueue>,
+    /// The priority each key a worker holds was handed out with (for its retries).
+    in_flight: Arc<Mutex<HashMap<ObjectKey, i32>>>,
 }
 
 impl fmt::Debug for WorkQueue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.inner {
-            Inner::RateLimiting(queue) => f.debug_tuple("WorkQueue").field(queue).finish(),
-            Inner::Priority { queue, .. } => f.debug_tuple("WorkQueue").field(queue).finish(),
+        f.debug_struct("WorkQueue")
+            .field("kind", &self.kind())
+            .field("len", &self.queue.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The erased queue behind a [`WorkQueue`] (in a module of its own so that its methods do not
+/// shadow the interface's where `super::*` is imported).
+mod erased {
+    use std::any::Any;
+
+    use futures::{FutureExt, future::BoxFuture};
+
+    use crate::store::ObjectKey;
+    use crate::workqueue::{Interface, RateLimitingInterface, ShutDownError, priority::AddConfig};
+
+    /// [`RateLimitingInterface`] made object safe (its futures boxed), so that [`WorkQueue`](super::WorkQueue) can
+    /// hold any queue.
+    pub(super) trait DynQueue: Send + Sync {
+        fn add_with_config(&self, key: ObjectKey, config: AddConfig) -> AddResult;
+        fn get_with_priority(&self) -> BoxFuture<'_, Option<(ObjectKey, i32)>>;
+        fn done(&self, key: &ObjectKey);
+        fn forget(&self, key: &ObjectKey);
+        fn num_requeues(&self, key: &ObjectKey) -> usize;
+        fn len(&self) -> usize;
+        fn shutdown(&self);
+        fn shutdown_with_drain(&self) -> BoxFuture<'_, ()>;
+        fn is_shutting_down(&self) -> bool;
+        fn as_any(&self) -> &dyn Any;
+    }
+
+    pub(super) type AddResult = Result<(), ShutDownError<ObjectKey>>;
+
+    impl<Q: RateLimitingInterface<ObjectKey> + 'static> DynQueue for Q {
+        fn add_with_config(&self, key: ObjectKey, config: AddConfig) -> AddResult {
+            RateLimitingInterface::add_with_config(self, key, config)
+        }
+        fn get_with_priority(&self) -> BoxFuture<'_, Option<(ObjectKey, i32)>> {
+            RateLimitingInterface::get_with_priority(self).boxed()
+        }
+        fn done(&self, key: &ObjectKey) {
+            Interface::done(self, key);
+        }
+        fn forget(&self, key: &ObjectKey) {
+            RateLimitingInterface::forget(self, key);
+        }
+        fn num_requeues(&self, key: &ObjectKey) -> usize {
+            RateLimitingInterface::num_requeues(self, key)
+        }
+        fn len(&self) -> usize {
+            Interface::len(self)
+        }
+        fn shutdown(&self) {
+            Interface::shutdown(self);
+        }
+        fn shutdown_with_drain(&self) -> BoxFuture<'_, ()> {
+            Interface::shutdown_with_drain(self).boxed()
+        }
+        fn is_shutting_down(&self) -> bool {
+            Interface::is_shutting_down(self)
+        }
+        fn as_any(&self) -> &dyn Any {
+            self
         }
     }
 }
 
+use erased::AddResult;
+
 impl WorkQueue {
+    /// A controller's handle on `queue`, for [`Controller::with_queue`](super::Controller::with_queue).
+    pub fn new<Q: RateLimitingInterface<ObjectKey> + 'static>(queue: Q) -> Self {
+        Self {
+            queue: Arc::new(queue),
+            in_flight: Arc::default(),
+        }
+    }
+
     /// The queue `config` asks for (named after the controller, with its rate limiter).
-    pub(super) fn new(config: &Config) -> (Self, Driver) {
+    pub(super) fn from_config(config: &Config) -> (Self, Driver) {
         match config.queue {
             WorkQueueKind::RateLimiting => {
                 let mut qconfig = RateLimitingQueueConfig::default().name(config.name.clone());
@@ -102,8 +172,7 @@ impl WorkQueue {
                     qconfig = qconfig.metrics_provider(Arc::clone(provider));
                 }
                 let (queue, driver) = RateLimitingQueue::with_config(qconfig);
-                let inner = Inner::RateLimiting(queue);
-                (Self { inner }, driver)
+                (Self::new(queue), driver)
             }
             WorkQueueKind::Priority => {
                 let mut qconfig = priority::Config::default().name(config.name.clone());
@@ -114,194 +183,114 @@ impl WorkQueue {
                     qconfig = qconfig.metrics_provider(Arc::clone(provider));
                 }
                 let (queue, driver) = PriorityQueue::with_config(qconfig);
-                let inner = Inner::Priority {
-                    queue,
-                    in_flight: Arc::default(),
-                };
-                (Self { inner }, driver)
+                (Self::new(queue), driver)
             }
         }
     }
 
-    /// The kind of queue.
-    pub fn kind(&self) -> WorkQueueKind {
-        match &self.inner {
-            Inner::RateLimiting(_) => WorkQueueKind::RateLimiting,
-            Inner::Priority { .. } => WorkQueueKind::Priority,
+    /// The queue behind this handle, when it is a `Q`.
+    pub fn downcast_ref<Q: 'static>(&self) -> Option<&Q> {
+        self.queue.as_any().downcast_ref()
+    }
+
+    /// The kind of queue; `None` for a queue of the caller's.
+    pub fn kind(&self) -> Option<WorkQueueKind> {
+        if self.as_rate_limiting().is_some() {
+            Some(WorkQueueKind::RateLimiting)
+        } else if self.as_priority().is_some() {
+            Some(WorkQueueKind::Priority)
+        } else {
+            None
         }
     }
 
-    /// The [`RateLimitingQueue`], when that is the kind.
+    /// The [`RateLimitingQueue`], when that is the queue.
     pub fn as_rate_limiting(&self) -> Option<&RateLimitingQueue<ObjectKey>> {
-        match &self.inner {
-            Inner::RateLimiting(queue) => Some(queue),
-            Inner::Priority { .. } => None,
-        }
+        self.downcast_ref()
     }
 
-    /// The [`PriorityQueue`], when that is the kind.
+    /// The [`PriorityQueue`], when that is the queue.
     pub fn as_priority(&self) -> Option<&PriorityQueue<ObjectKey>> {
-        match &self.inner {
-            Inner::RateLimiting(_) => None,
-            Inner::Priority { queue, .. } => Some(queue),
-        }
+        self.downcast_ref()
     }
 
-    /// Queues `key` (at [`priority::NORMAL`]).
+    /// Queues `key` at `priority` (ignored by a queue without priorities).
     ///
     /// # Errors
-    /// [`ShutDownError`] with the key when the queue is shutting down.
-    pub fn add(&self, key: ObjectKey) -> Result<(), ShutDownError<ObjectKey>> {
-        self.add_with_priority(key, priority::NORMAL)
+    /// [`ShutDownError`](crate::workqueue::ShutDownError) with the key when the queue is shutting down.
+    pub fn add_with_priority(&self, key: ObjectKey, priority: i32) -> AddResult {
+        self.queue
+            .add_with_config(key, AddConfig::default().priority(priority))
     }
 
-    /// Queues `key` at `priority` (ignored by [`WorkQueueKind::RateLimiting`]).
-    ///
-    /// # Errors
-    /// [`ShutDownError`] with the key when the queue is shutting down.
-    pub fn add_with_priority(
-        &self,
-        key: ObjectKey,
-        priority: i32,
-    ) -> Result<(), ShutDownError<ObjectKey>> {
-        match &self.inner {
-            Inner::RateLimiting(queue) => queue.add(key),
-            Inner::Priority { queue, .. } => queue.add_with_priority(key, priority),
-        }
+    /// The number of keys waiting for a delay or a rate limit, when the queue is one of
+    /// kcache's (`None` for a queue of the caller's).
+    pub fn waiting_len(&self) -> Option<usize> {
+        (self.as_rate_limiting().map(|q| q.waiting_len()))
+            .or_else(|| self.as_priority().map(PriorityQueue::waiting_len))
     }
 
-    /// Queues `key` once `delay` has passed; a key a worker holds keeps the priority it was
-    /// handed out with, any other key gets [`priority::NORMAL`].
-    ///
-    /// # Errors
-    /// [`ShutDownError`] with the key when the queue is shutting down.
-    pub fn add_after(
-        &self,
-        key: ObjectKey,
-        delay: Duration,
-    ) -> Result<(), ShutDownError<ObjectKey>> {
-        match &self.inner {
-            Inner::RateLimiting(queue) => queue.add_after(key, delay),
-            Inner::Priority { queue, in_flight } => {
-                let opts = AddConfig::default().priority(held_priority(in_flight, &key));
-                queue.add_with_config(key, opts.after(delay))
-            }
-        }
-    }
-
-    /// Queues `key` after the wait the rate limiter gives it; the priority is as in
-    /// [`add_after`](Self::add_after).
-    ///
-    /// # Errors
-    /// [`ShutDownError`] with the key when the queue is shutting down.
-    pub fn add_rate_limited(&self, key: ObjectKey) -> Result<(), ShutDownError<ObjectKey>> {
-        match &self.inner {
-            Inner::RateLimiting(queue) => queue.add_rate_limited(key),
-            Inner::Priority { queue, in_flight } => {
-                let priority = held_priority(in_flight, &key);
-                queue.add_rate_limited_with_priority(key, priority)
-            }
-        }
-    }
-
-    /// See [`RateLimitingQueue::get`] and [`PriorityQueue::get`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe, as [`Queue::get`](crate::workqueue::Queue::get).
-    pub async fn get(&self) -> Option<ObjectKey> {
-        match &self.inner {
-            Inner::RateLimiting(queue) => queue.get().await,
-            Inner::Priority { queue, in_flight } => {
-                let (key, priority) = queue.get_with_priority().await?;
-                in_flight.lock().insert(key.clone(), priority);
-                Some(key)
-            }
-        }
-    }
-
-    /// Marks `key` as processed; see [`RateLimitingQueue::done`].
-    pub fn done(&self, key: &ObjectKey) {
-        match &self.inner {
-            Inner::RateLimiting(queue) => queue.done(key),
-            Inner::Priority { queue, in_flight } => {
-                in_flight.lock().remove(key);
-                queue.done(key);
-            }
-        }
-    }
-
-    /// Resets the rate limiter's failures of `key`.
-    pub fn forget(&self, key: &ObjectKey) {
-        match &self.inner {
-            Inner::RateLimiting(queue) => queue.forget(key),
-            Inner::Priority { queue, .. } => queue.forget(key),
-        }
-    }
-
-    /// How many times `key` was rate limited since it was last forgotten.
-    pub fn num_requeues(&self, key: &ObjectKey) -> usize {
-        match &self.inner {
-            Inner::RateLimiting(queue) => queue.num_requeues(key),
-            Inner::Priority { queue, .. } => queue.num_requeues(key),
-        }
-    }
-
-    /// The number of keys waiting for a worker (not counting delayed ones).
-    pub fn len(&self) -> usize {
-        match &self.inner {
-            Inner::RateLimiting(queue) => queue.len(),
-            Inner::Priority { queue, .. } => queue.len(),
-        }
-    }
-
-    /// Whether no key is waiting for a worker.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The number of keys waiting for a delay or a rate limit.
-    pub fn waiting_len(&self) -> usize {
-        match &self.inner {
-            Inner::RateLimiting(queue) => queue.waiting_len(),
-            Inner::Priority { queue, .. } => queue.waiting_len(),
-        }
-    }
-
-    /// Whether the queue is shutting down.
-    pub fn is_shutting_down(&self) -> bool {
-        match &self.inner {
-            Inner::RateLimiting(queue) => queue.is_shutting_down(),
-            Inner::Priority { queue, .. } => queue.is_shutting_down(),
-        }
-    }
-
-    /// Refuses new keys; see [`RateLimitingQueue::shutdown`].
-    pub fn shutdown(&self) {
-        match &self.inner {
-            Inner::RateLimiting(queue) => queue.shutdown(),
-            Inner::Priority { queue, .. } => queue.shutdown(),
-        }
-    }
-
-    /// Refuses new keys and waits for the keys in flight; see
-    /// [`RateLimitingQueue::shutdown_with_drain`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe.
-    pub async fn shutdown_with_drain(&self) {
-        match &self.inner {
-            Inner::RateLimiting(queue) => queue.shutdown_with_drain().await,
-            Inner::Priority { queue, .. } => queue.shutdown_with_drain().await,
-        }
+    /// The priority `key` was handed out with while a worker holds it, else `NORMAL`.
+    fn held_priority(&self, key: &ObjectKey) -> i32 {
+        let held = self.in_flight.lock().get(key).copied();
+        held.unwrap_or(priority::NORMAL)
     }
 }
 
-fn held_priority(in_flight: &Mutex<HashMap<ObjectKey, i32>>, key: &ObjectKey) -> i32 {
-    in_flight
-        .lock()
-        .get(key)
-        .copied()
-        .unwrap_or(priority::NORMAL)
+/// Keys are queued at [`priority::NORMAL`]; retries of a key a worker holds keep its priority.
+impl Interface<ObjectKey> for WorkQueue {
+    fn add(&self, key: ObjectKey) -> AddResult {
+        self.add_with_priority(key, priority::NORMAL)
+    }
+    async fn get(&self) -> Option<ObjectKey> {
+        RateLimitingInterface::get_with_priority(self)
+            .await
+            .map(|(key, _)| key)
+    }
+    fn done(&self, key: &ObjectKey) {
+        self.in_flight.lock().remove(key);
+        self.queue.done(key);
+    }
+    fn len(&self) -> usize {
+        self.queue.len()
+    }
+    fn shutdown(&self) {
+        self.queue.shutdown();
+    }
+    fn shutdown_with_drain(&self) -> impl Future<Output = ()> + Send {
+        self.queue.shutdown_with_drain()
+    }
+    fn is_shutting_down(&self) -> bool {
+        self.queue.is_shutting_down()
+    }
+}
+
+impl DelayingInterface<ObjectKey> for WorkQueue {
+    fn add_after(&self, key: ObjectKey, delay: Duration) -> AddResult {
+        let config = AddConfig::default().priority(self.held_priority(&key));
+        self.queue.add_with_config(key, config.after(delay))
+    }
+}
+
+impl RateLimitingInterface<ObjectKey> for WorkQueue {
+    fn add_rate_limited(&self, key: ObjectKey) -> AddResult {
+        let config = AddConfig::default().priority(self.held_priority(&key));
+        self.queue.add_with_config(key, config.rate_limited())
+    }
+    fn forget(&self, key: &ObjectKey) {
+        self.queue.forget(key);
+    }
+    fn num_requeues(&self, key: &ObjectKey) -> usize {
+        self.queue.num_requeues(key)
+    }
+    fn add_with_config(&self, key: ObjectKey, config: AddConfig) -> AddResult {
+        self.queue.add_with_config(key, config)
+    }
+    async fn get_with_priority(&self) -> Option<(ObjectKey, i32)> {
+        let (key, priority) = self.queue.get_with_priority().await?;
+        self.in_flight.lock().insert(key.clone(), priority);
+        Some((key, priority))
+    }
 }
 
 /// The priority of an add notification: low for the initial list.

@@ -12,6 +12,7 @@ use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tracing::info;
 
 use super::{Action, Controller, Error, ErrorPolicy, ReconcileError};
+use crate::workqueue::Interface as _;
 use crate::{
     informer::{DeletedObject, EventHandler, HandlerConfig},
     sharding::{GateGuard, Layout, ShardGate, ShardLeases, ShardManager},

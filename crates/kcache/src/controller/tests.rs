@@ -13,6 +13,7 @@ use k8s_openapi::{
 use parking_lot::Mutex;
 
 use super::*;
+use crate::workqueue::RateLimitingInterface as _;
 use crate::{informer, testing::FakeSource};
 
 use crate::testing::config_map as cm;

@@ -12,6 +12,8 @@ use tokio::{sync::watch, task::JoinHandle};
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 use tracing::{Instrument, debug, error, info_span, warn};
 
+use crate::workqueue::{DelayingInterface as _, Interface as _, RateLimitingInterface as _};
+
 use super::{
     config::Config,
     metrics::{Active, Counters, Metrics},

@@ -409,12 +409,10 @@ where
                         }
                     });
                 }
-                let informer = builder.build();
                 if let Some(sizer) = sizer {
-                    // Cannot fail either: no sizer was set on the new informer.
-                    let _ = informer.set_memory_sizer(move |obj: &S::Object| sizer(obj));
+                    builder = builder.shared_memory_sizer(sizer);
                 }
-                informer
+                builder.build()
             })
             .map_err(|(conflict, _existing)| conflict)
     }

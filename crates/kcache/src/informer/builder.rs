@@ -9,6 +9,7 @@ use kube_core::Resource;
 use super::{Config, SharedIndexInformer};
 use crate::{
     lister_watcher::ListerWatcher,
+    memory::Sizer,
     reflector::{self, TransformFunc, WatchErrorHandler},
     store::{Indexers, namespace_indexers},
 };
@@ -16,7 +17,7 @@ use crate::{
 /// Builds a [`SharedIndexInformer`]; from [`SharedIndexInformer::builder`].
 ///
 /// Defaults: [`Config::default`], the namespace index, no transform, errors logged with
-/// `tracing`. (A [`SharedInformerFactory`](crate::SharedInformerFactory) has its own builder,
+/// `tracing`, memory not accounted. (A [`SharedInformerFactory`](crate::SharedInformerFactory) has its own builder,
 /// `informer_builder`, which fills these in from the factory.)
 ///
 /// ```
@@ -33,6 +34,7 @@ use crate::{
 ///         cm
 ///     })
 ///     .watch_error_handler(|err| eprintln!("watch error: {err}"))
+///     .memory_sizer(|cm: &ConfigMap| std::mem::size_of_val(cm))
 ///     .build();
 /// assert!(!informer.has_started());
 /// ```
@@ -43,6 +45,7 @@ pub struct Builder<K, L> {
     indexers: Indexers<K>,
     transform: Option<TransformFunc<K>>,
     error_handler: Option<WatchErrorHandler>,
+    sizer: Option<Sizer<K>>,
 }
 
 impl<K, L> std::fmt::Debug for Builder<K, L> {
@@ -52,6 +55,7 @@ impl<K, L> std::fmt::Debug for Builder<K, L> {
             .field("indexes", &self.indexers.len())
             .field("transform", &self.transform.is_some())
             .field("watch_error_handler", &self.error_handler.is_some())
+            .field("memory_sizer", &self.sizer.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -68,6 +72,7 @@ where
             indexers: namespace_indexers::<K>(),
             transform: None,
             error_handler: None,
+            sizer: None,
         }
     }
 
@@ -108,14 +113,78 @@ where
         self
     }
 
+    /// Accounts the cache's memory with `sizer`, the bytes one object holds (inline and heap;
+    /// the store adds [`store::entry_overhead`](crate::store::entry_overhead) per entry): for
+    /// compact storage, `kcache_client::compact::Compact::heap_size`. See
+    /// [`account_memory`](Self::account_memory). Default: not accounted.
+    pub fn memory_sizer(mut self, sizer: impl Fn(&K) -> usize + Send + Sync + 'static) -> Self {
+        self.sizer = Some(Arc::new(sizer));
+        self
+    }
+
+    /// Like [`memory_sizer`](Self::memory_sizer), for a sizer already shared.
+    pub fn shared_memory_sizer(mut self, sizer: Sizer<K>) -> Self {
+        self.sizer = Some(sizer);
+        self
+    }
+
     /// The informer; it does nothing until [`run`](SharedIndexInformer::run).
     pub fn build(self) -> SharedIndexInformer<K> {
         SharedIndexInformer::from_parts(
             self.lw,
             self.config,
             self.indexers,
-            self.transform,
-            self.error_handler,
+            Extras {
+                transform: self.transform,
+                error_handler: self.error_handler,
+                sizer: self.sizer,
+            },
         )
     }
+}
+
+impl<K, L> Builder<K, L>
+where
+    K: Resource + Clone + Send + Sync + serde::Serialize + 'static,
+    L: ListerWatcher<K>,
+{
+    /// Accounts the cache's memory with [`memory::estimate`](crate::memory::estimate) (a
+    /// deep-size estimate of any `serde::Serialize` type):
+    /// [`memory`](SharedIndexInformer::memory) then reports the objects and bytes held, kept
+    /// up to date as objects come and go (never by walking the cache), and
+    /// [`Config::memory_budget_bytes`] takes effect.
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kcache::{SharedIndexInformer, informer, testing::{FakeSource, config_map}};
+    /// use tokio_util::sync::CancellationToken;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let source = FakeSource::<ConfigMap>::new();
+    /// source.upsert(config_map("a"));
+    /// let informer = SharedIndexInformer::builder(source)
+    ///     .config(informer::Config::default().memory_budget_bytes(64 << 20))
+    ///     .account_memory()
+    ///     .build();
+    /// let cancel = CancellationToken::new();
+    /// tokio::spawn({ let i = informer.clone(); let c = cancel.clone(); async move { i.run(c).await } });
+    /// informer.wait_for_sync().await;
+    /// let usage = informer.memory().expect("accounted");
+    /// assert_eq!(usage.objects, 1);
+    /// assert!(usage.bytes > std::mem::size_of::<ConfigMap>());
+    /// assert!(!informer.over_memory_budget());
+    /// cancel.cancel();
+    /// # }
+    /// ```
+    pub fn account_memory(self) -> Self {
+        self.shared_memory_sizer(crate::memory::estimator())
+    }
+}
+
+/// What the builder hands the informer besides its lister-watcher, configuration and indexes.
+pub(super) struct Extras<K> {
+    pub(super) transform: Option<TransformFunc<K>>,
+    pub(super) error_handler: Option<WatchErrorHandler>,
+    pub(super) sizer: Option<Sizer<K>>,
 }

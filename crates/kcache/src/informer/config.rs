@@ -23,7 +23,7 @@ pub struct Config {
     /// crossing) and reports itself over budget
     /// ([`SharedIndexInformer::over_memory_budget`](super::SharedIndexInformer::over_memory_budget),
     /// which kcache-metrics' readiness check reads). Only meaningful when memory is accounted
-    /// ([`SharedIndexInformer::account_memory`](super::SharedIndexInformer::account_memory));
+    /// ([`Builder::account_memory`](super::Builder::account_memory));
     /// `None`, the default, sets no budget.
     pub memory_budget_bytes: Option<usize>,
 }

@@ -1,13 +1,15 @@
-//! client-go's `processDeltas`: a popped batch is applied to the indexer first, then the
-//! handlers are notified.
+//! Draining the FIFO and client-go's `processDeltas`: a popped batch is applied to the indexer
+//! first, then the handlers are notified; the notifications reach the listeners at the next
+//! delivery.
 
 use std::sync::Arc;
 
+use futures::FutureExt as _;
 use kube_core::Resource;
 
 use super::{handler::DeletedObject, listener::Notification, shared_informer::Inner};
 use crate::{
-    fifo::{DeltaObject, DeltaType, Deltas},
+    fifo::{self, DeltaObject, DeltaType, Deltas, Fifo},
     store::{ObjectKey, Transaction},
 };
 
@@ -15,10 +17,36 @@ impl<K> Inner<K>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
+    /// Hands the listeners what the drains queued for them, under the informer's span.
+    pub(super) fn deliver(&self) {
+        let _span = self.span.enter();
+        self.processor.flush();
+    }
+
+    /// Pops and applies everything queued, on the caller's task, under the informer's span;
+    /// the notifications wait in the listeners' buffers for the next flush.
+    /// `drain_lock` keeps one consumer even if writes ever came from two threads.
+    pub(super) fn drain(&self) {
+        let _consumer = self.drain_lock.lock();
+        let _span = self.span.enter();
+        let one_key = self.queue.pops_one_key();
+        loop {
+            let popped = self
+                .queue
+                .pop_batch(|d, initial| self.handle_deltas(d, initial, one_key))
+                .now_or_never();
+            match popped {
+                Some(Ok(())) => {}
+                // Nothing queued (the pop would wait), or closed and drained.
+                None | Some(Err(fifo::Error::Closed)) => return,
+            }
+        }
+    }
+
     /// client-go's `processDeltas`/`processDeltasInBatch`: update the indexer first, then
     /// notify. `one_key` says the deltas all concern one key (a `DeltaFifo` pop), so they must
     /// be applied one by one.
-    pub(super) fn handle_deltas(&self, deltas: Deltas<K>, initial: bool, one_key: bool) {
+    fn handle_deltas(&self, deltas: Deltas<K>, initial: bool, one_key: bool) {
         let _block = self.block_deltas.lock();
         let mut chunk: Vec<(DeltaType, DeltaObject<K>)> = Vec::with_capacity(deltas.len());
         for d in deltas {

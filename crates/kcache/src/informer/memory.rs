@@ -1,78 +1,20 @@
 //! The informer's cache memory accounting and budget ([`crate::memory`]).
 
-use std::sync::{Arc, atomic::Ordering};
+use std::sync::atomic::Ordering;
 
 use kube_core::Resource;
 use tracing::{info, warn};
 
-use super::{Error, SharedIndexInformer, shared_informer::Inner};
-use crate::memory::{self, MemoryUsage};
+use super::{SharedIndexInformer, shared_informer::Inner};
+use crate::memory::MemoryUsage;
 
 impl<K> SharedIndexInformer<K>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
-    /// Accounts the cache's memory with [`memory::estimate`] (a deep-size estimate of any
-    /// `serde::Serialize` type): [`memory`](Self::memory) then reports the objects and bytes
-    /// held, kept up to date as objects come and go (never by walking the cache), and
-    /// [`Config::memory_budget_bytes`](super::Config::memory_budget_bytes) takes effect.
-    ///
-    /// ```
-    /// use k8s_openapi::api::core::v1::ConfigMap;
-    /// use kcache::{SharedIndexInformer, informer, testing::{FakeSource, config_map}};
-    /// use tokio_util::sync::CancellationToken;
-    ///
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), informer::Error> {
-    /// let source = FakeSource::<ConfigMap>::new();
-    /// source.upsert(config_map("a"));
-    /// let config = informer::Config::default().memory_budget_bytes(64 << 20);
-    /// let informer = SharedIndexInformer::new(source, config);
-    /// informer.account_memory()?;
-    /// let cancel = CancellationToken::new();
-    /// tokio::spawn({ let i = informer.clone(); let c = cancel.clone(); async move { i.run(c).await } });
-    /// informer.wait_for_sync().await;
-    /// let usage = informer.memory().expect("accounted");
-    /// assert_eq!(usage.objects, 1);
-    /// assert!(usage.bytes > std::mem::size_of::<ConfigMap>());
-    /// assert!(!informer.over_memory_budget());
-    /// cancel.cancel();
-    /// # Ok(()) }
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::AlreadyStarted`] once the informer runs; [`Error::MemoryAccounted`] when a
-    /// sizer was set already.
-    pub fn account_memory(&self) -> Result<(), Error>
-    where
-        K: serde::Serialize,
-    {
-        self.set_memory_sizer(memory::estimate::<K>)
-    }
-
-    /// Accounts the cache's memory with `sizer`, the bytes one object holds (inline and heap;
-    /// the store adds [`store::entry_overhead`](crate::store::entry_overhead) per entry): for compact storage,
-    /// `kcache_client::compact::Compact::heap_size`.
-    ///
-    /// # Errors
-    /// [`Error::AlreadyStarted`] once the informer runs; [`Error::MemoryAccounted`] when a
-    /// sizer was set already.
-    pub fn set_memory_sizer(
-        &self,
-        sizer: impl Fn(&K) -> usize + Send + Sync + 'static,
-    ) -> Result<(), Error> {
-        let start = self.inner.start.lock();
-        if start.started {
-            return Err(Error::AlreadyStarted);
-        }
-        if !self.inner.indexer.set_sizer(Arc::new(sizer)) {
-            return Err(Error::MemoryAccounted);
-        }
-        Ok(())
-    }
-
     /// The objects and bytes the cache holds, when memory is accounted
-    /// ([`account_memory`](Self::account_memory)); `None` otherwise.
+    /// ([`Builder::account_memory`](super::Builder::account_memory),
+    /// [`Builder::memory_sizer`](super::Builder::memory_sizer)); `None` otherwise.
     pub fn memory(&self) -> Option<MemoryUsage> {
         self.inner.indexer.memory()
     }
@@ -114,10 +56,7 @@ where
         if self.over_budget.swap(over, Ordering::AcqRel) == over {
             return;
         }
-        let resource = self.reflector.lock().as_ref().map_or_else(
-            || std::any::type_name::<K>().to_owned(),
-            |r| r.name().to_owned(),
-        );
+        let resource = self.resource_name();
         if over {
             warn!(
                 %resource, bytes = usage.bytes, objects = usage.objects, budget,
@@ -167,23 +106,18 @@ mod tests {
         let src = FakeSource::new();
         src.upsert(big("a", 1000));
         let config = informer::Config::default().memory_budget_bytes(10_000);
-        let informer = SharedIndexInformer::new(src.clone(), config);
-        assert_eq!(informer.memory(), None, "not accounted yet");
-        informer.account_memory().unwrap();
-        assert!(matches!(
-            informer.account_memory(),
-            Err(Error::MemoryAccounted)
-        ));
+        let unaccounted = SharedIndexInformer::new(src.clone(), config.clone());
+        assert_eq!(unaccounted.memory(), None, "not accounted");
+        let informer = SharedIndexInformer::builder(src.clone())
+            .config(config)
+            .account_memory()
+            .build();
         let cancel = CancellationToken::new();
         let task = tokio::spawn({
             let (i, c) = (informer.clone(), cancel.clone());
             async move { i.run(c).await }
         });
         informer.wait_for_sync().await;
-        assert!(matches!(
-            informer.set_memory_sizer(|_: &ConfigMap| 1),
-            Err(Error::AlreadyStarted)
-        ));
         assert_eq!(informer.memory_budget(), Some(10_000));
         assert!(!informer.over_memory_budget());
         src.upsert(big("b", 20_000));

@@ -10,16 +10,15 @@
 
 use std::sync::Arc;
 
-use futures::FutureExt as _;
 use kube_core::Resource;
-use tokio_util::{sync::CancellationToken, task::TaskTracker};
-use tracing::{Instrument as _, debug};
+use tokio_util::sync::CancellationToken;
+use tracing::debug;
 
-use super::{SharedIndexInformer, shared_informer::Inner, starter::Hooks};
-use crate::{
-    fifo::{self, Fifo},
-    reflector::{ReflectorStore, StoreError},
+use super::{
+    SharedIndexInformer,
+    shared_informer::{Begun, Inner},
 };
+use crate::reflector::{ReflectorStore, StoreError};
 
 impl<K> SharedIndexInformer<K>
 where
@@ -34,38 +33,21 @@ where
     /// `cancel` fires.
     pub async fn run(&self, cancel: CancellationToken) {
         let inner = Arc::clone(&self.inner);
-        let (starter, hooks, tasks) = {
-            let mut start = inner.start.lock();
-            if start.started || start.stopped {
-                debug!("informer already started");
-                return;
-            }
-            let Some(starter) = start.starter.take() else {
-                return;
-            };
-            start.started = true;
-            let tasks = TaskTracker::new();
-            start.tasks = Some((tasks.clone(), tokio::runtime::Handle::current()));
-            let weak = Arc::downgrade(&inner);
-            let hooks = Hooks {
-                transform: start.transform.clone(),
-                error_handler: start.error_handler.clone(),
-                should_resync: Arc::new(move || {
-                    weak.upgrade().is_some_and(|i| i.processor.should_resync())
-                }),
-            };
-            // Listener tasks, under the start lock so that none is spawned twice.
-            for l in inner.processor.listeners() {
-                tasks.spawn(l.run().instrument(inner.span.clone()));
-            }
-            (starter, hooks, tasks)
+        let Some(Begun {
+            starter,
+            hooks,
+            reflector_config,
+            tasks,
+        }) = inner.begin_run()
+        else {
+            debug!("informer already started");
+            return;
         };
-        let check_period = inner.start.lock().check_period;
-        let rconfig = inner.config.reflector.clone().resync_period(check_period);
         let reflector_cancel = cancel.child_token();
         let queue: Arc<dyn ReflectorStore<K>> = Arc::new(Applier(Arc::clone(&inner)));
-        let (handle, reflector_fut) = starter(queue, rconfig, hooks, reflector_cancel.clone());
-        *inner.reflector.lock() = Some(handle);
+        let (handle, reflector_fut) =
+            starter(queue, reflector_config, hooks, reflector_cancel.clone());
+        inner.set_reflector(handle);
         let mut reflector_task = tokio::spawn(reflector_fut);
         let reflector_ended = tokio::select! {
             () = cancel.cancelled() => false,
@@ -79,15 +61,10 @@ where
         if !reflector_ended {
             let _ = reflector_task.await;
         }
-        inner.queue.close();
-        {
-            let mut start = inner.start.lock();
-            start.stopped = true;
-        }
-        inner.processor.close_all();
+        inner.end_run();
         tasks.close();
         tasks.wait().await;
-        inner.sync_notify.notify_waiters();
+        inner.wake_waiters();
     }
 }
 
@@ -145,36 +122,5 @@ where
 
     fn flush(&self) {
         self.0.deliver();
-    }
-}
-
-impl<K> Inner<K>
-where
-    K: Resource + Clone + Send + Sync + 'static,
-{
-    /// Hands the listeners what the drains queued for them, under the informer's span.
-    fn deliver(&self) {
-        let _span = self.span.enter();
-        self.processor.flush();
-    }
-
-    /// Pops and applies everything queued, on the caller's task, under the informer's span;
-    /// the notifications wait in the listeners' buffers for the next flush.
-    /// `drain_lock` keeps one consumer even if writes ever came from two threads.
-    fn drain(&self) {
-        let _consumer = self.drain_lock.lock();
-        let _span = self.span.enter();
-        let one_key = self.queue.pops_one_key();
-        loop {
-            let popped = self
-                .queue
-                .pop_batch(|d, initial| self.handle_deltas(d, initial, one_key))
-                .now_or_never();
-            match popped {
-                Some(Ok(())) => {}
-                // Nothing queued (the pop would wait), or closed and drained.
-                None | Some(Err(fifo::Error::Closed)) => return,
-            }
-        }
     }
 }

@@ -13,11 +13,12 @@ use tracing::{Instrument as _, warn};
 
 use super::{
     Builder, Config, Error, HandlerConfig, MINIMUM_RESYNC_PERIOD,
+    builder::Extras,
     handler::EventHandler,
     listener::{Listener, Notification, determine_resync_period},
     processor::Processor,
     registration::HandlerRegistration,
-    starter::ReflectorStarter,
+    starter::{Hooks, ReflectorStarter},
 };
 use crate::{
     fifo::{AnyFifo, Fifo},
@@ -27,23 +28,36 @@ use crate::{
 };
 
 /// What [`run`](SharedIndexInformer::run) needs to start, and whether it has.
-pub(super) struct StartState<K> {
-    pub(super) started: bool,
-    pub(super) stopped: bool,
-    pub(super) check_period: Duration,
-    pub(super) starter: Option<ReflectorStarter<K>>,
-    pub(super) transform: Option<TransformFunc<K>>,
-    pub(super) error_handler: Option<WatchErrorHandler>,
+struct StartState<K> {
+    started: bool,
+    stopped: bool,
+    check_period: Duration,
+    starter: Option<ReflectorStarter<K>>,
+    transform: Option<TransformFunc<K>>,
+    error_handler: Option<WatchErrorHandler>,
     /// The tracker of the listener tasks and the runtime they run on (captured by `run`, so
     /// that handlers added later from any thread start there).
-    pub(super) tasks: Option<(TaskTracker, tokio::runtime::Handle)>,
+    tasks: Option<(TaskTracker, tokio::runtime::Handle)>,
 }
 
-/// The informer's shared state; [`SharedIndexInformer`] is an `Arc` of it.
+/// What [`Inner::begin_run`] hands `run`: the reflector's starter, hooks and settings, and the
+/// tracker of the listener tasks it spawned.
+pub(super) struct Begun<K> {
+    pub(super) starter: ReflectorStarter<K>,
+    pub(super) hooks: Hooks<K>,
+    pub(super) reflector_config: reflector::Config,
+    pub(super) tasks: TaskTracker,
+}
+
+/// The informer's shared state; [`SharedIndexInformer`] is an `Arc` of it. The start state,
+/// the reflector handle and the sync signal are private to this file (`run` goes through
+/// [`begin_run`](Self::begin_run) and [`end_run`](Self::end_run)); the cache, FIFO and
+/// processor are shared with the files that apply deltas (`deltas.rs`) and account memory
+/// (`memory.rs`).
 pub(crate) struct Inner<K> {
     pub(super) indexer: ThreadSafeStore<K>,
     /// The read-only view of `indexer` that readers get.
-    pub(super) reader: Reader<K>,
+    reader: Reader<K>,
     pub(super) processor: Processor<K>,
     pub(super) queue: AnyFifo<K>,
     pub(super) config: Config,
@@ -52,11 +66,11 @@ pub(crate) struct Inner<K> {
     pub(super) block_deltas: Mutex<()>,
     /// Held while the FIFO is drained (see `run.rs`): one consumer at a time.
     pub(super) drain_lock: Mutex<()>,
-    pub(super) start: Mutex<StartState<K>>,
+    start: Mutex<StartState<K>>,
     /// Raised by the FIFO when it turns synced, and by listeners as they finish their initial
     /// adds: what `wait_for_sync` and the registrations' `synced` wait on.
-    pub(crate) sync_notify: Arc<Notify>,
-    pub(super) reflector: Mutex<Option<ReflectorHandle>>,
+    sync_notify: Arc<Notify>,
+    reflector: Mutex<Option<ReflectorHandle>>,
     /// `informer{resource}`: the span of the FIFO's drain (on the reflector's task) and of every handler task.
     pub(super) span: tracing::Span,
     /// Whether the cache was over its memory budget at the last check.
@@ -122,9 +136,13 @@ where
         lw: L,
         config: Config,
         indexers: Indexers<K>,
-        transform: Option<TransformFunc<K>>,
-        error_handler: Option<WatchErrorHandler>,
+        extras: Extras<K>,
     ) -> Self {
+        let Extras {
+            transform,
+            error_handler,
+            sizer,
+        } = extras;
         let key_func = meta_namespace_key_func::<K>();
         // The reflector's name (its span carries it too): the handler tasks and the process
         // loop log under it, so every line names the resource.
@@ -136,6 +154,10 @@ where
         let span = tracing::info_span!("informer", resource = %resource);
         // Reads each object's resourceVersion, as every store of Kubernetes objects does.
         let indexer = ThreadSafeStore::with_indexers(Arc::clone(&key_func), indexers);
+        if let Some(sizer) = sizer {
+            // A new store has no sizer yet: this cannot be refused.
+            indexer.set_sizer(sizer);
+        }
         let queue = AnyFifo::new(
             config.queue,
             Arc::clone(&key_func),
@@ -380,6 +402,68 @@ impl<K> Inner<K>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
+    /// Marks the informer started and spawns the listener tasks; `None` when it had started
+    /// or stopped already (a second `run`).
+    pub(super) fn begin_run(self: &Arc<Self>) -> Option<Begun<K>> {
+        let mut start = self.start.lock();
+        if start.started || start.stopped {
+            return None;
+        }
+        let starter = start.starter.take()?;
+        start.started = true;
+        let tasks = TaskTracker::new();
+        start.tasks = Some((tasks.clone(), tokio::runtime::Handle::current()));
+        let weak = Arc::downgrade(self);
+        let hooks = Hooks {
+            transform: start.transform.clone(),
+            error_handler: start.error_handler.clone(),
+            should_resync: Arc::new(move || {
+                weak.upgrade().is_some_and(|i| i.processor.should_resync())
+            }),
+        };
+        // Listener tasks, under the start lock so that none is spawned twice.
+        for l in self.processor.listeners() {
+            tasks.spawn(l.run().instrument(self.span.clone()));
+        }
+        let reflector_config = self
+            .config
+            .reflector
+            .clone()
+            .resync_period(start.check_period);
+        Some(Begun {
+            starter,
+            hooks,
+            reflector_config,
+            tasks,
+        })
+    }
+
+    /// Records the running reflector's handle.
+    pub(super) fn set_reflector(&self, handle: ReflectorHandle) {
+        *self.reflector.lock() = Some(handle);
+    }
+
+    /// After the reflector stopped: closes the FIFO, marks the informer stopped (no handler
+    /// can be added any more) and closes the listeners' buffers.
+    pub(super) fn end_run(&self) {
+        self.queue.close();
+        self.start.lock().stopped = true;
+        self.processor.close_all();
+    }
+
+    /// Wakes every `wait_until` (once the listener tasks have ended).
+    pub(super) fn wake_waiters(&self) {
+        self.sync_notify.notify_waiters();
+    }
+
+    /// The reflector's name, or the type's before `run`: what logs name the informer by.
+    pub(super) fn resource_name(&self) -> String {
+        self.reflector.lock().as_ref().map_or_else(
+            || std::any::type_name::<K>().to_owned(),
+            |r| r.name().to_owned(),
+        )
+    }
+
     /// Whether the FIFO has handed out (and the informer processed) its initial list.
     pub(crate) fn upstream_synced(&self) -> bool {
         self.queue.has_synced()

@@ -4,6 +4,7 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashMap};
 use std::fmt;
 use std::hash::Hash;
+use std::ops::Deref;
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +28,10 @@ const MAX_DELAY: Duration = Duration::from_secs(30 * 365 * 24 * 60 * 60);
 /// *earliest* of the requested times. Time is tokio's, so tests can pause and advance it.
 ///
 /// Shutting down drops the items still waiting, and the driver ends.
+///
+/// It dereferences to its [`Queue`], so [`add`](Queue::add), [`get`](Queue::get),
+/// [`done`](Queue::done), [`len`](Queue::len) (which does not count the items still waiting
+/// for their delay) and the shutdown methods are the queue's.
 ///
 /// # Examples
 ///
@@ -234,62 +239,18 @@ where
         Ok(())
     }
 
-    /// See [`Queue::add`].
-    ///
-    /// # Errors
-    ///
-    /// [`ShutDownError`] with the item when the queue is shutting down.
-    pub fn add(&self, item: T) -> Result<(), ShutDownError<T>> {
-        self.queue.add(item)
-    }
-
-    /// See [`Queue::get`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe, as [`Queue::get`].
-    pub async fn get(&self) -> Option<T> {
-        self.queue.get().await
-    }
-
-    /// See [`Queue::done`].
-    pub fn done(&self, item: &T) {
-        self.queue.done(item);
-    }
-
-    /// See [`Queue::len`]; items still waiting for their delay are not counted.
-    pub fn len(&self) -> usize {
-        self.queue.len()
-    }
-
-    /// See [`Queue::is_empty`].
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-
-    /// See [`Queue::is_shutting_down`].
-    pub fn is_shutting_down(&self) -> bool {
-        self.queue.is_shutting_down()
-    }
-
-    /// See [`Queue::shutdown`]. Items waiting for their delay are dropped and the driver ends.
-    pub fn shutdown(&self) {
-        self.queue.shutdown();
-    }
-
-    /// See [`Queue::shutdown_with_drain`]. Items waiting for their delay are dropped and the
-    /// driver ends.
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe, as [`Queue::shutdown_with_drain`].
-    pub async fn shutdown_with_drain(&self) {
-        self.queue.shutdown_with_drain().await;
-    }
-
     /// The number of items waiting for their delay (for tests and debugging).
     pub fn waiting_len(&self) -> usize {
         self.waiting.timers.lock().by_item.len()
+    }
+}
+
+/// A delaying queue is a [`Queue`] (whose methods it offers as its own) plus the timers.
+impl<T> Deref for DelayingQueue<T> {
+    type Target = Queue<T>;
+
+    fn deref(&self) -> &Queue<T> {
+        &self.queue
     }
 }
 

@@ -4,8 +4,10 @@
 
 use std::future::Future;
 use std::hash::Hash;
+use std::ops::Deref;
 use std::time::Duration;
 
+use super::priority::{AddConfig, NORMAL};
 use super::{DelayingQueue, PriorityQueue, Queue, RateLimitingQueue, ShutDownError};
 
 /// A work queue (client-go's `workqueue.TypedInterface`): fair, stingy, with a drain. See the
@@ -87,80 +89,181 @@ pub trait RateLimitingInterface<T>: DelayingInterface<T> {
 
     /// How many times `item` was retried since it was last forgotten.
     fn num_requeues(&self, item: &T) -> usize;
-}
 
-macro_rules! interface {
-    ($queue:ident) => {
-        impl<T> Interface<T> for $queue<T>
-        where
-            T: Clone + Eq + Hash + Send + Sync + 'static,
-        {
-            fn add(&self, item: T) -> Result<(), ShutDownError<T>> {
-                $queue::add(self, item)
-            }
-            fn get(&self) -> impl Future<Output = Option<T>> + Send {
-                $queue::get(self)
-            }
-            fn done(&self, item: &T) {
-                $queue::done(self, item)
-            }
-            fn len(&self) -> usize {
-                $queue::len(self)
-            }
-            fn shutdown(&self) {
-                $queue::shutdown(self)
-            }
-            fn shutdown_with_drain(&self) -> impl Future<Output = ()> + Send {
-                $queue::shutdown_with_drain(self)
-            }
-            fn is_shutting_down(&self) -> bool {
-                $queue::is_shutting_down(self)
-            }
+    /// Queues `item` as `config` says (controller-runtime's `AddWithOpts`): at its priority,
+    /// after its delay, rate limited. A queue without priorities ignores the priority; by
+    /// default a rate-limited add ignores `config.after` (a [`PriorityQueue`] waits the longer
+    /// of the two).
+    ///
+    /// # Errors
+    /// [`ShutDownError`] with the item after a shutdown.
+    fn add_with_config(&self, item: T, config: AddConfig) -> Result<(), ShutDownError<T>> {
+        match config.after {
+            _ if config.rate_limited => self.add_rate_limited(item),
+            Some(delay) => self.add_after(item, delay),
+            None => self.add(item),
         }
-    };
+    }
+
+    /// Like [`get`](Interface::get), with the priority the item was queued at
+    /// (controller-runtime's `GetWithPriority`); by default always
+    /// [`NORMAL`](super::priority::NORMAL).
+    ///
+    /// # Cancel safety
+    /// Cancel safe, as [`get`](Interface::get).
+    fn get_with_priority(&self) -> impl Future<Output = Option<(T, i32)>> + Send {
+        let get = self.get();
+        async move { get.await.map(|item| (item, NORMAL)) }
+    }
 }
 
-macro_rules! delaying {
-    ($queue:ident) => {
-        impl<T> DelayingInterface<T> for $queue<T>
-        where
-            T: Clone + Eq + Hash + Send + Sync + 'static,
-        {
-            fn add_after(&self, item: T, delay: Duration) -> Result<(), ShutDownError<T>> {
-                $queue::add_after(self, item, delay)
-            }
-        }
-    };
+/// A handle that dereferences to a queue is that queue: [`DelayingQueue`] (a [`Queue`] plus
+/// timers) and [`RateLimitingQueue`] (a [`DelayingQueue`] plus a rate limiter) get their
+/// [`Interface`] here, as do `&Q`, `Arc<Q>` and `Box<Q>` of any queue.
+impl<T, Q> Interface<T> for Q
+where
+    Q: Deref + Send + Sync,
+    Q::Target: Interface<T>,
+{
+    fn add(&self, item: T) -> Result<(), ShutDownError<T>> {
+        (**self).add(item)
+    }
+    fn get(&self) -> impl Future<Output = Option<T>> + Send {
+        (**self).get()
+    }
+    fn done(&self, item: &T) {
+        (**self).done(item);
+    }
+    fn len(&self) -> usize {
+        (**self).len()
+    }
+    fn shutdown(&self) {
+        (**self).shutdown();
+    }
+    fn shutdown_with_drain(&self) -> impl Future<Output = ()> + Send {
+        (**self).shutdown_with_drain()
+    }
+    fn is_shutting_down(&self) -> bool {
+        (**self).is_shutting_down()
+    }
 }
 
-macro_rules! rate_limiting {
-    ($queue:ident) => {
-        impl<T> RateLimitingInterface<T> for $queue<T>
-        where
-            T: Clone + Eq + Hash + Send + Sync + 'static,
-        {
-            fn add_rate_limited(&self, item: T) -> Result<(), ShutDownError<T>> {
-                $queue::add_rate_limited(self, item)
-            }
-            fn forget(&self, item: &T) {
-                $queue::forget(self, item)
-            }
-            fn num_requeues(&self, item: &T) -> usize {
-                $queue::num_requeues(self, item)
-            }
-        }
-    };
+impl<T> Interface<T> for Queue<T>
+where
+    T: Clone + Eq + Hash + Send + Sync + 'static,
+{
+    fn add(&self, item: T) -> Result<(), ShutDownError<T>> {
+        Queue::add(self, item)
+    }
+    fn get(&self) -> impl Future<Output = Option<T>> + Send {
+        Queue::get(self)
+    }
+    fn done(&self, item: &T) {
+        Queue::done(self, item);
+    }
+    fn len(&self) -> usize {
+        Queue::len(self)
+    }
+    fn shutdown(&self) {
+        Queue::shutdown(self);
+    }
+    fn shutdown_with_drain(&self) -> impl Future<Output = ()> + Send {
+        Queue::shutdown_with_drain(self)
+    }
+    fn is_shutting_down(&self) -> bool {
+        Queue::is_shutting_down(self)
+    }
 }
 
-interface!(Queue);
-interface!(DelayingQueue);
-interface!(RateLimitingQueue);
-interface!(PriorityQueue);
-delaying!(DelayingQueue);
-delaying!(RateLimitingQueue);
-delaying!(PriorityQueue);
-rate_limiting!(RateLimitingQueue);
-rate_limiting!(PriorityQueue);
+impl<T> DelayingInterface<T> for DelayingQueue<T>
+where
+    T: Clone + Eq + Hash + Send + Sync + 'static,
+{
+    fn add_after(&self, item: T, delay: Duration) -> Result<(), ShutDownError<T>> {
+        DelayingQueue::add_after(self, item, delay)
+    }
+}
+
+impl<T> DelayingInterface<T> for RateLimitingQueue<T>
+where
+    T: Clone + Eq + Hash + Send + Sync + 'static,
+{
+    fn add_after(&self, item: T, delay: Duration) -> Result<(), ShutDownError<T>> {
+        DelayingQueue::add_after(self, item, delay)
+    }
+}
+
+impl<T> RateLimitingInterface<T> for RateLimitingQueue<T>
+where
+    T: Clone + Eq + Hash + Send + Sync + 'static,
+{
+    fn add_rate_limited(&self, item: T) -> Result<(), ShutDownError<T>> {
+        RateLimitingQueue::add_rate_limited(self, item)
+    }
+    fn forget(&self, item: &T) {
+        RateLimitingQueue::forget(self, item);
+    }
+    fn num_requeues(&self, item: &T) -> usize {
+        RateLimitingQueue::num_requeues(self, item)
+    }
+}
+
+impl<T> Interface<T> for PriorityQueue<T>
+where
+    T: Clone + Eq + Hash + Send + Sync + 'static,
+{
+    fn add(&self, item: T) -> Result<(), ShutDownError<T>> {
+        PriorityQueue::add(self, item)
+    }
+    fn get(&self) -> impl Future<Output = Option<T>> + Send {
+        PriorityQueue::get(self)
+    }
+    fn done(&self, item: &T) {
+        PriorityQueue::done(self, item);
+    }
+    fn len(&self) -> usize {
+        PriorityQueue::len(self)
+    }
+    fn shutdown(&self) {
+        PriorityQueue::shutdown(self);
+    }
+    fn shutdown_with_drain(&self) -> impl Future<Output = ()> + Send {
+        PriorityQueue::shutdown_with_drain(self)
+    }
+    fn is_shutting_down(&self) -> bool {
+        PriorityQueue::is_shutting_down(self)
+    }
+}
+
+impl<T> DelayingInterface<T> for PriorityQueue<T>
+where
+    T: Clone + Eq + Hash + Send + Sync + 'static,
+{
+    fn add_after(&self, item: T, delay: Duration) -> Result<(), ShutDownError<T>> {
+        PriorityQueue::add_after(self, item, delay)
+    }
+}
+
+impl<T> RateLimitingInterface<T> for PriorityQueue<T>
+where
+    T: Clone + Eq + Hash + Send + Sync + 'static,
+{
+    fn add_rate_limited(&self, item: T) -> Result<(), ShutDownError<T>> {
+        PriorityQueue::add_rate_limited(self, item)
+    }
+    fn forget(&self, item: &T) {
+        PriorityQueue::forget(self, item);
+    }
+    fn num_requeues(&self, item: &T) -> usize {
+        PriorityQueue::num_requeues(self, item)
+    }
+    fn add_with_config(&self, item: T, config: AddConfig) -> Result<(), ShutDownError<T>> {
+        PriorityQueue::add_with_config(self, item, config)
+    }
+    fn get_with_priority(&self) -> impl Future<Output = Option<(T, i32)>> + Send {
+        PriorityQueue::get_with_priority(self)
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -2,8 +2,8 @@
 
 use std::fmt;
 use std::hash::Hash;
+use std::ops::Deref;
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::Driver;
 use super::delaying::DelayingQueue;
@@ -94,9 +94,11 @@ impl<T> fmt::Debug for RateLimitingQueueConfig<T> {
 ///
 /// After a failed reconcile, call [`add_rate_limited`](Self::add_rate_limited); after a
 /// success (or when giving up), call [`forget`](Self::forget) so the limiter stops tracking
-/// the item. Either way, call [`done`](Self::done).
+/// the item. Either way, call [`done`](super::Queue::done).
 ///
-/// Cheap to clone; see the [module documentation](super) for a worker loop.
+/// It dereferences to its [`DelayingQueue`] (and so to its [`Queue`](super::Queue)): `add`,
+/// `add_after`, `get`, `done`, `len` and the shutdown methods are theirs. Cheap to clone; see
+/// the [module documentation](super) for a worker loop.
 pub struct RateLimitingQueue<T> {
     queue: DelayingQueue<T>,
     rate_limiter: Arc<dyn RateLimiter<T>>,
@@ -156,7 +158,7 @@ where
     }
 
     /// Stops the rate limiter tracking `item` (resets its failures). You still have to call
-    /// [`done`](Self::done).
+    /// [`done`](super::Queue::done).
     pub fn forget(&self, item: &T) {
         self.rate_limiter.forget(item);
     }
@@ -165,71 +167,15 @@ where
     pub fn num_requeues(&self, item: &T) -> usize {
         self.rate_limiter.num_requeues(item)
     }
+}
 
-    /// See [`DelayingQueue::add_after`].
-    ///
-    /// # Errors
-    ///
-    /// [`ShutDownError`] with the item when the queue is shutting down.
-    pub fn add_after(&self, item: T, delay: Duration) -> Result<(), ShutDownError<T>> {
-        self.queue.add_after(item, delay)
-    }
+/// A rate-limiting queue is a [`DelayingQueue`] (whose methods it offers as its own) plus the
+/// rate limiter.
+impl<T> Deref for RateLimitingQueue<T> {
+    type Target = DelayingQueue<T>;
 
-    /// See [`Queue::add`](super::Queue::add).
-    ///
-    /// # Errors
-    ///
-    /// [`ShutDownError`] with the item when the queue is shutting down.
-    pub fn add(&self, item: T) -> Result<(), ShutDownError<T>> {
-        self.queue.add(item)
-    }
-
-    /// See [`Queue::get`](super::Queue::get).
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe, as [`Queue::get`](super::Queue::get).
-    pub async fn get(&self) -> Option<T> {
-        self.queue.get().await
-    }
-
-    /// See [`Queue::done`](super::Queue::done).
-    pub fn done(&self, item: &T) {
-        self.queue.done(item);
-    }
-
-    /// See [`Queue::len`](super::Queue::len).
-    pub fn len(&self) -> usize {
-        self.queue.len()
-    }
-
-    /// See [`Queue::is_empty`](super::Queue::is_empty).
-    pub fn is_empty(&self) -> bool {
-        self.queue.is_empty()
-    }
-
-    /// See [`Queue::is_shutting_down`](super::Queue::is_shutting_down).
-    pub fn is_shutting_down(&self) -> bool {
-        self.queue.is_shutting_down()
-    }
-
-    /// See [`DelayingQueue::shutdown`].
-    pub fn shutdown(&self) {
-        self.queue.shutdown();
-    }
-
-    /// See [`DelayingQueue::shutdown_with_drain`].
-    ///
-    /// # Cancel safety
-    ///
-    /// Cancel safe, as [`Queue::shutdown_with_drain`](super::Queue::shutdown_with_drain).
-    pub async fn shutdown_with_drain(&self) {
-        self.queue.shutdown_with_drain().await;
-    }
-
-    /// See [`DelayingQueue::waiting_len`].
-    pub fn waiting_len(&self) -> usize {
-        self.queue.waiting_len()
+    fn deref(&self) -> &DelayingQueue<T> {
+        &self.queue
     }
 }
 

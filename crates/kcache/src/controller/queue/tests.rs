@@ -98,7 +98,7 @@ fn initial_list_adds_and_resyncs_are_low_priority() {
 #[tokio::test(start_paused = true)]
 async fn retries_keep_the_priority_the_key_was_reconciled_at() {
     let (queue, driver) =
-        WorkQueue::new(&super::super::Config::default().queue(WorkQueueKind::Priority));
+        WorkQueue::from_config(&super::super::Config::default().queue(WorkQueueKind::Priority));
     tokio::spawn(driver);
     let (low, other) = (
         ObjectKey::new(Some("ns"), "low"),
@@ -120,8 +120,8 @@ async fn retries_keep_the_priority_the_key_was_reconciled_at() {
 
 #[tokio::test]
 async fn the_default_queue_is_rate_limiting_and_ignores_priorities() {
-    let (queue, _driver) = WorkQueue::new(&super::super::Config::default());
-    assert_eq!(queue.kind(), WorkQueueKind::RateLimiting);
+    let (queue, _driver) = WorkQueue::from_config(&super::super::Config::default());
+    assert_eq!(queue.kind(), Some(WorkQueueKind::RateLimiting));
     assert!(queue.as_rate_limiting().is_some() && queue.as_priority().is_none());
     let (a, b) = (ObjectKey::new(None, "a"), ObjectKey::new(None, "b"));
     queue.add_with_priority(a.clone(), priority::LOW).unwrap();

@@ -1,3 +1,5 @@
+use std::time::Duration;
+
 use tokio::time::{Instant, timeout};
 
 use super::super::rate_limiters::ItemExponentialFailureRateLimiter;
