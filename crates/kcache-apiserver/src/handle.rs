@@ -142,6 +142,14 @@ impl ServerHandle {
         registry::update_object(&self.state, &t, object, false, &change).map(|o| o.value().clone())
     }
 
+    /// Brings the aggregated ClusterRoles' rules up to date (one pass, writing through this
+    /// handle); whether a role changed.
+    pub(crate) fn aggregate_cluster_roles(&self) -> bool {
+        crate::auth::aggregate::aggregate(&self.state.store, |path, object| {
+            self.update(path, object).map(drop)
+        })
+    }
+
     /// Deletes the object at `path` (finalizers are honoured).
     ///
     /// # Errors

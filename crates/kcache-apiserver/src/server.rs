@@ -242,8 +242,8 @@ impl ApiServerBuilder {
             faults: faults.clone(),
             shutdown: shutdown.clone(),
             tokens: parking_lot::Mutex::new(std::collections::HashMap::new()),
-            gc: crate::gc::Trigger::default(),
-            auth: crate::auth::AuthState::new(&self.config),
+            gc: crate::registry::Trigger::default(),
+            auth: crate::auth::AuthState::new(&self.config.users),
         });
         let handle = ServerHandle {
             state: state.clone(),

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::Attributes;
 use super::matching::{Endpoint, Hook};
-use crate::registry::{ADMIN_GROUPS, ADMIN_UID, ADMIN_USER};
+use crate::auth::{ADMIN_GROUPS, ADMIN_UID, ADMIN_USER};
 use crate::status::ApiError;
 
 /// A reason in kube-apiserver's `metav1.StatusReason` list (an unknown one is dropped).

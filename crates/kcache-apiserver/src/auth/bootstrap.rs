@@ -50,7 +50,7 @@ pub(crate) fn seed(handle: &ServerHandle) -> Result<(), ApiError> {
     }
     // Aggregated roles may select aggregated roles: sync until nothing changes.
     for _ in 0..8 {
-        if !super::aggregate::aggregate(&handle.state) {
+        if !handle.aggregate_cluster_roles() {
             break;
         }
     }

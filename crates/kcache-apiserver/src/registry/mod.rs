@@ -13,11 +13,15 @@
 //! Both the HTTP front and the Rust [`ServerHandle`](crate::ServerHandle) call this layer;
 //! it never calls either.
 
+pub(crate) mod admissionregistration;
 pub(crate) mod apps;
 pub(crate) mod crd;
 mod delete;
+mod disruption;
 mod field_rules;
+mod gc_trigger;
 mod kinds;
+mod label_selector;
 mod list_keys;
 pub(crate) mod managed;
 mod networking;
@@ -42,6 +46,9 @@ use crate::status::ApiError;
 use crate::store::Store;
 
 pub(crate) use delete::{delete_object, finalize_namespaces};
+pub(crate) use disruption::check_disruption_budgets;
+pub(crate) use gc_trigger::{Trigger, concerns_gc};
+pub(crate) use label_selector::selector_string;
 pub(crate) use object::{create_object, update_object};
 
 /// Everything a request handler needs.
@@ -55,9 +62,20 @@ pub(crate) struct AppState {
     /// The service account tokens issued by `serviceaccounts/token`, accepted as bearer tokens.
     pub(crate) tokens: parking_lot::Mutex<HashMap<String, IssuedToken>>,
     /// Wakes the garbage collector after writes that may concern it.
-    pub(crate) gc: crate::gc::Trigger,
+    pub(crate) gc: Trigger,
     /// The token table and the RBAC snapshot.
     pub(crate) auth: crate::auth::AuthState,
+}
+
+impl AppState {
+    /// What the authorizer reads of this state.
+    pub(crate) fn authz(&self) -> crate::auth::Authz<'_> {
+        crate::auth::Authz {
+            store: &self.store,
+            auth: &self.auth,
+            enabled: self.config.authorization,
+        }
+    }
 }
 
 /// Where a resource request points.
@@ -175,14 +193,6 @@ pub(crate) fn get_object(state: &AppState, target: &Target) -> Result<Arc<Stored
         .get(&target.info.id(), &target.key())
         .ok_or_else(|| ApiError::not_found(&target.info, name))
 }
-
-/// The identity every request of this server acts as (it has no authorization): the
-/// `admin` of kube-apiserver's test harness, in `system:masters`.
-pub(crate) const ADMIN_USER: &str = "admin";
-/// The admin identity's uid.
-pub(crate) const ADMIN_UID: &str = "admin-uid";
-/// The admin identity's groups.
-pub(crate) const ADMIN_GROUPS: [&str; 2] = ["system:masters", "system:authenticated"];
 
 /// A service account token this server issued (`serviceaccounts/token`).
 #[derive(Debug, Clone)]

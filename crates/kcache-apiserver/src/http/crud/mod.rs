@@ -27,15 +27,15 @@ use crate::status::ApiError;
 mod patch;
 mod scale;
 mod subresources;
+mod token;
 mod write;
 
 pub(crate) use crate::registry::{create_object, get_object, update_object};
 pub(crate) use crate::registry::{meta_mut, now_rfc3339};
 pub(crate) use patch::patch;
 pub(crate) use scale::{get_scale, patch_scale, update_scale};
-pub(crate) use subresources::{
-    bind, evict, is_core_binding, is_review, review, selector_string, token, token_identity,
-};
+pub(crate) use subresources::{bind, evict, is_core_binding, is_review, review};
+pub(crate) use token::{token, token_identity};
 pub(crate) use write::{create, update};
 
 pub(super) fn is_dry_run(query: &HashMap<String, String>) -> bool {
