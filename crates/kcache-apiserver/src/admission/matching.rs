@@ -225,7 +225,7 @@ pub(crate) fn conditions_hold(hook: &Value, attrs: &Attributes) -> Result<bool, 
     let Some(conditions) = hook.get("matchConditions").and_then(Value::as_array) else {
         return Ok(true);
     };
-    let request = super::call::review(attrs, "")["request"].clone();
+    let request = super::review::review(attrs, "")["request"].clone();
     let mut errors = Vec::new();
     for c in conditions {
         let expr = c

@@ -8,6 +8,7 @@
 //! - the webhook configurations as objects (defaults, validation) are the registry's
 //!   (`registry/admissionregistration.rs`);
 //! - `matching.rs`: which webhooks a request calls (rules, selectors, `matchConditions`);
+//! - `review.rs`: the AdmissionReview a webhook is sent;
 //! - `call.rs`: the HTTPS call and the reading of the answer;
 //! - `patch.rs`: a mutating webhook's JSON patch applied to the object.
 //!
@@ -17,6 +18,7 @@
 pub(crate) mod call;
 pub(crate) mod matching;
 pub(crate) mod patch;
+pub(crate) mod review;
 
 use std::sync::Arc;
 
