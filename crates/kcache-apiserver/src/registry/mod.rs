@@ -1,17 +1,22 @@
 //! The registry layer: the semantics of objects, below `http/` (routing, negotiation,
-//! encodings) and above the versioned store, after kube-apiserver's `pkg/registry`.
+//! encodings), admission and the garbage collector, and above auth's data types, the
+//! versioned store and stored objects, after kube-apiserver's `pkg/registry`.
 //!
 //! - [`resolve`]: a resource path to the [`Target`] it names;
 //! - `object.rs`: create and update with server-set metadata, optimistic concurrency,
 //!   generation, status/spec split and managed fields; `delete.rs`: deletion with
 //!   preconditions, finalizers and namespace termination; `propagation.rs` the garbage
-//!   collector's finalizers a DELETE adds;
-//! - `rules.rs` and `apps.rs`: the per-kind strategies (defaults, validation); `validate.rs`
-//!   names, kinds and unknown fields; `managed.rs` managedFields; `crd/` what a
-//!   CustomResourceDefinition serves.
+//!   collector's finalizers a DELETE adds; `gc_trigger.rs` how a write wakes the collector;
+//! - `rules.rs` and `apps.rs`: the per-kind strategies (defaults, validation);
+//!   `admissionregistration.rs` the webhook configurations'; `validate.rs` names, kinds and
+//!   unknown fields; `managed.rs` managedFields (their field sets in `fieldset.rs`); `crd/`
+//!   what a CustomResourceDefinition serves;
+//! - `disruption.rs`: the PodDisruptionBudget side of an eviction; `label_selector.rs` a
+//!   LabelSelector object's string form.
 //!
 //! Both the HTTP front and the Rust [`ServerHandle`](crate::ServerHandle) call this layer;
-//! it never calls either.
+//! it never calls either, nor admission or the collector: what it needs of those is passed
+//! in ([`Trigger`]).
 
 pub(crate) mod admissionregistration;
 pub(crate) mod apps;
@@ -19,6 +24,7 @@ pub(crate) mod crd;
 mod delete;
 mod disruption;
 mod field_rules;
+mod fieldset;
 mod gc_trigger;
 mod kinds;
 mod label_selector;
