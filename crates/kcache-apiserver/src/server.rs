@@ -288,7 +288,7 @@ impl ApiServerBuilder {
                 .map_err(ServerError::Seed)?;
         }
         // The RBAC roles and bindings kube-apiserver creates at start.
-        crate::auth::bootstrap::seed(&handle).map_err(ServerError::Seed)?;
+        handle.seed_rbac().map_err(ServerError::Seed)?;
         for (path, obj) in self.seed {
             handle.create(&path, obj).map_err(ServerError::Seed)?;
         }
