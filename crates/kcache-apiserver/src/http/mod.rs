@@ -11,7 +11,6 @@ mod list;
 pub(crate) mod negotiate;
 mod openapi;
 pub(crate) mod params;
-mod smp;
 pub(crate) mod table;
 mod watch;
 

@@ -10,7 +10,7 @@
 //! - `rules.rs` and `apps.rs`: the per-kind strategies (defaults, validation);
 //!   `admissionregistration.rs` the webhook configurations'; `validate.rs` names, kinds and
 //!   unknown fields; `managed.rs` managedFields (their field sets in `fieldset.rs`); `crd/`
-//!   what a CustomResourceDefinition serves;
+//!   what a CustomResourceDefinition serves; `smp.rs` strategic merge patch by the schema;
 //! - `disruption.rs`: the PodDisruptionBudget side of an eviction; `label_selector.rs` a
 //!   LabelSelector object's string form.
 //!
@@ -35,6 +35,7 @@ mod object;
 pub(crate) mod propagation;
 mod rbac;
 pub(crate) mod rules;
+pub(crate) mod smp;
 pub(crate) mod validate;
 pub(crate) mod validation;
 
