@@ -4,8 +4,9 @@
 //!
 //! This module has GET and the helpers every handler uses; `write.rs` the write path that
 //! POST, PUT and PATCH share (typed query parameters, body decoding and checks, the answer),
-//! `object.rs` the stored-object side of create and update (also used by apply and the Rust
-//! handle), `patch.rs` PATCH and server-side apply.
+//! `patch.rs` PATCH and server-side apply, `subresources.rs` and `token.rs` the action
+//! subresources and create-only kinds; the stored-object side of create and update (also used
+//! by apply and the Rust handle) is the registry's (`registry/object.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
