@@ -142,6 +142,29 @@ impl ServerHandle {
         registry::update_object(&self.state, &t, object, false, &change).map(|o| o.value().clone())
     }
 
+    /// Creates the RBAC objects kube-apiserver creates at start, then aggregates the aggregated
+    /// ClusterRoles (as kube-controller-manager would in a cluster).
+    pub(crate) fn seed_rbac(&self) -> Result<(), ApiError> {
+        for (path, obj) in crate::auth::bootstrap::objects() {
+            self.create(&path, obj)?;
+        }
+        // Aggregated roles may select aggregated roles: sync until nothing changes.
+        for _ in 0..8 {
+            if !self.aggregate_cluster_roles() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Brings the aggregated ClusterRoles' rules up to date (one pass, writing through this
+    /// handle); whether a role changed.
+    pub(crate) fn aggregate_cluster_roles(&self) -> bool {
+        crate::auth::aggregate::aggregate(&self.state.store, |path, object| {
+            self.update(path, object).map(drop)
+        })
+    }
+
     /// Deletes the object at `path` (finalizers are honoured).
     ///
     /// # Errors

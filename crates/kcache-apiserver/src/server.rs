@@ -242,8 +242,8 @@ impl ApiServerBuilder {
             faults: faults.clone(),
             shutdown: shutdown.clone(),
             tokens: parking_lot::Mutex::new(std::collections::HashMap::new()),
-            gc: crate::gc::Trigger::default(),
-            auth: crate::auth::AuthState::new(&self.config),
+            gc: crate::registry::Trigger::default(),
+            auth: crate::auth::AuthState::new(&self.config.users),
         });
         let handle = ServerHandle {
             state: state.clone(),
@@ -288,7 +288,7 @@ impl ApiServerBuilder {
                 .map_err(ServerError::Seed)?;
         }
         // The RBAC roles and bindings kube-apiserver creates at start.
-        crate::auth::bootstrap::seed(&handle).map_err(ServerError::Seed)?;
+        handle.seed_rbac().map_err(ServerError::Seed)?;
         for (path, obj) in self.seed {
             handle.create(&path, obj).map_err(ServerError::Seed)?;
         }

@@ -41,6 +41,7 @@ pub mod lister_watcher;
 pub mod object;
 #[cfg(feature = "protobuf")]
 pub mod protobuf;
+mod redact;
 pub mod shard_leases;
 mod source;
 

@@ -20,8 +20,8 @@ use kube_core::{ListMeta, ObjectList, TypeMeta, WatchEvent};
 
 use kcache_proto::list::ListSplitter;
 
-use crate::client::{Items, malformed_list};
 use crate::decode::ItemDecoder;
+use crate::decode::{Items, malformed_list};
 
 /// `Accept` of a list (or get) that prefers protobuf.
 pub const ACCEPT_LIST: &str = "application/vnd.kubernetes.protobuf, application/json";
@@ -179,7 +179,7 @@ fn event<K, D: ItemDecoder<K>>(
             let json = serde_json::to_value(status).map_err(Error::decode)?;
             let mut status: kube_core::Status =
                 serde_json::from_value(json).map_err(Error::decode)?;
-            crate::client::sanitize_status(&mut status);
+            crate::redact::sanitize_status(&mut status);
             WatchEvent::Error(Box::new(status))
         }
     })

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::Attributes;
 use super::matching::{Endpoint, Hook};
-use crate::registry::{ADMIN_GROUPS, ADMIN_UID, ADMIN_USER};
+use super::review::review;
 use crate::status::ApiError;
 
 /// A reason in kube-apiserver's `metav1.StatusReason` list (an unknown one is dropped).
@@ -69,47 +69,6 @@ pub(crate) fn denial(name: &str, result: Option<&Value>) -> ApiError {
 /// A failed call (`ErrCallingWebhook`): 500 InternalError naming the webhook.
 fn failed(name: &str, reason: &str) -> ApiError {
     ApiError::internal(format!("failed calling webhook \"{name}\": {reason}"))
-}
-
-/// The AdmissionReview request of `attrs` with `uid`.
-pub(crate) fn review(attrs: &Attributes, uid: &str) -> Value {
-    let info = &attrs.info;
-    let typed = attrs.object.as_ref().or(attrs.old_object.as_ref());
-    let (group, version, kind) = match typed {
-        Some(o) => {
-            let api_version = o.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-            let (g, v) = api_version.split_once('/').unwrap_or(("", api_version));
-            let kind = o.get("kind").and_then(Value::as_str).unwrap_or(&info.kind);
-            (g.to_owned(), v.to_owned(), kind.to_owned())
-        }
-        None => (info.group.clone(), info.version.clone(), info.kind.clone()),
-    };
-    let kind = json!({"group": group, "version": version, "kind": kind});
-    let resource = json!({"group": info.group, "version": info.version, "resource": info.plural});
-    let mut req = json!({
-        "uid": uid,
-        "kind": kind,
-        "resource": resource,
-        "requestKind": kind,
-        "requestResource": resource,
-        "operation": attrs.operation.as_str(),
-        "userInfo": {"username": ADMIN_USER, "uid": ADMIN_UID, "groups": ADMIN_GROUPS},
-        "object": attrs.object.clone().unwrap_or(Value::Null),
-        "oldObject": attrs.old_object.clone().unwrap_or(Value::Null),
-        "dryRun": attrs.dry_run,
-        "options": attrs.options,
-    });
-    if let Some(sub) = &attrs.sub {
-        req["subResource"] = json!(sub);
-        req["requestSubResource"] = json!(sub);
-    }
-    if !attrs.name.is_empty() {
-        req["name"] = json!(attrs.name);
-    }
-    if let Some(ns) = attrs.namespace.as_ref().filter(|_| info.namespaced) {
-        req["namespace"] = json!(ns);
-    }
-    json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": req})
 }
 
 /// The request path as kube-apiserver's webhook client sends it: its REST client joins the

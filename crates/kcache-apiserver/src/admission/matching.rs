@@ -51,7 +51,11 @@ pub(crate) fn configurations(state: &AppState, mutating: bool) -> Vec<Arc<Stored
     } else {
         "validatingwebhookconfigurations"
     };
-    let Some(info) = state.registry.get(super::config::GROUP, "v1", plural) else {
+    let Some(info) =
+        state
+            .registry
+            .get(crate::registry::admissionregistration::GROUP, "v1", plural)
+    else {
         return Vec::new();
     };
     let mut all = state.store.objects(&info.id());
@@ -110,7 +114,7 @@ pub(crate) fn selects(selector: Option<&Value>, obj: &Value) -> bool {
     let Some(sel) = selector.filter(|s| !s.is_null()) else {
         return true;
     };
-    let text = crate::http::selector_string(sel);
+    let text = crate::registry::selector_string(sel);
     LabelSelector::parse(&text).is_ok_and(|s| s.matches(obj))
 }
 
@@ -221,7 +225,7 @@ pub(crate) fn conditions_hold(hook: &Value, attrs: &Attributes) -> Result<bool, 
     let Some(conditions) = hook.get("matchConditions").and_then(Value::as_array) else {
         return Ok(true);
     };
-    let request = super::call::review(attrs, "")["request"].clone();
+    let request = super::review::review(attrs, "")["request"].clone();
     let mut errors = Vec::new();
     for c in conditions {
         let expr = c

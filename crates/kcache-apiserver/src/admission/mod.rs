@@ -5,8 +5,10 @@
 //! `reinvocationPolicy: IfNeeded` when a later one changed the object), then the validating
 //! ones, each with an `admission.k8s.io/v1` AdmissionReview over HTTPS.
 //!
-//! - `config.rs`: the webhook configurations as objects (defaults, validation);
+//! - the webhook configurations as objects (defaults, validation) are the registry's
+//!   (`registry/admissionregistration.rs`);
 //! - `matching.rs`: which webhooks a request calls (rules, selectors, `matchConditions`);
+//! - `review.rs`: the AdmissionReview a webhook is sent;
 //! - `call.rs`: the HTTPS call and the reading of the answer;
 //! - `patch.rs`: a mutating webhook's JSON patch applied to the object.
 //!
@@ -14,9 +16,9 @@
 //! mutated object back into the write.
 
 pub(crate) mod call;
-pub(crate) mod config;
 pub(crate) mod matching;
 pub(crate) mod patch;
+pub(crate) mod review;
 
 use std::sync::Arc;
 

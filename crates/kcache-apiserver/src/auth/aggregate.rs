@@ -3,12 +3,11 @@
 //! other ClusterRole whose labels match one of its `clusterRoleSelectors`, in name order,
 //! each rule once. Run after every write of a ClusterRole and once a second.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
 use super::rbac::{Rule, id};
-use crate::registry::AppState;
+use crate::status::ApiError;
+use crate::store::Store;
 
 /// Whether `labels` match a LabelSelector (`matchLabels`, `matchExpressions` with `In`,
 /// `NotIn`, `Exists`, `DoesNotExist`); an empty selector matches everything, as
@@ -40,11 +39,14 @@ pub(crate) fn selector_matches(selector: &Value, labels: &serde_json::Map<String
 }
 
 /// Brings every aggregated ClusterRole's rules up to date (one pass, as the controller's one
-/// sync of each role); whether a role changed.
-pub(crate) fn aggregate(state: &Arc<AppState>) -> bool {
+/// sync of each role), reading the roles from `store` and writing each changed one with
+/// `update` (path, object); whether a role changed.
+pub(crate) fn aggregate(
+    store: &Store,
+    mut update: impl FnMut(&str, Value) -> Result<(), ApiError>,
+) -> bool {
     let mut changed = false;
-    let mut roles: Vec<Value> = state
-        .store
+    let mut roles: Vec<Value> = store
         .objects(&id("clusterroles"))
         .iter()
         .map(|o| o.value())
@@ -98,11 +100,8 @@ pub(crate) fn aggregate(state: &Arc<AppState>) -> bool {
         }
         let mut updated = role.clone();
         updated["rules"] = json!(rules.iter().map(Rule::to_json).collect::<Vec<_>>());
-        let handle = crate::ServerHandle {
-            state: state.clone(),
-        };
         let path = format!("/apis/{}/v1/clusterroles/{name}", super::rbac::GROUP);
-        match handle.update(&path, updated) {
+        match update(&path, updated) {
             Ok(_) => changed = true,
             Err(e) => tracing::debug!(role = name, error = %e, "aggregating a ClusterRole failed"),
         }

@@ -4,11 +4,9 @@
 //! ClusterRoleBindings, and the Roles and RoleBindings in `kube-system` and `kube-public`.
 //! Recorded from a real kube-apiserver (`kubectl get ... -o json`, without uid,
 //! resourceVersion, creationTimestamp and managedFields) into `data/rbac-bootstrap-v1.36.5.json`.
+//! The server creates them through its handle at start (`ServerHandle::seed_rbac`).
 
 use serde_json::Value;
-
-use crate::ServerHandle;
-use crate::status::ApiError;
 
 const RECORDED: &str = include_str!("../../data/rbac-bootstrap-v1.36.5.json");
 
@@ -40,21 +38,6 @@ pub(crate) fn objects() -> Vec<(String, Value)> {
         }
     }
     out
-}
-
-/// Creates the bootstrap objects, then aggregates the aggregated ClusterRoles (as
-/// kube-controller-manager would in a cluster).
-pub(crate) fn seed(handle: &ServerHandle) -> Result<(), ApiError> {
-    for (path, obj) in objects() {
-        handle.create(&path, obj)?;
-    }
-    // Aggregated roles may select aggregated roles: sync until nothing changes.
-    for _ in 0..8 {
-        if !super::aggregate::aggregate(&handle.state) {
-            break;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

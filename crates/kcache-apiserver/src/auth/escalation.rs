@@ -5,10 +5,10 @@
 
 use serde_json::Value;
 
+use super::Authz;
 use super::attrs::{Attributes, forbidden_resource};
 use super::rbac::{GROUP, Rule, snapshot};
 use super::{MASTERS, UserInfo};
-use crate::registry::AppState;
 use crate::status::ApiError;
 
 /// A servant rule broken down into rules of one verb, group, resource and name (or one URL).
@@ -148,7 +148,7 @@ fn storage_wording(e: &str) -> String {
 /// `ConfirmNoEscalation`: `Err(message)` when `user` does not hold all of `rules` in
 /// `namespace`.
 fn confirm_no_escalation(
-    state: &AppState,
+    state: &Authz<'_>,
     user: &UserInfo,
     namespace: &str,
     rules: &[Rule],
@@ -181,8 +181,8 @@ fn confirm_no_escalation(
 
 /// Whether this write needs the checks: RBAC on, the user not in `system:masters`, a create,
 /// update or patch of one of the four RBAC kinds (not a subresource).
-pub(crate) fn applies(state: &AppState, user: &UserInfo, a: &Attributes) -> bool {
-    state.config.authorization
+pub(crate) fn applies(state: &Authz<'_>, user: &UserInfo, a: &Attributes) -> bool {
+    state.enabled
         && !user.in_group(MASTERS)
         && a.resource_request
         && a.group == GROUP
@@ -197,7 +197,7 @@ pub(crate) fn applies(state: &AppState, user: &UserInfo, a: &Attributes) -> bool
 /// The escalation or bind check of writing `obj` (the object as it would be stored) by
 /// `user`, for the request `a`.
 pub(crate) fn check(
-    state: &AppState,
+    state: &Authz<'_>,
     user: &UserInfo,
     a: &Attributes,
     obj: &Value,

@@ -9,9 +9,9 @@ use std::collections::BTreeMap;
 
 use http::HeaderMap;
 
+use super::Authz;
 use super::attrs::{Attributes, forbidden};
 use super::{ANONYMOUS, AUTHENTICATED, UNAUTHENTICATED, UserInfo};
-use crate::registry::AppState;
 use crate::status::ApiError;
 
 const AUTHN_GROUP: &str = "authentication.k8s.io";
@@ -136,7 +136,7 @@ fn only_name(u: &UserInfo) -> bool {
 }
 
 struct Checker<'a> {
-    state: &'a AppState,
+    state: &'a Authz<'a>,
     requestor: &'a UserInfo,
 }
 
@@ -298,7 +298,7 @@ fn go_quoted(v: &[String]) -> String {
 /// The user a request acts as: `requestor`, or whom its `Impersonate-*` headers name when
 /// `requestor` may impersonate them (403 otherwise, 400 for groups or extras without a user).
 pub(crate) fn impersonate(
-    state: &AppState,
+    state: &Authz<'_>,
     requestor: UserInfo,
     headers: &HeaderMap,
     request: &Attributes,

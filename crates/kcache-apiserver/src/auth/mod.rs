@@ -14,7 +14,6 @@
 
 pub(crate) mod aggregate;
 pub(crate) mod attrs;
-pub(crate) mod authn;
 pub(crate) mod bootstrap;
 pub(crate) mod escalation;
 pub(crate) mod impersonate;
@@ -26,6 +25,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use parking_lot::RwLock;
 
+use crate::store::Store;
+
 /// The group whose members may do everything (kube-apiserver's privileged group).
 pub(crate) const MASTERS: &str = "system:masters";
 /// The group every authenticated user is in.
@@ -34,6 +35,14 @@ pub(crate) const AUTHENTICATED: &str = "system:authenticated";
 pub(crate) const UNAUTHENTICATED: &str = "system:unauthenticated";
 /// The user name of anonymous requests.
 pub(crate) const ANONYMOUS: &str = "system:anonymous";
+
+/// The identity every request of this server acts as (it has no authorization): the
+/// `admin` of kube-apiserver's test harness, in `system:masters`.
+pub(crate) const ADMIN_USER: &str = "admin";
+/// The admin identity's uid.
+pub(crate) const ADMIN_UID: &str = "admin-uid";
+/// The admin identity's groups.
+pub(crate) const ADMIN_GROUPS: [&str; 2] = ["system:masters", "system:authenticated"];
 
 /// Who a request acts as, after authentication and impersonation.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -78,12 +87,9 @@ impl UserInfo {
     /// The admin of this server: `admin`, in `system:masters` (as kube-up.sh's token table).
     pub(crate) fn admin() -> Self {
         Self {
-            name: crate::registry::ADMIN_USER.to_owned(),
-            uid: crate::registry::ADMIN_UID.to_owned(),
-            groups: crate::registry::ADMIN_GROUPS
-                .iter()
-                .map(|g| (*g).to_owned())
-                .collect(),
+            name: ADMIN_USER.to_owned(),
+            uid: ADMIN_UID.to_owned(),
+            groups: ADMIN_GROUPS.iter().map(|g| (*g).to_owned()).collect(),
             extra: BTreeMap::new(),
         }
     }
@@ -160,17 +166,28 @@ pub(crate) struct AuthState {
 }
 
 impl AuthState {
-    /// The state for `config`'s token table.
-    pub(crate) fn new(config: &crate::ServerConfig) -> Self {
+    /// The state for a static token table (`ServerConfig::users`).
+    pub(crate) fn new(users: &[StaticToken]) -> Self {
         let state = Self::default();
         {
             let mut t = state.tokens.write();
-            for s in &config.users {
+            for s in users {
                 t.insert(s.token.clone(), s.user.clone());
             }
         }
         state
     }
+}
+
+/// What authorization reads of a running server: the store that holds its Roles, ClusterRoles
+/// and bindings, its [`AuthState`], and whether RBAC is on
+/// ([`ServerConfig::authorization`](crate::ServerConfig::authorization)). The registry's state
+/// lends it out, so that this module needs nothing above the store.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Authz<'a> {
+    pub(crate) store: &'a Store,
+    pub(crate) auth: &'a AuthState,
+    pub(crate) enabled: bool,
 }
 
 /// A fresh random token (64 hex digits).

@@ -10,9 +10,9 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::watch;
 
+use super::Authz;
 use super::attrs::Attributes;
 use super::{MASTERS, UserInfo};
-use crate::registry::AppState;
 use crate::resource::ResourceId;
 
 /// The RBAC API group.
@@ -248,7 +248,7 @@ const PLURALS: [&str; 4] = [
 ];
 
 impl Snapshot {
-    fn load(state: &AppState) -> Self {
+    fn load(state: &Authz<'_>) -> Self {
         let mut s = Self::default();
         for o in state.store.objects(&id("clusterroles")) {
             s.cluster_roles
@@ -452,7 +452,7 @@ pub(crate) struct Cache {
 }
 
 /// The current RBAC snapshot of `state`.
-pub(crate) fn snapshot(state: &AppState) -> Arc<Snapshot> {
+pub(crate) fn snapshot(state: &Authz<'_>) -> Arc<Snapshot> {
     let cache = &state.auth.rbac;
     let receivers = cache.versions.get_or_init(|| {
         PLURALS
@@ -474,11 +474,11 @@ pub(crate) fn snapshot(state: &AppState) -> Arc<Snapshot> {
 
 /// Whether `user` may do `a` on this server (always, with authorization off).
 pub(crate) fn authorize(
-    state: &AppState,
+    state: &Authz<'_>,
     user: &UserInfo,
     a: &Attributes,
 ) -> Result<String, String> {
-    if !state.config.authorization || user.in_group(MASTERS) {
+    if !state.enabled || user.in_group(MASTERS) {
         return Ok(String::new());
     }
     snapshot(state).authorize(user, a)

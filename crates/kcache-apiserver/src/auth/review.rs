@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use super::Authz;
 use super::UserInfo;
 use super::attrs::Attributes;
-use crate::registry::AppState;
 use crate::status::ApiError;
 
 fn s(v: &Value, k: &str) -> String {
@@ -107,7 +107,7 @@ fn spec_user(spec: &Value) -> UserInfo {
     }
 }
 
-fn decision(state: &AppState, user: &UserInfo, a: &Attributes) -> Value {
+fn decision(state: &Authz<'_>, user: &UserInfo, a: &Attributes) -> Value {
     let mut status = Map::new();
     match super::rbac::authorize(state, user, a) {
         Ok(reason) => {
@@ -129,7 +129,7 @@ fn decision(state: &AppState, user: &UserInfo, a: &Attributes) -> Value {
 /// The status of the review `obj` of kind `plural` posted by `requester` (at `namespace`
 /// for the namespaced LocalSubjectAccessReview).
 pub(crate) fn answer(
-    state: &AppState,
+    state: &Authz<'_>,
     requester: &UserInfo,
     plural: &str,
     obj: &Value,
@@ -178,7 +178,7 @@ pub(crate) fn answer(
         }
         "selfsubjectrulesreviews" => {
             let ns = s(&spec, "namespace");
-            let (rules, errors) = if state.config.authorization {
+            let (rules, errors) = if state.enabled {
                 super::rbac::snapshot(state).rules_for(requester, &ns)
             } else {
                 (

@@ -15,7 +15,8 @@
 //!   cluster-scoped dependent naming a namespaced kind, makes the dependent uncollectable (it is
 //!   left alone, as kube-controller-manager reports `OwnerRefInvalidNamespace` and waits).
 //!
-//! It runs on a task woken by the writes that can matter (a deletion, an object written with
+//! It runs on a task woken by the writes that can matter (the registry's
+//! [`Trigger`](crate::registry::Trigger)) (a deletion, an object written with
 //! owner references or a deletionTimestamp) and every few seconds, until nothing changes.
 //! [`ServerConfig::garbage_collector`](crate::ServerConfig::garbage_collector) turns it off; the
 //! apiserver side (the finalizers a DELETE adds, see `registry/propagation.rs`) stays, as on
@@ -26,10 +27,8 @@ mod pass;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::object::StoredObject;
 use crate::registry::AppState;
 
 /// How often the collector also runs without being woken (it catches owners removed by paths
@@ -44,39 +43,13 @@ const IDLE: Duration = Duration::from_millis(50);
 /// the next one).
 const MAX_PASSES: usize = 64;
 
-/// Wakes the collector; cheap, and harmless when it is off.
-#[derive(Debug, Default)]
-pub(crate) struct Trigger(Notify);
-
-impl Trigger {
-    /// Asks for a pass soon.
-    pub(crate) fn wake(&self) {
-        self.0.notify_one();
-    }
-
-    /// Asks for a pass when `obj` has owner references or is being deleted.
-    pub(crate) fn wake_for(&self, obj: &StoredObject) {
-        if concerns_gc(obj) {
-            self.wake();
-        }
-    }
-}
-
-/// Whether the serialised object mentions owner references or a deletionTimestamp (a cheap
-/// byte search; a false positive only costs a parse).
-pub(crate) fn concerns_gc(obj: &StoredObject) -> bool {
-    let json = obj.json();
-    memchr::memmem::find(json, b"\"ownerReferences\"").is_some()
-        || memchr::memmem::find(json, b"\"deletionTimestamp\"").is_some()
-}
-
 /// Runs the collector until `stop` is cancelled.
 pub(crate) async fn run(state: Arc<AppState>, stop: CancellationToken) {
     let mut last_rv = 0;
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
-            () = state.gc.0.notified() => {}
+            () = state.gc.notified() => {}
             () = tokio::time::sleep(PERIOD) => {
                 if state.store.current_rv() == last_rv {
                     continue;

@@ -123,7 +123,7 @@ fn candidates(state: &AppState) -> Vec<Node> {
     let mut out = Vec::new();
     for info in state.registry.all() {
         for obj in state.store.objects(&info.id()) {
-            if !super::concerns_gc(&obj) {
+            if !crate::registry::concerns_gc(&obj) {
                 continue;
             }
             let value = obj.value();

@@ -2,6 +2,7 @@
 //! paths, and rendering of responses.
 
 mod admit;
+mod authn;
 mod crud;
 mod debug;
 mod delete;
@@ -10,8 +11,6 @@ mod list;
 pub(crate) mod negotiate;
 mod openapi;
 pub(crate) mod params;
-pub(crate) mod protobuf;
-mod smp;
 pub(crate) mod table;
 mod watch;
 
@@ -31,11 +30,12 @@ use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::object::protobuf;
 use crate::resource::Registry;
 use crate::status::ApiError;
 
 pub(crate) use crate::registry::{AppState, Target, delete_object, get_object};
-pub(crate) use crud::{selector_string, token_identity};
+pub(crate) use crud::token_identity;
 
 /// Serves until `shutdown` is cancelled.
 pub(crate) async fn serve(
@@ -53,7 +53,7 @@ pub(crate) async fn serve(
                 () = maint_stop.cancelled() => break,
                 _ = tick.tick() => {
                     maint_state.store.maintain();
-                    let _ = crate::auth::aggregate::aggregate(&maint_state);
+                    let _ = crate::ServerHandle { state: maint_state.clone() }.aggregate_cluster_roles();
                     crate::registry::finalize_namespaces(&maint_state);
                 }
             }
@@ -236,9 +236,9 @@ fn authorized(
     attrs: &crate::auth::attrs::Attributes,
 ) -> Result<crate::auth::UserInfo, ApiError> {
     let cert = req.extensions().get::<crate::tls::ClientCertificate>();
-    let user = crate::auth::authn::authenticate(state, req.headers(), cert)?;
-    let user = crate::auth::impersonate::impersonate(state, user, req.headers(), attrs)?;
-    let decision = crate::auth::rbac::authorize(state, &user, attrs);
+    let user = authn::authenticate(state, req.headers(), cert)?;
+    let user = crate::auth::impersonate::impersonate(&state.authz(), user, req.headers(), attrs)?;
+    let decision = crate::auth::rbac::authorize(&state.authz(), &user, attrs);
     state.auth.recorder.record(&user, attrs, decision.is_ok());
     decision.map_err(|reason| crate::auth::attrs::forbidden(&user, attrs, &reason))?;
     Ok(user)
@@ -290,7 +290,7 @@ async fn check_escalation(
             serde_json::from_slice(&bytes).unwrap_or(Value::Null)
         }
     };
-    crate::auth::escalation::check(state, user, attrs, &object)
+    crate::auth::escalation::check(&state.authz(), user, attrs, &object)
 }
 
 /// The verb of a request (kube-apiserver's names, as discovery lists them).
@@ -413,7 +413,7 @@ async fn handle(state: Arc<AppState>, mut req: Request) -> Response {
                 }
                 _ => Bytes::new(),
             };
-            if crate::auth::escalation::applies(&state, &user, &attrs)
+            if crate::auth::escalation::applies(&state.authz(), &user, &attrs)
                 && let Err(e) =
                     check_escalation(&state, &parts, &target, &query, &body, &user, &attrs).await
             {
@@ -424,7 +424,10 @@ async fn handle(state: Arc<AppState>, mut req: Request) -> Response {
                 && parts.method != Method::GET;
             let result = admit::dispatch_admitted(&state, &parts, target, &query, body).await;
             if aggregate {
-                let _ = crate::auth::aggregate::aggregate(&state);
+                let _ = crate::ServerHandle {
+                    state: state.clone(),
+                }
+                .aggregate_cluster_roles();
             }
             result
         }

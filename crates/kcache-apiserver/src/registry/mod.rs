@@ -1,25 +1,35 @@
 //! The registry layer: the semantics of objects, below `http/` (routing, negotiation,
-//! encodings) and above the versioned store, after kube-apiserver's `pkg/registry`.
+//! encodings), admission and the garbage collector, and above auth's data types, the
+//! versioned store and stored objects, after kube-apiserver's `pkg/registry`.
 //!
 //! - [`resolve`]: a resource path to the [`Target`] it names;
 //! - `object.rs`: create and update with server-set metadata, optimistic concurrency,
 //!   generation, status/spec split and managed fields; `delete.rs`: deletion with
 //!   preconditions, finalizers and namespace termination; `propagation.rs` the garbage
-//!   collector's finalizers a DELETE adds;
-//! - `rules.rs` and `apps.rs`: the per-kind strategies (defaults, validation); `validate.rs`
-//!   names, kinds and unknown fields; `managed.rs` managedFields; `crd/` what a
-//!   CustomResourceDefinition serves.
+//!   collector's finalizers a DELETE adds; `gc_trigger.rs` how a write wakes the collector;
+//! - `rules.rs` and `apps.rs`: the per-kind strategies (defaults, validation);
+//!   `admissionregistration.rs` the webhook configurations'; `validate.rs` names, kinds and
+//!   unknown fields; `managed.rs` managedFields (their field sets in `fieldset.rs`); `crd/`
+//!   what a CustomResourceDefinition serves; `smp.rs` strategic merge patch by the schema;
+//! - `disruption.rs`: the PodDisruptionBudget side of an eviction; `label_selector.rs` a
+//!   LabelSelector object's string form.
 //!
 //! Both the HTTP front and the Rust [`ServerHandle`](crate::ServerHandle) call this layer;
-//! it never calls either.
+//! it never calls either, nor admission or the collector: what it needs of those is passed
+//! in ([`Trigger`]).
 
+pub(crate) mod admissionregistration;
 pub(crate) mod apps;
 pub(crate) mod crd;
 mod defaults;
 mod delete;
+mod disruption;
 mod field_rules;
+mod fieldset;
+mod gc_trigger;
 mod jobs;
 mod kinds;
+mod label_selector;
 mod list_keys;
 pub(crate) mod managed;
 mod networking;
@@ -27,6 +37,7 @@ mod object;
 pub(crate) mod propagation;
 mod rbac;
 pub(crate) mod rules;
+pub(crate) mod smp;
 mod updates;
 pub(crate) mod validate;
 pub(crate) mod validation;
@@ -45,6 +56,9 @@ use crate::status::ApiError;
 use crate::store::Store;
 
 pub(crate) use delete::{delete_object, finalize_namespaces};
+pub(crate) use disruption::check_disruption_budgets;
+pub(crate) use gc_trigger::{Trigger, concerns_gc};
+pub(crate) use label_selector::selector_string;
 pub(crate) use object::{create_object, update_object};
 
 /// Everything a request handler needs.
@@ -58,9 +72,20 @@ pub(crate) struct AppState {
     /// The service account tokens issued by `serviceaccounts/token`, accepted as bearer tokens.
     pub(crate) tokens: parking_lot::Mutex<HashMap<String, IssuedToken>>,
     /// Wakes the garbage collector after writes that may concern it.
-    pub(crate) gc: crate::gc::Trigger,
+    pub(crate) gc: Trigger,
     /// The token table and the RBAC snapshot.
     pub(crate) auth: crate::auth::AuthState,
+}
+
+impl AppState {
+    /// What the authorizer reads of this state.
+    pub(crate) fn authz(&self) -> crate::auth::Authz<'_> {
+        crate::auth::Authz {
+            store: &self.store,
+            auth: &self.auth,
+            enabled: self.config.authorization,
+        }
+    }
 }
 
 /// Where a resource request points.
@@ -178,14 +203,6 @@ pub(crate) fn get_object(state: &AppState, target: &Target) -> Result<Arc<Stored
         .get(&target.info.id(), &target.key())
         .ok_or_else(|| ApiError::not_found(&target.info, name))
 }
-
-/// The identity every request of this server acts as (it has no authorization): the
-/// `admin` of kube-apiserver's test harness, in `system:masters`.
-pub(crate) const ADMIN_USER: &str = "admin";
-/// The admin identity's uid.
-pub(crate) const ADMIN_UID: &str = "admin-uid";
-/// The admin identity's groups.
-pub(crate) const ADMIN_GROUPS: [&str; 2] = ["system:masters", "system:authenticated"];
 
 /// A service account token this server issued (`serviceaccounts/token`).
 #[derive(Debug, Clone)]

@@ -69,8 +69,8 @@ pub(crate) fn on_create(info: &ResourceInfo, obj: &mut Map<String, Value>) -> Re
     }
     validation::rbac_defaults(info, obj);
     kinds::set_defaults(info, obj);
-    crate::admission::config::set_defaults(info, obj);
-    causes.extend(crate::admission::config::causes(info, obj));
+    crate::registry::admissionregistration::set_defaults(info, obj);
+    causes.extend(crate::registry::admissionregistration::causes(info, obj));
     if apps::is_workload(info) {
         apps::set_defaults(info, obj);
         // The status subresource's owner (the controller) writes status; a create starts
@@ -193,8 +193,8 @@ pub(crate) fn on_update(
     validation::rbac_defaults(info, obj);
     kinds::set_defaults(info, obj);
     causes.extend(validation::rbac_update_causes(info, old, obj));
-    crate::admission::config::set_defaults(info, obj);
-    kind_causes.extend(crate::admission::config::causes(info, obj));
+    crate::registry::admissionregistration::set_defaults(info, obj);
+    kind_causes.extend(crate::registry::admissionregistration::causes(info, obj));
     if apps::is_workload(info) {
         apps::set_defaults(info, obj);
         kind_causes = apps::causes(info, obj);
@@ -456,9 +456,9 @@ fn csr_on_create(
     if !spec.is_object() {
         *spec = json!({});
     }
-    spec["username"] = json!(super::ADMIN_USER);
-    spec["uid"] = json!(super::ADMIN_UID);
-    spec["groups"] = json!(super::ADMIN_GROUPS);
+    spec["username"] = json!(crate::auth::ADMIN_USER);
+    spec["uid"] = json!(crate::auth::ADMIN_UID);
+    spec["groups"] = json!(crate::auth::ADMIN_GROUPS);
     let mut causes = Vec::new();
     let request = spec.get("request").and_then(Value::as_str).unwrap_or("");
     let pem = STANDARD.decode(request).unwrap_or_default();

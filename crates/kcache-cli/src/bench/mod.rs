@@ -241,7 +241,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 break;
             }
             for config in &configs {
-                let record = runner::run_one(&ctx, config, run).await;
+                let record = peer_process::run_one(&ctx, config, run).await;
                 match &record.line {
                     Ok(line) => eprintln!(
                         "bench: n={n} run {}/{} {}: sync {:.0} ms, cpu {:.2} s, rss {:.0} MB, peak {:.0} MB",

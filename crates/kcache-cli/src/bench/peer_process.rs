@@ -7,7 +7,7 @@ use anyhow::{Context as _, bail};
 use kcache_bench::{PeerLine, dataset, server_cost};
 use tokio::{io::AsyncReadExt, process::Child};
 
-use super::runner::{Config, Context, ServerCost};
+use super::runner::{Config, Context, Record, ServerCost};
 
 /// The file a peer creates once synced.
 fn ready_file(ctx: &Context<'_>, tag: &str) -> PathBuf {
@@ -144,6 +144,26 @@ impl Peer {
         }
         line.validate(ctx.n as u64, self.updates as u64)?;
         Ok(line)
+    }
+}
+
+/// Runs `config` once on the context's dataset and records the outcome.
+pub(super) async fn run_one(ctx: &Context<'_>, config: &Config, run: usize) -> Record {
+    let tag = format!("{}-n{}-r{run}", config.label().replace(' ', "-"), ctx.n);
+    let (line, server) = match run(ctx, config, &tag).await {
+        Ok((line, server)) => (Ok(line), server),
+        Err(e) => (Err(format!("{e:#}")), None),
+    };
+    Record {
+        n: ctx.n,
+        run,
+        label: config.label(),
+        peer: config.kind,
+        mode: config.mode.as_str(),
+        storage: config.storage.clone(),
+        protobuf: config.protobuf,
+        line,
+        server,
     }
 }
 

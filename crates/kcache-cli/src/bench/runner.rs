@@ -1,5 +1,5 @@
 //! The peer configurations of a run (program, initial-list mode, storage, wire format) and
-//! one run's record; `peer_process` drives the peer itself.
+//! one run's record; `peer_process` runs the peer itself.
 
 use std::path::{Path, PathBuf};
 
@@ -281,26 +281,6 @@ fn select(configs: Vec<Config>, only: &[String]) -> anyhow::Result<Vec<Config>> 
         .into_iter()
         .filter(|c| only.iter().any(|o| o.trim() == c.label()))
         .collect())
-}
-
-/// Runs `config` once on the context's dataset.
-pub(super) async fn run_one(ctx: &Context<'_>, config: &Config, run: usize) -> Record {
-    let tag = format!("{}-n{}-r{run}", config.label().replace(' ', "-"), ctx.n);
-    let (line, server) = match super::peer_process::run(ctx, config, &tag).await {
-        Ok((line, server)) => (Ok(line), server),
-        Err(e) => (Err(format!("{e:#}")), None),
-    };
-    Record {
-        n: ctx.n,
-        run,
-        label: config.label(),
-        peer: config.kind,
-        mode: config.mode.as_str(),
-        storage: config.storage.clone(),
-        protobuf: config.protobuf,
-        line,
-        server,
-    }
 }
 
 #[cfg(test)]

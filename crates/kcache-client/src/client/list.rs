@@ -37,7 +37,7 @@ use kube_core::ObjectList;
 use tokio::sync::oneshot;
 
 use super::{BodyError, Client};
-use crate::decode::ItemDecoder;
+use crate::decode::{ItemDecoder, Items, malformed_list as malformed};
 
 /// Bytes gathered before they go to the splitter (JSON, and any inflated body), once the
 /// list's continue token has been told: fewer items cut across two chunks, which take the
@@ -187,7 +187,7 @@ fn is_gzip(headers: &http::HeaderMap) -> Result<bool, LwError> {
         Some(v) if v.as_bytes().eq_ignore_ascii_case(b"identity") => Ok(false),
         Some(v) => Err(LwError::decode(format!(
             "list body in Content-Encoding {}, which was not asked for (only gzip is)",
-            super::display_safe(&String::from_utf8_lossy(v.as_bytes()), 64)
+            crate::redact::display_safe(&String::from_utf8_lossy(v.as_bytes()), 64)
         ))),
     }
 }
@@ -202,32 +202,10 @@ pub(crate) struct SplitList<K: Clone> {
     pub protobuf: bool,
 }
 
-/// One format's splitting and decoding.
-pub(crate) trait Items<K: Clone>: Send + 'static {
-    /// Takes one chunk, decoding the items it completed into `out`.
-    fn push(&mut self, chunk: &Bytes, out: &mut Vec<K>) -> Result<(), LwError>;
-    /// Whether a plain body's frames are gathered into chunks of [`SPLIT_CHUNK`] first (JSON:
-    /// see the module docs); protobuf's length-prefixed items split as cheaply from any chunk.
-    fn gathers(&self) -> bool {
-        false
-    }
-    /// Once the list's metadata has been read, before its items are all read: its `continue`
-    /// token, if it has one (see [`kcache::ListerWatcher::list_telling_continue`]); `None`
-    /// while the metadata has not come. Asked after every chunk until it answers.
-    fn early_continue(&mut self) -> Option<Option<String>>;
-    /// After the last chunk: the list's envelope decoded, with `items` as its items.
-    fn finish(self: Box<Self>, items: Vec<K>) -> Result<ObjectList<K>, LwError>;
-}
-
 /// JSON: items split by [`crate::decode::ListSplitter`], each decoded by `decoder`.
 struct JsonItems<D> {
     splitter: crate::decode::ListSplitter,
     decoder: D,
-}
-
-/// A list body that is not a list.
-pub(crate) fn malformed(e: &dyn std::fmt::Display) -> LwError {
-    LwError::decode(format!("list body: {e}"))
 }
 
 /// Decodes each item the splitter hands over into `out`; keeps the first error.

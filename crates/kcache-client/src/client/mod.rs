@@ -9,7 +9,6 @@
 mod errors;
 mod list;
 mod read_buffer;
-mod redact;
 #[cfg(test)]
 mod tests;
 mod transport;
@@ -26,13 +25,10 @@ use kube_client::{
     config::{KubeConfigOptions, Kubeconfig, KubeconfigError},
 };
 
+pub(crate) use crate::error::body::decode_error;
+pub(crate) use crate::error::transport::transport_error;
 use crate::error::{Error, Result, redact_quoted};
 use errors::{api_error, not_the_expected_json};
-pub(crate) use errors::{
-    decode_error, is_credentials_unavailable, is_unusable_answer, transport_error,
-};
-pub(crate) use list::{Items, malformed as malformed_list};
-pub(crate) use redact::{display_safe, sanitize_status};
 
 /// Sees the status and headers of every response a [`Client`] receives (see
 /// [`Client::from_config_observed`]).

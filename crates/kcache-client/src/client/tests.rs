@@ -5,8 +5,9 @@ use std::time::Duration;
 
 use http::{HeaderMap, StatusCode};
 
-use super::errors::{api_error, decode_error, describe_path};
-use super::redact::{MAX_STATUS_MESSAGE, display_safe, display_safe_lines};
+use super::errors::{api_error, describe_path};
+use crate::error::body::decode_error;
+use crate::redact::{MAX_STATUS_MESSAGE, display_safe, display_safe_lines};
 
 #[test]
 fn describe_path_names_resource_group_and_namespace() {

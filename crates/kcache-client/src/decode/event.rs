@@ -147,7 +147,7 @@ fn decode_object<'de, K, D: ItemDecoder<K>, De: Deserializer<'de>>(
                 Err(what) => return Ok(Decoded::NotStatus(what)),
             };
             // The server's (or a proxy's) words: printable, short and credential-free.
-            crate::client::sanitize_status(&mut status);
+            crate::redact::sanitize_status(&mut status);
             WatchEvent::Error(Box::new(status))
         }
     }))
@@ -159,7 +159,7 @@ const MAX_NOT_STATUS: usize = 120;
 /// The `Status` of an ERROR event, or what the object is instead, safe to show.
 fn error_status(object: serde_json::Value) -> Result<Status, String> {
     use serde_json::Value;
-    let safe = |text: &str| crate::client::display_safe(text, MAX_NOT_STATUS);
+    let safe = |text: &str| crate::redact::display_safe(text, MAX_NOT_STATUS);
     let fields = match &object {
         Value::Object(fields) => fields,
         Value::Null => return Err("null".to_owned()),

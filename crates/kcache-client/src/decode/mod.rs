@@ -10,6 +10,7 @@
 mod event;
 mod frame;
 mod item;
+mod list_items;
 // Their `pub` items are public through `internals` with the feature, crate-private without it.
 #[cfg_attr(
     not(feature = "unstable-decode-internals"),
@@ -34,6 +35,7 @@ pub use strip::StripManagedFields;
 pub(crate) use event::{EventError, decode_event};
 pub(crate) use frame::{DEFAULT_MAX_FRAME_SIZE, JsonFrameDecoder};
 pub(crate) use list::decode_list;
+pub(crate) use list_items::{Items, malformed as malformed_list};
 pub(crate) use split::{ItemSink, ListSplitter, whole_item};
 pub(crate) use stream::watch_events;
 

@@ -91,10 +91,10 @@ impl<S, D> State<S, D> {
 fn event_error(e: EventError) -> Error {
     match e {
         EventError::UnknownType(_) | EventError::Missing(_) => {
-            Error::protocol(crate::client::display_safe(&e.to_string(), 512))
+            Error::protocol(crate::redact::display_safe(&e.to_string(), 512))
         }
         // An ERROR event ends the watch whatever it carries: not a dropped event.
-        EventError::Json(_) | EventError::NotStatus(_) => crate::client::decode_error(e),
+        EventError::Json(_) | EventError::NotStatus(_) => crate::error::body::decode_error(e),
     }
 }
 

@@ -4,8 +4,9 @@
 //!
 //! This module has GET and the helpers every handler uses; `write.rs` the write path that
 //! POST, PUT and PATCH share (typed query parameters, body decoding and checks, the answer),
-//! `object.rs` the stored-object side of create and update (also used by apply and the Rust
-//! handle), `patch.rs` PATCH and server-side apply.
+//! `patch.rs` PATCH and server-side apply, `subresources.rs` and `token.rs` the action
+//! subresources and create-only kinds; the stored-object side of create and update (also used
+//! by apply and the Rust handle) is the registry's (`registry/object.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -27,15 +28,15 @@ use crate::status::ApiError;
 mod patch;
 mod scale;
 mod subresources;
+mod token;
 mod write;
 
 pub(crate) use crate::registry::{create_object, get_object, update_object};
 pub(crate) use crate::registry::{meta_mut, now_rfc3339};
 pub(crate) use patch::patch;
 pub(crate) use scale::{get_scale, patch_scale, update_scale};
-pub(crate) use subresources::{
-    bind, evict, is_core_binding, is_review, review, selector_string, token, token_identity,
-};
+pub(crate) use subresources::{bind, evict, is_core_binding, is_review, review};
+pub(crate) use token::{token, token_identity};
 pub(crate) use write::{create, update};
 
 pub(super) fn is_dry_run(query: &HashMap<String, String>) -> bool {

@@ -149,7 +149,7 @@ fn patched(
     match json_ops {
         Some(ops) => crate::jsonpatch::apply(&mut next, ops).map_err(|_| rejected_patch())?,
         None if kind == BodyType::StrategicMergePatch => {
-            crate::http::smp::apply(&mut next, patch_value)
+            crate::registry::smp::apply(&mut next, patch_value)
         }
         None => merge(&mut next, patch_value),
     }
@@ -258,7 +258,7 @@ fn apply(
                 // Built-in kinds merge lists by their list-map keys (other managers' items
                 // stay); custom resources' lists are atomic.
                 if is_builtin(&target.info) {
-                    crate::http::smp::apply_configuration(&mut next, &applied);
+                    crate::registry::smp::apply_configuration(&mut next, &applied);
                 } else {
                     merge(&mut next, &applied);
                 }

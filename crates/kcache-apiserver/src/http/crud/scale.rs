@@ -183,7 +183,7 @@ pub(crate) fn update_scale(
         ))
     };
     let scale: Value = match body_type(headers) {
-        BodyType::Protobuf => crate::http::protobuf::decode::subresource_body(body, "Scale")
+        BodyType::Protobuf => crate::object::protobuf::decode::subresource_body(body, "Scale")
             .map_err(|e| unrecognized(e.to_string()))?,
         BodyType::Yaml => serde_saphyr::from_slice(body)
             .map_err(|e| unrecognized(format!("couldn't get version/kind; yaml: {e}")))?,

@@ -120,7 +120,7 @@ impl Write {
         options: &str,
     ) -> Result<Self, ApiError> {
         let write = Self {
-            out: output(headers, crate::http::protobuf::supports(&target.info))?,
+            out: output(headers, crate::object::protobuf::supports(&target.info))?,
             query: WriteQuery::from_query(query),
         };
         write.query.check(options)?;
@@ -198,8 +198,8 @@ fn decode_body(
     match body_type(headers) {
         BodyType::Json => decode_object(&target.info, body),
         BodyType::Yaml => decode_yaml(&target.info, body),
-        BodyType::Protobuf => crate::http::protobuf::decode::object(body).map_err(|e| match e {
-            crate::http::protobuf::ProtoError::Unsupported(_) => ApiError::unsupported_body(),
+        BodyType::Protobuf => crate::object::protobuf::decode::object(body).map_err(|e| match e {
+            crate::object::protobuf::ProtoError::Unsupported(_) => ApiError::unsupported_body(),
             e => ApiError::bad_request(format!(
                 "the object provided is unrecognized (must be of type {}): {e}",
                 target.info.kind

@@ -2,7 +2,8 @@
 //! `managedFields` included), loaded at high concurrency into a fresh namespace, and an updater
 //! that changes every pod once (a merge patch of one annotation) so that each peer's update
 //! phase sees exactly one event per pod. The custom-resource dataset ([`Dataset::Widgets`],
-//! see [`widgets`](mod@crate::widgets)) is loaded, updated and deleted the same way.
+//! see [`widgets`](mod@crate::widgets)) is loaded, updated and deleted the same way. The pod
+//! template is `pod.rs`; deletion `delete.rs`.
 
 use std::path::Path;
 
@@ -11,7 +12,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube_client::{
     Api, Client,
-    api::{DeleteParams, Patch, PatchParams, PostParams},
+    api::{Patch, PatchParams, PostParams},
     config::{KubeConfigOptions, Kubeconfig},
 };
 use serde::{Serialize, de::DeserializeOwned};
@@ -21,13 +22,17 @@ pub use crate::labels::{APP_LABEL, APPS, app};
 pub use crate::peer::Dataset;
 use crate::widgets::{self, Widget};
 
+mod delete;
+mod pod;
+
+pub use delete::{DELETE_IN_FLIGHT, delete};
+pub use pod::{pod, pod_name};
+
 /// The field manager the loader and updater write as.
 pub const FIELD_MANAGER: &str = "kcache-bench";
 
 /// The annotation the updater sets.
 pub const TOUCH_ANNOTATION: &str = "bench.kcache.io/touched";
-
-const TIERS: [&str; 4] = ["web", "api", "worker", "cache"];
 
 /// Loading or updating failed.
 #[derive(Debug, thiserror::Error)]
@@ -71,120 +76,6 @@ pub async fn client(path: &Path) -> Result<Client, DatasetError> {
             .await
             .map_err(|e| err(e.into()))?;
     Client::try_from(config).map_err(|e| err(e.into()))
-}
-
-/// The name of pod `i` of the dataset.
-pub fn pod_name(i: usize) -> String {
-    format!("bench-{i:06}")
-}
-
-/// Pod `i` of the dataset, as JSON: eight labels, six annotations (one of them a
-/// `last-applied-configuration`-sized blob), two containers with six env vars each, resources, ports,
-/// probes and mounts, five volumes and tolerations. About 3.7 KB; the server adds
-/// `managedFields` (~4 KB), `uid`, timestamps and status for ~8 KB as read back.
-pub fn pod(namespace: &str, i: usize) -> Value {
-    let app = app(i);
-    let env = |prefix: &str| -> Vec<Value> {
-        (0..6)
-            .map(|k| {
-                json!({"name": format!("{prefix}_SETTING_{k}"),
-                       "value": format!("value-{i}-{k}-{}", "x".repeat(12))})
-            })
-            .collect()
-    };
-    let applied = json!({"kind": "Pod", "app": app, "replica": i, "note": "y".repeat(200)});
-    json!({
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {
-            "name": pod_name(i),
-            "namespace": namespace,
-            "labels": {
-                APP_LABEL: app,
-                "app.kubernetes.io/instance": format!("{app}-prod"),
-                "app.kubernetes.io/version": "1.24.3",
-                "app.kubernetes.io/component": "backend",
-                "app.kubernetes.io/part-of": "bench-platform",
-                "app.kubernetes.io/managed-by": "kcache-bench",
-                "pod-template-hash": format!("{:010x}", i * 2_654_435_761 % 0xff_ffff_ffff),
-                "tier": TIERS[i % TIERS.len()],
-            },
-            "annotations": {
-                "kubectl.kubernetes.io/last-applied-configuration": applied.to_string(),
-                "prometheus.io/scrape": "true",
-                "prometheus.io/port": "9090",
-                "prometheus.io/path": "/metrics",
-                "bench.kcache.io/owner": format!("team-{}", i % 7),
-                "bench.kcache.io/revision": format!("{}", i % 13),
-            },
-        },
-        "spec": {
-            "containers": [
-                {
-                    "name": "main",
-                    "image": format!("registry.example.invalid/{app}:1.24.3"),
-                    "imagePullPolicy": "IfNotPresent",
-                    "command": ["/bin/server"],
-                    "args": ["--port=8080", "--metrics-port=9090", "--log-level=info", "--config=/etc/app/config.yaml"],
-                    "ports": [
-                        {"name": "http", "containerPort": 8080, "protocol": "TCP"},
-                        {"name": "metrics", "containerPort": 9090, "protocol": "TCP"},
-                    ],
-                    "env": env("MAIN"),
-                    "resources": {
-                        "requests": {"cpu": "250m", "memory": "256Mi"},
-                        "limits": {"cpu": "1", "memory": "512Mi"},
-                    },
-                    "volumeMounts": [
-                        {"name": "config", "mountPath": "/etc/app", "readOnly": true},
-                        {"name": "secrets", "mountPath": "/etc/secrets", "readOnly": true},
-                        {"name": "data", "mountPath": "/var/lib/app"},
-                        {"name": "tokens", "mountPath": "/var/run/secrets/tokens", "readOnly": true},
-                    ],
-                    "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080},
-                                      "initialDelaySeconds": 10, "periodSeconds": 10},
-                    "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080},
-                                       "periodSeconds": 5, "failureThreshold": 3},
-                    "securityContext": {"runAsNonRoot": true, "runAsUser": 10001,
-                                        "allowPrivilegeEscalation": false,
-                                        "capabilities": {"drop": ["ALL"]}},
-                },
-                {
-                    "name": "sidecar",
-                    "image": "registry.example.invalid/log-shipper:3.2.1",
-                    "imagePullPolicy": "IfNotPresent",
-                    "args": ["--input=/var/log/app", "--output=stdout"],
-                    "env": env("SIDECAR"),
-                    "resources": {
-                        "requests": {"cpu": "50m", "memory": "64Mi"},
-                        "limits": {"cpu": "200m", "memory": "128Mi"},
-                    },
-                    "volumeMounts": [
-                        {"name": "logs", "mountPath": "/var/log/app"},
-                    ],
-                },
-            ],
-            "volumes": [
-                {"name": "config", "configMap": {"name": format!("{app}-config")}},
-                {"name": "secrets", "secret": {"secretName": format!("{app}-secrets")}},
-                {"name": "data", "emptyDir": {}},
-                {"name": "logs", "emptyDir": {"sizeLimit": "1Gi"}},
-                {"name": "tokens", "projected": {"sources": [
-                    {"serviceAccountToken": {"path": "token", "expirationSeconds": 3600, "audience": "bench"}},
-                ]}},
-            ],
-            "nodeSelector": {"kubernetes.io/os": "linux"},
-            "tolerations": [
-                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-            ],
-            "restartPolicy": "Always",
-            "serviceAccountName": "bench-app",
-            "terminationGracePeriodSeconds": 30,
-            "dnsPolicy": "ClusterFirst",
-            "schedulerName": "default-scheduler",
-        },
-    })
 }
 
 /// Creates `namespace` (an existing one is reused) and objects `0..n` of `dataset` in it
@@ -524,119 +415,9 @@ where
         .await
 }
 
-/// Deletes the dataset's objects and namespace (best effort: without a namespace controller
-/// the namespace stays Terminating, the objects are gone). The widgets CRD stays.
-///
-/// One delete-collection per value of [`APP_LABEL`], [`DELETE_IN_FLIGHT`] at once, then one
-/// for anything left: kube-apiserver deletes a collection with one worker (about 40 objects a
-/// second here, each a write etcd commits on its own), so one request for 100,000 objects took
-/// longer than the load; parts in flight together share etcd's commits.
-///
-/// # Errors
-/// The first failed request.
-pub async fn delete(
-    client: &Client,
-    dataset: Dataset,
-    namespace: &str,
-) -> Result<(), DatasetError> {
-    let url = match dataset {
-        Dataset::Pods => Api::<Pod>::namespaced(client.clone(), namespace)
-            .resource_url()
-            .to_owned(),
-        Dataset::Widgets => Api::<Widget>::namespaced(client.clone(), namespace)
-            .resource_url()
-            .to_owned(),
-    };
-    let parts: Vec<String> = (0..APPS).map(app).collect();
-    stream::iter(&parts)
-        .map(|part| delete_part(client, &url, namespace, Some(part)))
-        .buffer_unordered(DELETE_IN_FLIGHT)
-        .try_collect::<()>()
-        .await?;
-    delete_part(client, &url, namespace, None).await?;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .delete(namespace, &DeleteParams::default())
-        .await
-        .map_err(|source| DatasetError::Api {
-            what: format!("delete namespace {namespace}"),
-            source,
-        })?;
-    Ok(())
-}
-
-/// Delete-collections [`delete`] keeps in flight.
-pub const DELETE_IN_FLIGHT: usize = 8;
-
-/// Deletes the objects at `url` whose [`APP_LABEL`] is `app` (all of them with `None`).
-async fn delete_part(
-    client: &Client,
-    url: &str,
-    namespace: &str,
-    app: Option<&str>,
-) -> Result<(), DatasetError> {
-    let dp = DeleteParams::default();
-    let mut lp = kube_client::api::ListParams::default();
-    if let Some(app) = app {
-        lp = lp.labels(&format!("{APP_LABEL}={app}"));
-    }
-    // The answer lists every deleted object: read and dropped, not decoded (the typed list of
-    // 10,000 pods took the driver from 0.5 to 1.8 GB).
-    let delete_collection = || async {
-        let request = kube_core::Request::new(url)
-            .delete_collection(&dp, &lp)
-            .map_err(kube_client::Error::BuildRequest)?;
-        let body = client.request_stream(request).await?;
-        futures::io::copy(body, &mut futures::io::sink())
-            .await
-            .map_err(kube_client::Error::ReadEvents)?;
-        Ok(())
-    };
-    retry_expired(DELETE_ATTEMPTS, delete_collection)
-        .await
-        .map_err(|source| DatasetError::Api {
-            what: format!(
-                "delete the objects of {namespace}{}",
-                app.map(|a| format!(" with {APP_LABEL}={a}"))
-                    .unwrap_or_default()
-            ),
-            source,
-        })
-}
-
-/// How many times [`delete`] sends one part's delete-collection in all when the server answers
-/// 410: kube-apiserver deletes a collection with one worker by default
-/// (`--delete-collection-workers=1`), about 40 custom resources a second here, so each
-/// attempt removes ~12,000 before its token expires (a part is 2,000 at 100,000 objects).
-const DELETE_ATTEMPTS: u32 = 20;
-
-/// Runs `attempt` again while it fails with 410 Gone (`Expired`), at most `attempts` times in
-/// all. kube-apiserver deletes a collection page by page under one continue token; when that
-/// takes longer than etcd's compaction interval (5 minutes: 100,000 custom resources took
-/// more) the token expires and the request fails with what is left undeleted. Each attempt
-/// deletes more, so asking again right away makes progress; any other error ends at once.
-async fn retry_expired<F, Fut>(attempts: u32, mut attempt: F) -> Result<(), kube_client::Error>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<(), kube_client::Error>>,
-{
-    let mut left = attempts.max(1);
-    loop {
-        match attempt().await {
-            Err(kube_client::Error::Api(status)) if status.code == 410 && left > 1 => {
-                left -= 1;
-                eprintln!(
-                    "bench: delete-collection: 410 {} (its continue token expired); asking again, {left} attempt(s) left",
-                    status.reason
-                );
-            }
-            other => return other,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::delete::retry_expired;
     use super::*;
 
     fn api_error(code: u16, reason: &str) -> kube_client::Error {

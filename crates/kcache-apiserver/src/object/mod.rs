@@ -1,6 +1,11 @@
 //! Stored objects: the serialised JSON and what routing needs (name, namespace,
 //! resourceVersion), shared as `Arc`. The JSON value is parsed on demand: a stored pod
 //! costs its bytes, not a `serde_json::Value` tree (about 8× the bytes).
+//!
+//! [`protobuf`]: the Kubernetes protobuf encoding of objects (and of the lists, `Status`
+//! errors and watch frames that carry them), below the HTTP front that negotiates it.
+
+pub(crate) mod protobuf;
 
 use std::sync::OnceLock;
 
@@ -153,7 +158,7 @@ impl StoredObject {
     pub(crate) fn protobuf(&self) -> Result<&Bytes, ApiError> {
         self.proto
             .0
-            .get_or_init(|| crate::http::protobuf::encode::object_message(&self.value()))
+            .get_or_init(|| protobuf::encode::object_message(&self.value()))
             .as_ref()
             .map_err(|why| {
                 ApiError::internal(format!("cannot encode the object as protobuf: {why}"))

@@ -37,7 +37,7 @@ pub(crate) fn object_message(value: &Value) -> Result<Bytes, String> {
         && let Some(message) = super::schema::message_for(field("apiVersion"), field("kind"))
     {
         // The other built-in kinds: by the upstream schema table.
-        return super::schema::encode(&message, value).map(Bytes::from);
+        return super::schema_encode::encode(&message, value).map(Bytes::from);
     }
     kcache_proto::encode_json(field("apiVersion"), field("kind"), value)
         .map(Bytes::from)

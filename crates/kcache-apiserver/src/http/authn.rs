@@ -5,8 +5,8 @@
 use http::HeaderMap;
 use http::header::AUTHORIZATION;
 
-use super::UserInfo;
-use crate::registry::AppState;
+use super::AppState;
+use crate::auth::UserInfo;
 use crate::status::ApiError;
 use crate::tls::ClientCertificate;
 
@@ -65,7 +65,7 @@ pub(crate) fn token_user(state: &AppState, token: &str) -> Option<UserInfo> {
     if let Some(u) = state.auth.tokens.read().get(token) {
         return Some(u.clone().with_authenticated());
     }
-    let t = crate::http::token_identity(state, token)?;
+    let t = super::token_identity(state, token)?;
     let mut u = service_account(&t.namespace, &t.name, &t.uid);
     u.extra
         .insert(CREDENTIAL_ID.to_owned(), vec![format!("JTI={}", t.jti)]);
@@ -80,7 +80,7 @@ pub(crate) fn service_account(ns: &str, name: &str, uid: &str) -> UserInfo {
         [
             "system:serviceaccounts".to_owned(),
             format!("system:serviceaccounts:{ns}"),
-            super::AUTHENTICATED.to_owned(),
+            crate::auth::AUTHENTICATED.to_owned(),
         ],
     );
     u.uid = uid.to_owned();

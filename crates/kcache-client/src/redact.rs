@@ -9,7 +9,7 @@ use kube_core::Status;
 /// At most this many bytes of a non-`Status` error body reach an error message.
 const MAX_BODY_EXCERPT: usize = 512;
 /// At most this many bytes of a `Status` message reach an error message.
-pub(super) const MAX_STATUS_MESSAGE: usize = 768;
+pub(crate) const MAX_STATUS_MESSAGE: usize = 768;
 
 /// The words after which the rest of a server-provided text is withheld.
 const CREDENTIAL_WORDS: [&str; 4] = ["authorization", "bearer", "cookie", "x-api-key"];

@@ -4,6 +4,9 @@
 //! messages from kube-client's auth and kubeconfig layers are rewritten (quoted text, which can
 //! carry a token or a key, is elided) and their sources are not chained.
 
+pub(crate) mod body;
+pub(crate) mod transport;
+
 use std::path::PathBuf;
 
 use kube_client::config::KubeconfigError;
@@ -101,7 +104,7 @@ impl Error {
     /// ```
     pub fn is_unusable_answer(&self) -> bool {
         match self {
-            Error::Request(e) => crate::client::is_unusable_answer(e),
+            Error::Request(e) => transport::is_unusable_answer(e),
             Error::Decode(_) => true,
             _ => false,
         }
@@ -111,7 +114,7 @@ impl Error {
     /// not be obtained (an exec plugin failed, a token file is missing, …).
     pub fn is_credentials_unavailable(&self) -> bool {
         match self {
-            Error::Request(e) => crate::client::is_credentials_unavailable(e),
+            Error::Request(e) => transport::is_credentials_unavailable(e),
             _ => false,
         }
     }

@@ -1,6 +1,7 @@
 //! Kubernetes' protobuf wire format on the server side: request bodies in (`decode`, and
 //! `schema` for the kinds kcache-proto has no type for) and responses out (`encode`: every
-//! built-in kind, their lists, `Status` and watch frames).
+//! built-in kind, their lists, `Status` and watch frames; `schema_encode` for the kinds
+//! `schema` decodes).
 //!
 //! Which kinds answer protobuf is [`supports`]: the kinds `kcache-proto` has a prost type for
 //! (core/v1, coordination/v1, apps/v1) and every other kind of `k8s.io/api` through the
@@ -11,6 +12,7 @@
 pub(crate) mod decode;
 pub(crate) mod encode;
 pub(crate) mod schema;
+pub(crate) mod schema_encode;
 
 use crate::resource::ResourceInfo;
 
