@@ -239,8 +239,8 @@ impl<K> Compact<K> {
     /// header, and the parsed metadata's heap estimated by [`kcache::memory::heap_size`].
     ///
     /// It is the memory sizer for a cache of compact objects:
-    /// `informer.set_memory_sizer(Compact::<Pod>::heap_size)` or
-    /// `InformerBuilder::memory_sizer(Compact::<Pod>::heap_size)` (see [`kcache::memory`]).
+    /// `memory_sizer(Compact::<Pod>::heap_size)` on the informer's builder (the factory's or
+    /// `SharedIndexInformer::builder`'s; see [`kcache::memory`]).
     pub fn heap_size(&self) -> usize {
         // A shared `Bytes`' header once the object has been cloned.
         let header = 32;
