@@ -150,7 +150,7 @@ impl Peer {
 /// Runs `config` once on the context's dataset and records the outcome.
 pub(super) async fn run_one(ctx: &Context<'_>, config: &Config, run: usize) -> Record {
     let tag = format!("{}-n{}-r{run}", config.label().replace(' ', "-"), ctx.n);
-    let (line, server) = match run(ctx, config, &tag).await {
+    let (line, server) = match run_peer(ctx, config, &tag).await {
         Ok((line, server)) => (Ok(line), server),
         Err(e) => (Err(format!("{e:#}")), None),
     };
@@ -169,7 +169,7 @@ pub(super) async fn run_one(ctx: &Context<'_>, config: &Config, run: usize) -> R
 
 /// Runs one peer to its end: its sync, then (unless `config` is a limit line or the run asks
 /// for none) the updater's patches; with a server to measure, the server's cost of each phase.
-pub(super) async fn run(
+pub(super) async fn run_peer(
     ctx: &Context<'_>,
     config: &Config,
     tag: &str,
