@@ -39,15 +39,28 @@ pub fn page_faults() -> u64 {
         .unwrap_or(0)
 }
 
-/// Minor + major faults from a `/proc/<pid>/stat` line (the command name, field 2, may hold
-/// spaces and parentheses: fields are counted after its last `)`).
+/// Minor + major faults from a `/proc/<pid>/stat` line.
 fn parse_faults(stat: &str) -> Option<u64> {
+    Some(stat_field(stat, 10)? + stat_field(stat, 12)?)
+}
+
+/// Field `n` (1-based, as `man 5 proc` numbers them) of a `/proc/<pid>/stat` line as a number.
+/// The command name (field 2) may hold spaces and parentheses: fields are counted after its
+/// last `)`.
+pub(crate) fn stat_field(stat: &str, n: usize) -> Option<u64> {
     let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state is field 3, so field n is at index n - 3.
-    let minflt: u64 = fields.get(10 - 3)?.parse().ok()?;
-    let majflt: u64 = fields.get(12 - 3)?.parse().ok()?;
-    Some(minflt + majflt)
+    // After the name, state is field 3: field n is at index n - 3.
+    rest.split_whitespace().nth(n.checked_sub(3)?)?.parse().ok()
+}
+
+/// A `Name:   123 kB` line of a `/proc/<pid>/status` text, in bytes.
+pub(crate) fn status_kib(status: &str, name: &str) -> Option<u64> {
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .and_then(|rest| rest.trim().strip_suffix("kB"))
+        .and_then(|kb| kb.trim().parse::<u64>().ok())
+        .map(|kb| kb * 1024)
 }
 
 /// Resident memory figures, in bytes.
@@ -72,15 +85,7 @@ pub fn memory() -> Result<Memory, MetricsError> {
 /// # Errors
 /// [`MetricsError::Field`] naming a missing or malformed field.
 pub fn parse_status(status: &str) -> Result<Memory, MetricsError> {
-    let field = |name: &'static str| -> Result<u64, MetricsError> {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-            .and_then(|rest| rest.trim().strip_suffix("kB"))
-            .and_then(|kb| kb.trim().parse::<u64>().ok())
-            .map(|kb| kb * 1024)
-            .ok_or(MetricsError::Field(name))
-    };
+    let field = |name: &'static str| status_kib(status, name).ok_or(MetricsError::Field(name));
     Ok(Memory {
         hwm_bytes: field("VmHWM")?,
         rss_bytes: field("VmRSS")?,

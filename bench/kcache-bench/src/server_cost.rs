@@ -18,6 +18,8 @@ use std::{
 
 use serde::Serialize;
 
+use crate::metrics::{stat_field, status_kib};
+
 /// How often a phase samples the server's resident memory for its peak.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(50);
 
@@ -96,7 +98,7 @@ impl Server {
             field,
         };
         let cpu_ticks = parse_cpu_ticks(&read("stat")?).ok_or(field("stat", "utime/stime"))?;
-        let rss_bytes = kib_field(&read("status")?, "VmRSS").ok_or(field("status", "VmRSS"))?;
+        let rss_bytes = status_kib(&read("status")?, "VmRSS").ok_or(field("status", "VmRSS"))?;
         let written_bytes = io_field(&read("io")?, "wchar").ok_or(field("io", "wchar"))?;
         Ok(Sample {
             cpu_ticks,
@@ -198,25 +200,9 @@ fn ticks_per_second() -> u64 {
     rustix::param::clock_ticks_per_second()
 }
 
-/// `utime + stime` (fields 14 and 15) of a `/proc/<pid>/stat` line; the command name (field 2)
-/// may hold spaces and parentheses, so fields are counted after its last `)`.
+/// `utime + stime` (fields 14 and 15) of a `/proc/<pid>/stat` line.
 fn parse_cpu_ticks(stat: &str) -> Option<u64> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After the name, state is field 3: field n is at index n - 3.
-    let utime: u64 = fields.get(14 - 3)?.parse().ok()?;
-    let stime: u64 = fields.get(15 - 3)?.parse().ok()?;
-    Some(utime + stime)
-}
-
-/// A `Name:   123 kB` line of `/proc/<pid>/status`, in bytes.
-fn kib_field(status: &str, name: &str) -> Option<u64> {
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
-        .and_then(|rest| rest.trim().strip_suffix("kB"))
-        .and_then(|kb| kb.trim().parse::<u64>().ok())
-        .map(|kb| kb * 1024)
+    Some(stat_field(stat, 14)? + stat_field(stat, 15)?)
 }
 
 /// A `name: 123` line of `/proc/<pid>/io`.
@@ -240,8 +226,8 @@ mod tests {
     #[test]
     fn status_and_io_fields_are_read_in_bytes() {
         let status = "Name:\tkube-apiserver\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\n";
-        assert_eq!(kib_field(status, "VmRSS"), Some(1024 * 1024));
-        assert_eq!(kib_field(status, "VmSwap"), None);
+        assert_eq!(status_kib(status, "VmRSS"), Some(1024 * 1024));
+        assert_eq!(status_kib(status, "VmSwap"), None);
         let io = "rchar: 10\nwchar: 12345\nsyscr: 3\n";
         assert_eq!(io_field(io, "wchar"), Some(12345));
         assert_eq!(io_field(io, "write_bytes"), None);
