@@ -19,7 +19,6 @@ func cpuSeconds() (float64, error) {
 	return tv(ru.Utime) + tv(ru.Stime), nil
 }
 
-
 // memStatus holds the peak (VmHWM) and current (VmRSS) resident set size, in bytes.
 type memStatus struct {
 	VmHWM, VmRSS uint64
