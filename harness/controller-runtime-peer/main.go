@@ -160,6 +160,8 @@ func fail(format string, args ...any) {
 }
 
 func main() {
+	// Its own flag set: controller-runtime registers a global --kubeconfig flag.
+	flag := flag.NewFlagSet("controller-runtime-peer", flag.ExitOnError)
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the server")
 	prefix := flag.String("namespace", "op-bench", "namespace prefix: the Teams and Pods are in PREFIX-0 .. PREFIX-(M-1)")
 	namespaces := flag.Int("namespaces", 100, "the number of namespaces M")
@@ -169,7 +171,7 @@ func main() {
 	readyFile := flag.String("ready-file", "", "created after the full reconcile")
 	timeout := flag.Duration("timeout", 5*time.Minute, "give up after this long")
 	workers := flag.Int("workers", 2, "concurrent reconciles")
-	flag.Parse()
+	_ = flag.Parse(os.Args[1:])
 	if *kubeconfig == "" || *teams <= 0 || *namespaces <= 0 {
 		fmt.Fprintln(os.Stderr, "controller-runtime-peer: --kubeconfig, --teams and --namespaces are required")
 		os.Exit(2)
