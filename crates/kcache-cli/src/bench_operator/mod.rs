@@ -26,6 +26,10 @@ use tokio::io::AsyncReadExt;
 
 /// The peers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[allow(
+    clippy::enum_variant_names,
+    reason = "the runtimes' names, as the command line spells them"
+)]
 pub(crate) enum Peer {
     /// kcache-runtime's Manager (`operator-peer --runtime kcache`).
     KcacheRuntime,
