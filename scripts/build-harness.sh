@@ -4,8 +4,8 @@
 # its pinned version and a hash of its module (go.mod, go.sum, sources), the Go version and the
 # build flags, so it is rebuilt only when one of those changes.
 #
-# Usage: scripts/build-harness.sh [--kube-version VERSION] [kube-apiserver|etcd|client-go-peer]...
-#        (default: all)
+# Usage: scripts/build-harness.sh [--kube-version VERSION] [kube-apiserver|etcd|client-go-peer|controller-runtime-peer]...
+#        (default: kube-apiserver, etcd and client-go-peer)
 # Prints the absolute path of each requested binary on stdout, one per line, in order.
 # Progress and errors go to stderr; a failed build prints its log tail and exits non-zero.
 #
@@ -35,7 +35,8 @@ pinned_module() {
     kube-apiserver) echo k8s.io/kubernetes ;;
     etcd) echo go.etcd.io/etcd/server/v3 ;;
     client-go-peer) echo k8s.io/client-go ;;
-    *) die "unknown component '$1' (expected kube-apiserver, etcd or client-go-peer)" ;;
+    controller-runtime-peer) echo sigs.k8s.io/controller-runtime ;;
+    *) die "unknown component '$1' (expected kube-apiserver, etcd, client-go-peer or controller-runtime-peer)" ;;
   esac
 }
 

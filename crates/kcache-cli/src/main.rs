@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod bench_operator;
 mod counting;
 mod demo;
 mod envtest;
@@ -51,6 +52,8 @@ enum Command {
     /// Measure the embedded server's cost of authorization per request (RBAC on, off, and as
     /// system:masters).
     BenchAuthz(bench::authz::AuthzArgs),
+    /// Benchmark one operator on kcache-runtime, controller-runtime and kube-runtime.
+    BenchOperator(bench_operator::BenchOperatorArgs),
     /// Write `kube-apiserver`, `etcd` and `kubectl` for Go's envtest into a directory (use it
     /// as KUBEBUILDER_ASSETS): controller-runtime suites then start kcache's server.
     EnvtestAssets(envtest::AssetsArgs),
@@ -128,6 +131,13 @@ fn main() -> ExitCode {
             }
         }
         Command::Bench(args) => match runtime.block_on(bench::run(args)) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                exit::FAILURE
+            }
+        },
+        Command::BenchOperator(args) => match runtime.block_on(bench_operator::run(args)) {
             Ok(()) => 0,
             Err(e) => {
                 eprintln!("error: {e:#}");
