@@ -43,18 +43,7 @@ fn invalid(r: &common::Resp) -> (String, Vec<String>) {
     assert_eq!(r.status, 422, "{}", r.json());
     let body = r.json();
     assert_eq!(body["reason"], "Invalid");
-    let causes = body["details"]["causes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            format!(
-                "{} {}",
-                c["field"].as_str().unwrap_or(""),
-                c["reason"].as_str().unwrap_or("")
-            )
-        })
-        .collect();
+    let causes = common::cause_lines(&body);
     (body["message"].as_str().unwrap_or("").to_owned(), causes)
 }
 

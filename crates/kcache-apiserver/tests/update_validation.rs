@@ -23,18 +23,7 @@ async fn created(s: &RunningServer, path: &str, body: &Value) -> Value {
 
 /// `field reason` of each cause, sorted.
 fn causes(r: &Value) -> Vec<String> {
-    let mut c: Vec<String> = r["details"]["causes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            format!(
-                "{} {}",
-                c["field"].as_str().unwrap_or(""),
-                c["reason"].as_str().unwrap_or("")
-            )
-        })
-        .collect();
+    let mut c = common::cause_lines(r);
     c.sort();
     c
 }

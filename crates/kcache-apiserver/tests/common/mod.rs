@@ -329,3 +329,19 @@ pub(crate) mod pb {
         out
     }
 }
+
+/// `field reason` of each cause of a Status body, in the body's order.
+pub(crate) fn cause_lines(status: &Value) -> Vec<String> {
+    status["details"]["causes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            format!(
+                "{} {}",
+                c["field"].as_str().unwrap_or(""),
+                c["reason"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
