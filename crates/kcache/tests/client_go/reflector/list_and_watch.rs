@@ -1,4 +1,5 @@
-//! ListAndWatch's errors, backoffs and retries (reflector_test.go's ListAndWatch, backoff and 429 tests).
+//! ListAndWatch's errors, backoffs and retries (`reflector_test.go`'s ListAndWatch, backoff and 429
+//! tests).
 
 use super::*;
 

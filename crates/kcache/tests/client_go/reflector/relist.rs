@@ -1,4 +1,6 @@
-//! Resync, paginated lists and expired resourceVersions (reflector_test.go's resync, page-size and full-list tests).
+//! Resync, paginated lists and expired resourceVersions (`reflector_test.go`'s resync, page-size
+//! and
+//! full-list tests).
 
 use super::*;
 

@@ -1,4 +1,5 @@
-//! Watch timeouts, the last-synced resourceVersion, list extraction and store transforms (reflector_test.go's store-facing tests).
+//! Watch timeouts, the last-synced resourceVersion, list extraction and store transforms
+//! (`reflector_test.go`'s store-facing tests).
 
 use super::*;
 

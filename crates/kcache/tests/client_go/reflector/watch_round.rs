@@ -1,4 +1,5 @@
-//! The watch round: how it starts, stops and hands events to the store (reflector_test.go's watch and handleWatch tests).
+//! The watch round: how it starts, stops and hands events to the store (`reflector_test.go`'s watch
+//! and handleWatch tests).
 
 use super::*;
 
