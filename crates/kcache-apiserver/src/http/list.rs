@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 use super::negotiate::Output;
 use super::params::{ListParams, RvMatch};
 use super::table::{IncludeObject, partial_metadata, table};
-use super::{AppState, Target, bytes_response, json_response, protobuf};
+use super::{AppState, Target, json_response, protobuf};
 use crate::object::StoredObject;
 use crate::status::ApiError;
 use crate::store::{ListQuery, ReadAt, StoreError};
@@ -184,13 +184,30 @@ pub(crate) async fn list(
         .map(|k| encode_token(i64::try_from(page.rv).unwrap_or(i64::MAX), &format!("/{k}")));
     if out == Output::Protobuf {
         let meta = protobuf::encode::list_meta(page.rv, token.as_deref(), page.remaining);
-        let body = protobuf::encode::list(
-            &target.info.api_version(),
-            &format!("{}List", target.info.kind),
-            &meta,
-            &page.items,
-        )?;
-        return Ok(bytes_response(200, protobuf::CONTENT_TYPE, body));
+        let (api_version, kind) = (
+            target.info.api_version(),
+            format!("{}List", target.info.kind),
+        );
+        // A long list is streamed a chunk of items at a time, never built whole.
+        let body = if page.items.len() <= CHUNK_ITEMS {
+            Body::from(protobuf::encode::list(
+                &api_version,
+                &kind,
+                &meta,
+                &page.items,
+            )?)
+        } else {
+            let chunks = protobuf::encode::list_chunks(&api_version, &kind, &meta, &page.items)?;
+            Body::from_stream(futures::stream::iter(
+                chunks.map(Ok::<_, std::convert::Infallible>),
+            ))
+        };
+        let mut resp = Response::new(body);
+        resp.headers_mut().insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static(protobuf::CONTENT_TYPE),
+        );
+        return Ok(resp);
     }
     let meta = list_meta(page.rv, token.as_deref(), page.remaining);
     match out {
