@@ -102,7 +102,7 @@ du -sh target 2>/dev/null | sed 's/^/test.sh: build directory: /' || true
 step "Go's envtest on the kcache assets (scripts/envtest-smoke.sh: controller-runtime v0.25.3, unchanged)"
 scripts/envtest-smoke.sh
 
-step "controller-runtime's own suites on the kcache assets (scripts/controller-runtime-suites.sh: v0.25.3's pkg/envtest and pkg/client, unchanged)"
+step "controller-runtime's own suites on the kcache assets (scripts/controller-runtime-suites.sh: v0.25.3's pkg/envtest, pkg/client and pkg/cache, unchanged)"
 # Every spec must pass: they all pass on kube-apiserver v1.36.5 + etcd too.
 scripts/controller-runtime-suites.sh
 
