@@ -28,6 +28,11 @@ func newClient(o options, counts *requestCounts) (*rest.Config, error) {
 	if o.protobuf {
 		cfg.ContentType = "application/vnd.kubernetes.protobuf"
 		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	} else {
+		// Named, or the typed clientset asks for protobuf first (client-go's default for
+		// built-in kinds since rest.Request.UseProtobufAsDefault): a JSON line is JSON.
+		cfg.ContentType = "application/json"
+		cfg.AcceptContentTypes = "application/json"
 	}
 	cfg.UserAgent = "kcache-client-go-peer/" + clientGoVersion
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {

@@ -103,7 +103,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.dataset, "dataset", "pods", "objects to cache: pods (typed informer) or widgets (kcache bench's custom resources, dynamic informer, JSON only)")
 	fs.IntVar(&o.n, "n", -1, "expected number of pods after sync (checked when >= 0)")
 	fs.StringVar(&o.mode, "mode", "list-watch", "initial load: list-watch (paged LIST, then WATCH) or streaming (WATCH with sendInitialEvents)")
-	fs.BoolVar(&o.protobuf, "protobuf", false, "use application/vnd.kubernetes.protobuf instead of JSON")
+	fs.BoolVar(&o.protobuf, "protobuf", false, "use application/vnd.kubernetes.protobuf (client-go's own default for built-in kinds) instead of JSON only")
 	fs.IntVar(&o.updates, "updates", 0, "after sync, wait for this many update events and measure their rate")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up (exit 1) if sync plus updates take longer")
 	fs.StringVar(&o.readyFile, "ready-file", "", "create this file once the informer has synced (for drivers that then send updates)")
