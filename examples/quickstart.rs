@@ -9,7 +9,7 @@ use kcache_client::{Client, ObjectHandlerFns};
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // An embedded API server with three pods; for a real cluster use `Client::infer().await?`.
-    let server = ApiServer::builder().start().await?;
+    let server = ApiServer::builder().build().start().await?;
     for (name, app, node) in [
         ("web-0", "web", "node-a"),
         ("web-1", "web", "node-b"),

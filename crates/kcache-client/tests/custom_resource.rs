@@ -47,7 +47,7 @@ async fn eventually(what: &str, mut cond: impl FnMut() -> bool) -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kube_custom_resource_type_syncs_through_a_kcache_informer() -> Result<()> {
-    let server = ApiServer::builder().start().await?;
+    let server = ApiServer::builder().build().start().await?;
     let h = server.handle().clone();
     h.create(
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",

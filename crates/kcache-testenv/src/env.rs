@@ -57,6 +57,7 @@ impl TestEnv {
             .garbage_collector(config.garbage_collector)
             .https(config.https)
             .authorization(config.authorization)
+            .build()
             .start()
             .await?;
         let h = server.handle();

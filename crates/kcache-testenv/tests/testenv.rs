@@ -150,7 +150,10 @@ async fn start_time_median_of_20() -> anyhow::Result<()> {
     let mut client_times = Vec::new();
     for _ in 0..20 {
         let t = Instant::now();
-        let server = kcache_apiserver::ApiServer::builder().start().await?;
+        let server = kcache_apiserver::ApiServer::builder()
+            .build()
+            .start()
+            .await?;
         server_times.push(t.elapsed());
         let t = Instant::now();
         let kc = kube_client::config::Kubeconfig::from_yaml(&server.kubeconfig())?;

@@ -107,6 +107,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
         .bookmark_interval(Duration::from_secs(1))
         .history_events(2_000)
         .garbage_collector(false)
+        .build()
         .start()
         .await
         .context("starting the embedded API server")?;

@@ -121,7 +121,7 @@ impl<C: Send + Sync + 'static> EventHandler<C> for Wake {
 /// let manager = Manager::new(client, config)?;
 /// manager
 ///     .controller::<ConfigMap>()
-///     .run(|cm: Arc<ConfigMap>, _ctx: Context<ConfigMap>| async move {
+///     .build(|cm: Arc<ConfigMap>, _ctx: Context<ConfigMap>| async move {
 ///         println!("{:?}", cm.metadata.name);
 ///         Ok::<_, api::Error>(Action::Done)
 ///     })?;
