@@ -80,7 +80,7 @@ where
 ///     .build()?;
 /// // The shorthand returns the existing informer, whatever it was made with.
 /// let same = factory.informer::<ConfigMap>(&source);
-/// assert!(!same.has_started());
+/// assert!(std::ptr::eq(cms.indexer(), same.indexer()));
 /// # Ok::<(), factory::Error>(())
 /// ```
 pub trait InformerFrom<S> {
