@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::Error;
 
 /// The settings of a [`TestEnv`](crate::TestEnv): `Config::default()` and the setters below,
-/// given to [`TestEnv::start`] (a configuration starts nothing itself).
+/// given to [`TestEnv::start`](crate::TestEnv::start) (a configuration starts nothing itself).
 #[derive(Debug, Clone)]
 #[must_use]
 #[non_exhaustive]
@@ -28,7 +28,7 @@ pub struct Config {
     pub established_timeout: Duration,
     /// Authorize requests by RBAC (default on, as envtest's kube-apiserver). The environment's
     /// own clients are the admin (`system:masters`) and may do everything either way; users
-    /// added with [`TestEnv::add_user`] may do what Roles and bindings grant them. Off, every
+    /// added with [`TestEnv::add_user`](crate::TestEnv::add_user) may do what Roles and bindings grant them. Off, every
     /// authenticated request is allowed.
     pub authorization: bool,
 }
