@@ -8,6 +8,7 @@
 //!
 //! Every scenario here was written against, and first run on, the upstream server.
 
+mod apply;
 mod crd_schema;
 mod crd_writes;
 mod crds;
@@ -145,9 +146,9 @@ async fn run(name: &str, s: &mut Script<'_>) -> anyhow::Result<()> {
             patches::status_metadata_and_json_patch_test_null(s).await
         }
         "common_kinds_validation" => validation::common_kinds_validation(s).await,
-        "server_side_apply_ownership" => patches::server_side_apply_ownership(s).await,
+        "server_side_apply_ownership" => apply::server_side_apply_ownership(s).await,
         "server_side_apply_after_fields_cleared" => {
-            patches::server_side_apply_after_fields_cleared(s).await
+            apply::server_side_apply_after_fields_cleared(s).await
         }
         "pod_spec_subresources" => resources::pod_spec_subresources(s).await,
         n if crd_schema::NAMES.contains(&n) => crd_schema::run(n, s).await,

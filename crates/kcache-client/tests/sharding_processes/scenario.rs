@@ -1,233 +1,9 @@
-//! `sharded_controller` processes (examples/sharded_controller.rs) sharing 12 shards of 3,000
-//! ConfigMaps: on the upstream kube-apiserver with the `ShardedListAndWatch` gate on (a
-//! server this test starts) and off (the suite's server), and on the embedded server (which
-//! ignores `shardSelector`: the client-side filter does the work).
-//!
-//! 3 replicas split the shards 4/4/4 and every labelled ConfigMap ends up annotated by the
-//! replica holding its shard; a 4th joins → 3/3/3/3; one is SIGKILLed → its shards are taken
-//! over within lease duration + 2 × retry period + 1 s (4 s + 0.8 s + 1 s; the stated bound
-//! allows the survivors' observation and acquisition rounds and a loaded 2-core machine) and
-//! ConfigMaps created meanwhile are reconciled; ConfigMaps are created, updated and deleted
-//! throughout. No key is ever reconciled by two replicas at once (the replicas print each
-//! reconcile's interval). At the end (SIGTERM) every replica's cache equals the server's
-//! ConfigMaps of its shards (count and digest of keys) and it exits 0. The whole scenario is
-//! bounded by `SCENARIO_BOUND`.
+//! The scenario: objects created and churned, a replica killed and one stopped, and the checks that every object is owned by exactly one live shard.
 
-mod common;
-
-use std::{
-    collections::{BTreeMap, BTreeSet, HashMap},
-    io::{BufRead as _, BufReader},
-    path::{Path, PathBuf},
-    process::{Child, Command, Stdio},
-    sync::{Arc, Mutex},
-    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
-};
-
-use anyhow::{Context, Result, ensure};
-use common::TestServer;
-use k8s_openapi::api::core::v1::ConfigMap;
-use kcache::{
-    ListerWatcher,
-    lister_watcher::ListParams,
-    sharding::{Field, Layout, Selection, fnv1a64},
-};
-use kcache_client::HttpListerWatcher;
-use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
-
-/// How often the scenario re-reads the server and the replicas' lines while it waits.
-const POLL: Duration = Duration::from_millis(200);
-const SHARDS: u32 = 12;
-const OBJECTS: usize = 3_000;
-const LEASE_S: f64 = 4.0;
-const RENEW_S: f64 = 2.0;
-const RETRY_S: f64 = 0.4;
-const SCENARIO_BOUND: Duration = Duration::from_secs(240);
-
-fn unix_ms() -> u128 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis())
-}
-
-#[derive(Debug, Clone, Default)]
-struct Final {
-    shards: BTreeSet<u32>,
-    count: usize,
-    digest: String,
-    applied: u64,
-    ignored: u64,
-    /// Reported in the test's output (bytes transferred by this replica's lists).
-    #[allow(dead_code, reason = "printed with Debug")]
-    list_bytes: u64,
-}
-
-/// What the replicas printed.
-#[derive(Debug, Default)]
-struct Seen {
-    /// (identity, ms, shards) per SHARDS line.
-    shards: Vec<(String, u128, BTreeSet<u32>)>,
-    /// key → (identity, start, end) per RECONCILE line.
-    reconciles: HashMap<String, Vec<(String, u128, u128)>>,
-    /// identity → last OBJECTS count.
-    objects: HashMap<String, usize>,
-    finals: HashMap<String, Final>,
-    synced: BTreeSet<String>,
-}
-
-fn parse_shards(s: &str) -> BTreeSet<u32> {
-    if s == "-" {
-        return BTreeSet::new();
-    }
-    s.split(',').filter_map(|n| n.parse().ok()).collect()
-}
-
-impl Seen {
-    fn take(&mut self, line: &str) {
-        let p: Vec<&str> = line.split(' ').collect();
-        match p[..] {
-            ["SYNCED", id, _] => {
-                self.synced.insert(id.to_owned());
-            }
-            ["SHARDS", id, ms, list] => {
-                self.shards
-                    .push((id.to_owned(), ms.parse().unwrap_or(0), parse_shards(list)));
-            }
-            ["RECONCILE", id, start, end, key] => {
-                self.reconciles.entry(key.to_owned()).or_default().push((
-                    id.to_owned(),
-                    start.parse().unwrap_or(0),
-                    end.parse().unwrap_or(0),
-                ));
-            }
-            ["OBJECTS", id, _, n] => {
-                self.objects.insert(id.to_owned(), n.parse().unwrap_or(0));
-            }
-            ["FINAL", id, _, list, count, digest, applied, ignored, bytes] => {
-                self.finals.insert(
-                    id.to_owned(),
-                    Final {
-                        shards: parse_shards(list),
-                        count: count.parse().unwrap_or(usize::MAX),
-                        digest: digest.to_owned(),
-                        applied: applied.parse().unwrap_or(0),
-                        ignored: ignored.parse().unwrap_or(0),
-                        list_bytes: bytes.parse().unwrap_or(0),
-                    },
-                );
-            }
-            _ => eprintln!("unexpected stdout line: {line:?}"),
-        }
-    }
-
-    /// The last SHARDS line of `id`.
-    fn current(&self, id: &str) -> BTreeSet<u32> {
-        self.shards
-            .iter()
-            .rfind(|(i, _, _)| i == id)
-            .map(|(_, _, s)| s.clone())
-            .unwrap_or_default()
-    }
-}
-
-struct Fleet {
-    bin: PathBuf,
-    kubeconfig: PathBuf,
-    ns: String,
-    list_watch: bool,
-    dir: PathBuf,
-    children: BTreeMap<String, Child>,
-    seen: Arc<Mutex<Seen>>,
-}
-
-impl Drop for Fleet {
-    fn drop(&mut self) {
-        for c in self.children.values_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Fleet {
-    fn spawn(&mut self, id: &str) -> Result<()> {
-        let stderr = std::fs::File::create(self.dir.join(format!("{id}.stderr")))?;
-        let mut cmd = Command::new(&self.bin);
-        cmd.args(["--kubeconfig".as_ref(), self.kubeconfig.as_os_str()])
-            .args(["--namespace", &self.ns, "--lease-name", "shard-it"])
-            .args(["--identity", id, "--shards", &SHARDS.to_string()])
-            .args(["--lease-duration", &LEASE_S.to_string()])
-            .args(["--renew-deadline", &RENEW_S.to_string()])
-            .args(["--retry-period", &RETRY_S.to_string()])
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(stderr);
-        if self.list_watch {
-            cmd.arg("--list-watch");
-        }
-        let mut child = cmd.spawn().context("spawning sharded_controller")?;
-        let stdout = child.stdout.take().context("no stdout")?;
-        let seen = Arc::clone(&self.seen);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                seen.lock().unwrap().take(&line);
-            }
-        });
-        self.children.insert(id.to_owned(), child);
-        Ok(())
-    }
-
-    fn live(&self) -> Vec<String> {
-        self.children.keys().cloned().collect()
-    }
-
-    fn sizes(&self) -> Vec<usize> {
-        let seen = self.seen.lock().unwrap();
-        self.live()
-            .iter()
-            .map(|id| seen.current(id).len())
-            .collect()
-    }
-
-    /// Shard → holder, if the live replicas' last SHARDS lines cover every shard once.
-    fn owners(&self) -> Option<HashMap<u32, String>> {
-        let seen = self.seen.lock().unwrap();
-        let mut owners = HashMap::new();
-        for id in self.live() {
-            for s in seen.current(&id) {
-                if owners.insert(s, id.clone()).is_some() {
-                    return None;
-                }
-            }
-        }
-        (owners.len() == SHARDS as usize).then_some(owners)
-    }
-
-    fn signal(&mut self, id: &str, sig: &str) -> Result<()> {
-        let pid = self.children.get(id).context("no such replica")?.id();
-        let st = Command::new("kill")
-            .args([sig, &pid.to_string()])
-            .status()?;
-        ensure!(st.success(), "kill {sig} {id} failed");
-        Ok(())
-    }
-
-    fn dump_stderr(&self) {
-        for id in self.seen.lock().unwrap().synced.iter() {
-            let text =
-                std::fs::read_to_string(self.dir.join(format!("{id}.stderr"))).unwrap_or_default();
-            let tail: Vec<&str> = text.lines().rev().take(12).collect();
-            eprintln!("--- {id} stderr (last lines) ---");
-            for l in tail.iter().rev() {
-                eprintln!("{l}");
-            }
-        }
-    }
-}
+use super::*;
 
 /// Every ConfigMap of the namespace: key → (shard, annotation, labelled).
-async fn server_objects(
+pub(super) async fn server_objects(
     s: &TestServer,
     layout: Layout,
 ) -> Result<BTreeMap<String, (u32, Option<String>, bool)>> {
@@ -248,7 +24,11 @@ async fn server_objects(
 }
 
 /// Whether every labelled ConfigMap is annotated by the holder of its shard.
-async fn converged(s: &TestServer, layout: Layout, fleet: &Fleet) -> Result<Option<usize>> {
+pub(super) async fn converged(
+    s: &TestServer,
+    layout: Layout,
+    fleet: &Fleet,
+) -> Result<Option<usize>> {
     let Some(owners) = fleet.owners() else {
         return Ok(None);
     };
@@ -262,7 +42,7 @@ async fn converged(s: &TestServer, layout: Layout, fleet: &Fleet) -> Result<Opti
     Ok((wrong == 0).then_some(objects.len()))
 }
 
-async fn create_many(s: &TestServer, prefix: &str, n: usize) -> Result<()> {
+pub(super) async fn create_many(s: &TestServer, prefix: &str, n: usize) -> Result<()> {
     use futures::StreamExt as _;
     let labels = json!({"kcache.dev/demo": "true"});
     let results: Vec<Result<Value>> = futures::stream::iter(0..n)
@@ -287,7 +67,7 @@ async fn create_many(s: &TestServer, prefix: &str, n: usize) -> Result<()> {
 }
 
 /// Creates, updates and deletes ConfigMaps until `stop` (about 10 changes a second).
-async fn churn(s: &TestServer, stop: CancellationToken) -> Result<usize> {
+pub(super) async fn churn(s: &TestServer, stop: CancellationToken) -> Result<usize> {
     let labels = json!({"kcache.dev/demo": "true"});
     let mut i = 0usize;
     while !stop.is_cancelled() {
@@ -315,7 +95,10 @@ async fn churn(s: &TestServer, stop: CancellationToken) -> Result<usize> {
 }
 
 /// List bytes of one shard's list versus the whole list, from this process.
-async fn bytes_of_one_shard(s: &TestServer, layout: Layout) -> Result<(u64, u64, usize, usize)> {
+pub(super) async fn bytes_of_one_shard(
+    s: &TestServer,
+    layout: Layout,
+) -> Result<(u64, u64, usize, usize)> {
     let whole = HttpListerWatcher::<ConfigMap>::namespaced(s.client.clone(), &s.ns);
     let all = whole.list(&ListParams::default()).await?.items.len();
     let selection = Selection::new(Some(layout.selector(&BTreeSet::from([0]))));
@@ -336,9 +119,9 @@ async fn bytes_of_one_shard(s: &TestServer, layout: Layout) -> Result<(u64, u64,
 
 /// One scenario at a time: each runs four processes against one server, and the takeover
 /// bound is about behaviour, not about three scenarios fighting over two cores.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+pub(super) static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-async fn scenario(
+pub(super) async fn scenario(
     s: &TestServer,
     kubeconfig: &Path,
     gate_on: Option<bool>,
@@ -365,7 +148,7 @@ async fn scenario(
     result
 }
 
-async fn run(s: &TestServer, gate_on: Option<bool>, fleet: &mut Fleet) -> Result<()> {
+pub(super) async fn run(s: &TestServer, gate_on: Option<bool>, fleet: &mut Fleet) -> Result<()> {
     let layout = Layout::new(SHARDS, Field::Uid);
     let started = Instant::now();
     create_many(s, "cm", OBJECTS).await?;
@@ -602,51 +385,8 @@ async fn run(s: &TestServer, gate_on: Option<bool>, fleet: &mut Fleet) -> Result
     Ok(())
 }
 
-fn temp_dir(name: &str) -> Result<PathBuf> {
+pub(super) fn temp_dir(name: &str) -> Result<PathBuf> {
     let dir = std::env::temp_dir().join(format!("kcache-shard-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sharded_replicas_on_the_embedded_server() -> Result<()> {
-    let s = TestServer::embedded().await?;
-    let dir = temp_dir("embedded")?;
-    let kubeconfig = dir.join("kubeconfig");
-    s.embedded_server()
-        .context("embedded")?
-        .write_kubeconfig(&kubeconfig)?;
-    let r = scenario(&s, &kubeconfig, None, dir.clone()).await;
-    if r.is_ok() {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    r
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sharded_replicas_on_kube_apiserver_without_the_feature_gate() -> Result<()> {
-    let Some(s) = TestServer::upstream().await? else {
-        return common::upstream_missing();
-    };
-    let kubeconfig = s.upstream_info().context("upstream")?.kubeconfig.clone();
-    let dir = temp_dir("gate-off")?;
-    let r = scenario(&s, &kubeconfig, Some(false), dir.clone()).await;
-    if r.is_ok() {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    r
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sharded_replicas_on_kube_apiserver_with_sharded_list_and_watch() -> Result<()> {
-    let Some((s, _server)) = TestServer::own_upstream("ShardedListAndWatch=true").await? else {
-        return common::upstream_missing();
-    };
-    let kubeconfig = s.upstream_info().context("upstream")?.kubeconfig.clone();
-    let dir = temp_dir("gate-on")?;
-    let r = scenario(&s, &kubeconfig, Some(true), dir.clone()).await;
-    if r.is_ok() {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    r
 }
