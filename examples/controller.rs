@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let server = ApiServer::builder().start().await?;
+    let server = ApiServer::builder().build().start().await?;
     for i in 0..3 {
         let pod = serde_json::json!({
             "metadata": {"name": format!("app-{i}")},

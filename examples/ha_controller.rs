@@ -171,7 +171,7 @@ async fn main() -> anyhow::Result<()> {
         .controller::<ConfigMap>()
         .name("ha-configmaps")
         .workers(2)
-        .run(reconcile)?;
+        .build(reconcile)?;
     // Until SIGTERM or SIGINT: the workers drain, the lease is released, then it returns.
     let result = manager.run().await;
     follow.abort();

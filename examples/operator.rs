@@ -134,7 +134,7 @@ pub(crate) fn operator_with(
                 || old.metadata.deletion_timestamp != new.metadata.deletion_timestamp
         })
         .workers(2)
-        .run(reconcile)?;
+        .build(reconcile)?;
     Ok(manager)
 }
 
@@ -258,6 +258,7 @@ async fn main() -> anyhow::Result<()> {
     let client = if args.embedded {
         let server = kcache_apiserver::ApiServer::builder()
             .auto_create_namespaces(true)
+            .build()
             .start()
             .await?;
         let h = server.handle();

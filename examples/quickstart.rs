@@ -2,14 +2,14 @@
 //! Run it with `cargo run -p kcache-examples --example quickstart`.
 use k8s_openapi::api::core::v1::Pod;
 use kcache::store::parse_label_selector;
-use kcache::{SharedInformerFactory, factory};
+use kcache::{InformerFrom, SharedInformerFactory, factory};
 use kcache_apiserver::ApiServer;
 use kcache_client::{Client, ObjectHandlerFns};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     // An embedded API server with three pods; for a real cluster use `Client::infer().await?`.
-    let server = ApiServer::builder().start().await?;
+    let server = ApiServer::builder().build().start().await?;
     for (name, app, node) in [
         ("web-0", "web", "node-a"),
         ("web-1", "web", "node-b"),
@@ -28,12 +28,12 @@ async fn main() -> anyhow::Result<()> {
     // One shared informer per type, pods kept lean (wire bytes + metadata), indexed by node.
     let factory = SharedInformerFactory::new(factory::Config::default());
     let pods = factory
-        .informer_builder::<Pod>()
+        .informer_builder::<Pod>(&client)
         .indexer("node", |pod: &Pod| {
             let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
             node.into_iter().collect()
         })
-        .build(&client)?;
+        .build()?;
 
     // Handlers run on their own task each, after the cache holds the change.
     let printer = pods.add_event_handler(

@@ -125,7 +125,12 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let embedded = match &args.kubeconfig {
         Some(_) => None,
-        None => Some(kcache_apiserver::ApiServer::builder().start().await?),
+        None => Some(
+            kcache_apiserver::ApiServer::builder()
+                .build()
+                .start()
+                .await?,
+        ),
     };
     let client = match (&args.kubeconfig, &embedded) {
         (Some(path), _) => Client::from_kubeconfig(path).await?,
@@ -163,7 +168,7 @@ async fn main() -> anyhow::Result<()> {
         .name(CONTROLLER)
         .owns::<Secret>()
         .workers(args.workers)
-        .run(move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
+        .build(move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
             let (pace, seq, writing) = (Arc::clone(&pace), Arc::clone(&seq), writing.clone());
             async move {
                 if writing.is_cancelled() {

@@ -76,11 +76,12 @@ fn events(h: &ServerHandle, reason: &str) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operator_creates_reports_and_cleans_up_a_website() -> Result<()> {
-    let env = TestEnv::builder()
-        .namespace(NS)
-        .crd_value(operator::crd())
-        .start()
-        .await?;
+    let env = TestEnv::start(
+        kcache_testenv::Config::default()
+            .namespace(NS)
+            .crd_value(operator::crd()),
+    )
+    .await?;
     let h = env.handle().clone();
     // The operator runs as its ServiceAccount, with the rights of the shipped RBAC manifest.
     let rbac_dir = tempdir()?;

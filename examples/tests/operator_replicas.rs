@@ -399,7 +399,7 @@ async fn run(c: &Cluster, replicas: &mut [Replica]) -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_operator_replicas_fail_over_on_the_embedded_server() -> Result<()> {
-    let server = ApiServer::builder().start().await?;
+    let server = ApiServer::builder().build().start().await?;
     let dir = processes::temp_dir("operator-replicas-embedded")?;
     let kubeconfig = dir.join("kubeconfig");
     server.write_kubeconfig(&kubeconfig)?;

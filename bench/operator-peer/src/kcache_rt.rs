@@ -60,7 +60,7 @@ pub(crate) async fn run(
             )
         })
         .workers(workers)
-        .run(move |team: Arc<Team>, ctx: Context<Team>| {
+        .build(move |team: Arc<Team>, ctx: Context<Team>| {
             let (pods, tracker) = (pods.clone(), tracker.clone());
             async move { reconcile(&team, &ctx, &pods, &tracker).await }
         })?;

@@ -40,7 +40,7 @@ async fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
-    let server = ApiServer::builder().start().await?;
+    let server = ApiServer::builder().build().start().await?;
     let json_bytes = serde_json::to_vec(&pod(0))?.len();
     let before = rss_bytes();
     for i in 0..n {

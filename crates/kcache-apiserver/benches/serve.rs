@@ -57,7 +57,7 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 async fn bench_list() {
-    let server = ApiServer::builder().start().await.unwrap();
+    let server = ApiServer::builder().build().start().await.unwrap();
     for i in 0..PODS {
         server
             .handle()
@@ -94,6 +94,7 @@ async fn bench_fanout() {
     for _ in 0..RUNS {
         let server = ApiServer::builder()
             .history_events(EVENTS * 2)
+            .build()
             .start()
             .await
             .unwrap();

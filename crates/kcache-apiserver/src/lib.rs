@@ -12,7 +12,7 @@
 //! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use kcache_apiserver::ApiServer;
 //!
-//! let server = ApiServer::builder().start().await?;
+//! let server = ApiServer::builder().build().start().await?;
 //! println!("serving on {}", server.url());
 //! server.handle().create(
 //!     "/api/v1/namespaces/default/configmaps",

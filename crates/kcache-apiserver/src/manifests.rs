@@ -7,7 +7,7 @@
 //! # async fn demo() -> anyhow::Result<()> {
 //! let dir = tempfile_dir();
 //! std::fs::write(dir.join("cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")?;
-//! let server = kcache_apiserver::ApiServer::builder().start().await?;
+//! let server = kcache_apiserver::ApiServer::builder().build().start().await?;
 //! let loaded = kcache_apiserver::manifests::load_dir(server.handle(), &dir)?;
 //! assert_eq!(loaded, 1);
 //! assert!(server.handle().get("/api/v1/namespaces/default/configmaps/a").is_ok());

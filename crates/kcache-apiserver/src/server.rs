@@ -47,9 +47,15 @@ pub enum ServerError {
     },
 }
 
-/// Entry point: `ApiServer::builder()...start().await`.
+/// A configured kube-apiserver, not serving yet: `ApiServer::builder()…build()`, then
+/// [`start`](Self::start)`.await`.
 #[derive(Debug)]
-pub struct ApiServer;
+#[must_use = "a server serves nothing until `start`"]
+pub struct ApiServer {
+    config: ServerConfig,
+    resources: Vec<ResourceInfo>,
+    seed: Vec<(String, Value)>,
+}
 
 impl ApiServer {
     /// A builder with the default configuration and the built-in resources.
@@ -60,9 +66,124 @@ impl ApiServer {
             seed: Vec::new(),
         }
     }
+
+    /// Binds the listener, creates the default namespaces and the seed objects, and
+    /// serves on a spawned task.
+    ///
+    /// # Errors
+    /// [`ServerError::Bind`] when the address cannot be bound, [`ServerError::Seed`] when
+    /// a seed object is rejected.
+    ///
+    /// # Panics
+    /// Never; must be called inside a Tokio runtime.
+    pub async fn start(mut self) -> Result<RunningServer, ServerError> {
+        let addr = self.config.listen;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServerError::Bind { addr, source })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| ServerError::Bind { addr, source })?;
+        if self.config.client_ca_pem.is_some() || self.config.serving_certificate.is_some() {
+            self.config.https = true;
+        }
+        let tls = if self.config.https {
+            if self.config.token.is_none() {
+                let bytes: [u8; 32] = rand::random();
+                self.config.token = Some(bytes.iter().map(|b| format!("{b:02x}")).collect());
+            }
+            Some(crate::tls::material(
+                local,
+                self.config.serving_certificate.as_ref(),
+                self.config.client_ca_pem.as_deref(),
+            )?)
+        } else {
+            None
+        };
+        let https = tls.is_some();
+        let store = Store::new(self.config.history);
+        let registry = Registry::new(self.resources);
+        let shutdown = CancellationToken::new();
+        let faults = Arc::new(FaultState::new());
+        let state = Arc::new(AppState {
+            store: store.clone(),
+            registry: registry.clone(),
+            config: self.config.clone(),
+            faults: faults.clone(),
+            shutdown: shutdown.clone(),
+            tokens: parking_lot::Mutex::new(std::collections::HashMap::new()),
+            gc: crate::registry::Trigger::default(),
+            auth: crate::auth::AuthState::new(&self.config.users),
+        });
+        let handle = ServerHandle {
+            state: state.clone(),
+        };
+        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            handle
+                .create(
+                    "/api/v1/namespaces",
+                    serde_json::json!({"metadata": {"name": ns}}),
+                )
+                .map_err(ServerError::Seed)?;
+        }
+        handle
+            .create(
+                "/api/v1/namespaces/default/services",
+                serde_json::json!({
+                    "metadata": {"name": "kubernetes",
+                                 "labels": {"component": "apiserver", "provider": "kubernetes"}},
+                    "spec": {"clusterIP": "10.96.0.1", "type": "ClusterIP",
+                             "ports": [{"name": "https", "port": 443, "protocol": "TCP",
+                                        "targetPort": local.port()}]},
+                }),
+            )
+            .map_err(ServerError::Seed)?;
+        // kube-apiserver's componentstatuses (computed there by probing; kcache runs no scheduler
+        // or controller manager, and is its own storage).
+        for (name, healthy, message) in [
+            ("scheduler", "False", "kcache runs no kube-scheduler"),
+            (
+                "controller-manager",
+                "False",
+                "kcache runs no kube-controller-manager",
+            ),
+            ("etcd-0", "True", "ok"),
+        ] {
+            handle
+                .create(
+                    "/api/v1/componentstatuses",
+                    serde_json::json!({"metadata": {"name": name},
+                        "conditions": [{"type": "Healthy", "status": healthy, "message": message}]}),
+                )
+                .map_err(ServerError::Seed)?;
+        }
+        // The RBAC roles and bindings kube-apiserver creates at start.
+        handle.seed_rbac().map_err(ServerError::Seed)?;
+        for (path, obj) in self.seed {
+            handle.create(&path, obj).map_err(ServerError::Seed)?;
+        }
+        let ca_pem = tls.as_ref().and_then(|m| m.ca_pem.clone());
+        if self.config.garbage_collector {
+            tokio::spawn(crate::gc::run(state.clone(), shutdown.clone()));
+        }
+        let task = tokio::spawn(http::serve(listener, state, shutdown.clone(), tls));
+        Ok(RunningServer {
+            addr: local,
+            https,
+            token: self.config.token,
+            ca_pem,
+            shutdown,
+            task: Some(task),
+            faults: FaultHandle {
+                state: faults,
+                store,
+            },
+            handle,
+        })
+    }
 }
 
-/// Configures and starts an [`ApiServer`].
+/// Configures an [`ApiServer`]; [`build`](Self::build) makes it.
 #[derive(Debug)]
 #[must_use]
 pub struct ApiServerBuilder {
@@ -197,119 +318,13 @@ impl ApiServerBuilder {
         self
     }
 
-    /// Binds the listener, creates the default namespaces and the seed objects, and
-    /// serves on a spawned task.
-    ///
-    /// # Errors
-    /// [`ServerError::Bind`] when the address cannot be bound, [`ServerError::Seed`] when
-    /// a seed object is rejected.
-    ///
-    /// # Panics
-    /// Never; must be called inside a Tokio runtime.
-    pub async fn start(mut self) -> Result<RunningServer, ServerError> {
-        let addr = self.config.listen;
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| ServerError::Bind { addr, source })?;
-        let local = listener
-            .local_addr()
-            .map_err(|source| ServerError::Bind { addr, source })?;
-        if self.config.client_ca_pem.is_some() || self.config.serving_certificate.is_some() {
-            self.config.https = true;
+    /// The server, configured; it serves nothing until [`ApiServer::start`].
+    pub fn build(self) -> ApiServer {
+        ApiServer {
+            config: self.config,
+            resources: self.resources,
+            seed: self.seed,
         }
-        let tls = if self.config.https {
-            if self.config.token.is_none() {
-                let bytes: [u8; 32] = rand::random();
-                self.config.token = Some(bytes.iter().map(|b| format!("{b:02x}")).collect());
-            }
-            Some(crate::tls::material(
-                local,
-                self.config.serving_certificate.as_ref(),
-                self.config.client_ca_pem.as_deref(),
-            )?)
-        } else {
-            None
-        };
-        let https = tls.is_some();
-        let store = Store::new(self.config.history);
-        let registry = Registry::new(self.resources);
-        let shutdown = CancellationToken::new();
-        let faults = Arc::new(FaultState::new());
-        let state = Arc::new(AppState {
-            store: store.clone(),
-            registry: registry.clone(),
-            config: self.config.clone(),
-            faults: faults.clone(),
-            shutdown: shutdown.clone(),
-            tokens: parking_lot::Mutex::new(std::collections::HashMap::new()),
-            gc: crate::registry::Trigger::default(),
-            auth: crate::auth::AuthState::new(&self.config.users),
-        });
-        let handle = ServerHandle {
-            state: state.clone(),
-        };
-        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-            handle
-                .create(
-                    "/api/v1/namespaces",
-                    serde_json::json!({"metadata": {"name": ns}}),
-                )
-                .map_err(ServerError::Seed)?;
-        }
-        handle
-            .create(
-                "/api/v1/namespaces/default/services",
-                serde_json::json!({
-                    "metadata": {"name": "kubernetes",
-                                 "labels": {"component": "apiserver", "provider": "kubernetes"}},
-                    "spec": {"clusterIP": "10.96.0.1", "type": "ClusterIP",
-                             "ports": [{"name": "https", "port": 443, "protocol": "TCP",
-                                        "targetPort": local.port()}]},
-                }),
-            )
-            .map_err(ServerError::Seed)?;
-        // kube-apiserver's componentstatuses (computed there by probing; kcache runs no scheduler
-        // or controller manager, and is its own storage).
-        for (name, healthy, message) in [
-            ("scheduler", "False", "kcache runs no kube-scheduler"),
-            (
-                "controller-manager",
-                "False",
-                "kcache runs no kube-controller-manager",
-            ),
-            ("etcd-0", "True", "ok"),
-        ] {
-            handle
-                .create(
-                    "/api/v1/componentstatuses",
-                    serde_json::json!({"metadata": {"name": name},
-                        "conditions": [{"type": "Healthy", "status": healthy, "message": message}]}),
-                )
-                .map_err(ServerError::Seed)?;
-        }
-        // The RBAC roles and bindings kube-apiserver creates at start.
-        handle.seed_rbac().map_err(ServerError::Seed)?;
-        for (path, obj) in self.seed {
-            handle.create(&path, obj).map_err(ServerError::Seed)?;
-        }
-        let ca_pem = tls.as_ref().and_then(|m| m.ca_pem.clone());
-        if self.config.garbage_collector {
-            tokio::spawn(crate::gc::run(state.clone(), shutdown.clone()));
-        }
-        let task = tokio::spawn(http::serve(listener, state, shutdown.clone(), tls));
-        Ok(RunningServer {
-            addr: local,
-            https,
-            token: self.config.token,
-            ca_pem,
-            shutdown,
-            task: Some(task),
-            faults: FaultHandle {
-                state: faults,
-                store,
-            },
-            handle,
-        })
     }
 }
 
@@ -390,7 +405,7 @@ impl RunningServer {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    /// let server = kcache_apiserver::ApiServer::builder().start().await?;
+    /// let server = kcache_apiserver::ApiServer::builder().build().start().await?;
     /// assert!(server.permissions().users.is_empty());
     /// server.shutdown().await;
     /// # Ok(())

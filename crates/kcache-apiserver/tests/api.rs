@@ -10,7 +10,11 @@ use serde_json::{Value, json};
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
 async fn server() -> RunningServer {
-    ApiServer::builder().start().await.expect("server starts")
+    ApiServer::builder()
+        .build()
+        .start()
+        .await
+        .expect("server starts")
 }
 
 fn cm(name: &str, labels: Value) -> Value {
@@ -484,6 +488,7 @@ async fn streaming_list_ends_initial_events_with_the_annotated_bookmark() {
 async fn watch_from_expired_resource_version_is_200_then_one_error_event() {
     let s = ApiServer::builder()
         .history_events(2)
+        .build()
         .start()
         .await
         .unwrap();
@@ -522,6 +527,7 @@ async fn watch_from_expired_resource_version_is_200_then_one_error_event() {
 async fn list_exact_at_expired_resource_version_is_410() {
     let s = ApiServer::builder()
         .history_events(1)
+        .build()
         .start()
         .await
         .unwrap();
@@ -557,7 +563,12 @@ async fn list_at_too_large_resource_version_is_504_with_retry_after() {
 
 #[tokio::test]
 async fn bearer_token_is_required_when_configured() {
-    let s = ApiServer::builder().token("s3cret").start().await.unwrap();
+    let s = ApiServer::builder()
+        .token("s3cret")
+        .build()
+        .start()
+        .await
+        .unwrap();
     // Without credentials: anonymous (kube-apiserver's default), which RBAC refuses.
     let r = get(s.addr(), "/api/v1/namespaces").await;
     assert_eq!(r.status, 403);
@@ -580,6 +591,7 @@ async fn bearer_token_is_required_when_configured() {
     let closed = ApiServer::builder()
         .token("s3cret")
         .anonymous_auth(false)
+        .build()
         .start()
         .await
         .unwrap();
@@ -598,7 +610,12 @@ async fn bearer_token_is_required_when_configured() {
 
 #[tokio::test]
 async fn oversized_body_is_413() {
-    let s = ApiServer::builder().body_limit(1024).start().await.unwrap();
+    let s = ApiServer::builder()
+        .body_limit(1024)
+        .build()
+        .start()
+        .await
+        .unwrap();
     let big = json!({"metadata": {"name": "big"}, "data": {"k": "x".repeat(4096)}});
     let r = post(s.addr(), CMS, &big).await;
     assert_eq!(r.status, 413);
@@ -633,6 +650,7 @@ async fn registered_custom_resource_is_served_and_discovered() {
             "widgets",
             "Widget",
         ))
+        .build()
         .start()
         .await
         .unwrap();
@@ -709,6 +727,7 @@ async fn garbage_paths_and_bodies_never_panic() {
 async fn history_window_by_age_expires_old_resource_versions() {
     let s = ApiServer::builder()
         .history_age(std::time::Duration::from_secs(10))
+        .build()
         .start()
         .await
         .unwrap();

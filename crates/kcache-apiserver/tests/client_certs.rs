@@ -114,6 +114,7 @@ async fn a_certificate_the_client_ca_signed_authenticates_and_tokens_still_work(
     let (client_ca_pem, client_ca) = ca("client-ca");
     let s = ApiServer::builder()
         .client_ca_pem(client_ca_pem)
+        .build()
         .start()
         .await
         .expect("server starts");
@@ -195,6 +196,7 @@ async fn health_and_version_answer_without_credentials() {
     let (client_ca_pem, _) = ca("client-ca");
     let s = ApiServer::builder()
         .client_ca_pem(client_ca_pem)
+        .build()
         .start()
         .await
         .expect("server starts");
@@ -224,6 +226,7 @@ async fn a_given_serving_certificate_is_served() {
     );
     let s = ApiServer::builder()
         .serving_certificate(ServingCertificate { cert_pem, key_pem })
+        .build()
         .start()
         .await
         .expect("server starts");
@@ -246,6 +249,7 @@ async fn a_given_serving_certificate_is_served() {
             cert_pem: "not a certificate".to_owned(),
             key_pem: String::new(),
         })
+        .build()
         .start()
         .await;
     let err = bad.expect_err("unusable PEM is refused");

@@ -916,6 +916,7 @@ async fn replay(path: &PathBuf) -> (usize, Vec<String>) {
     let fixture: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let server = ApiServer::builder()
         .token(TOKEN)
+        .build()
         .start()
         .await
         .expect("server starts");

@@ -13,7 +13,11 @@ const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const WIDGETS: &str = "/apis/example.com/v1/namespaces/default/widgets";
 
 async fn server() -> RunningServer {
-    let s = ApiServer::builder().start().await.expect("server starts");
+    let s = ApiServer::builder()
+        .build()
+        .start()
+        .await
+        .expect("server starts");
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.example.com"},
@@ -181,7 +185,11 @@ async fn an_update_keeping_an_invalid_value_unchanged_is_accepted() {
 
 #[tokio::test]
 async fn cel_rules_are_enforced_with_their_messages() {
-    let s = ApiServer::builder().start().await.expect("server starts");
+    let s = ApiServer::builder()
+        .build()
+        .start()
+        .await
+        .expect("server starts");
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "gadgets.example.com"},

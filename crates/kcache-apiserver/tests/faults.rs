@@ -24,7 +24,7 @@ fn rv(v: &Value) -> String {
 
 #[tokio::test]
 async fn drop_watches_ends_open_watches_cleanly_and_new_ones_work() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     let start = post(s.addr(), CMS, &cm("a")).await.json();
     let mut w1 = Watch::open(
         s.addr(),
@@ -66,7 +66,7 @@ async fn drop_watches_ends_open_watches_cleanly_and_new_ones_work() {
 
 #[tokio::test]
 async fn compact_now_expires_lists_continue_tokens_and_watches_at_older_rvs() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     for n in ["a", "b", "c"] {
         post(s.addr(), CMS, &cm(n)).await;
     }
@@ -119,7 +119,7 @@ async fn compact_now_expires_lists_continue_tokens_and_watches_at_older_rvs() {
 
 #[tokio::test]
 async fn fail_next_requests_with_429_and_retry_after_then_recover() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     s.faults()
         .fail_next(2, InjectedFailure::TooManyRequests { retry_after: 7 });
     for _ in 0..2 {
@@ -133,7 +133,7 @@ async fn fail_next_requests_with_429_and_retry_after_then_recover() {
 
 #[tokio::test]
 async fn fail_next_with_500_is_an_internal_error_status() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     s.faults().fail_next(1, InjectedFailure::Internal);
     let r = post(s.addr(), CMS, &cm("a")).await;
     assert_eq!(r.status, 500);
@@ -147,7 +147,7 @@ async fn fail_next_with_500_is_an_internal_error_status() {
 
 #[tokio::test]
 async fn fail_next_with_410_reaches_a_watch_as_an_error_event() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     s.faults().fail_next(1, InjectedFailure::Expired);
     let mut w = Watch::open(s.addr(), &format!("{CMS}?watch=1"), &[])
         .await
@@ -161,7 +161,7 @@ async fn fail_next_with_410_reaches_a_watch_as_an_error_event() {
 
 #[tokio::test(start_paused = true)]
 async fn latency_delays_every_request() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     s.faults().set_latency(Duration::from_secs(5));
     let before = tokio::time::Instant::now();
     assert_eq!(get(s.addr(), CMS).await.status, 200);
@@ -174,7 +174,7 @@ async fn latency_delays_every_request() {
 
 #[tokio::test(start_paused = true)]
 async fn stalled_watches_hold_events_until_resumed() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     let start = post(s.addr(), CMS, &cm("a")).await.json();
     let mut w = Watch::open(
         s.addr(),
@@ -197,7 +197,7 @@ async fn stalled_watches_hold_events_until_resumed() {
 
 #[tokio::test]
 async fn truncate_cuts_a_watch_event_mid_object_and_aborts_the_stream() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     let start = post(s.addr(), CMS, &cm("a")).await.json();
     let mut w = Watch::open(
         s.addr(),
@@ -219,7 +219,7 @@ async fn truncate_cuts_a_watch_event_mid_object_and_aborts_the_stream() {
 
 #[tokio::test]
 async fn fault_endpoints_are_off_by_default() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     let r = common::request(s.addr(), Method::POST, "/debug/kcache/compact", &[], None)
         .await
         .unwrap();
@@ -230,6 +230,7 @@ async fn fault_endpoints_are_off_by_default() {
 async fn fault_endpoints_over_http_fail_drop_and_compact() {
     let s = ApiServer::builder()
         .enable_faults_http(true)
+        .build()
         .start()
         .await
         .unwrap();

@@ -9,7 +9,11 @@ use kcache_apiserver::{ApiServer, RunningServer};
 use serde_json::{Value, json};
 
 async fn server() -> RunningServer {
-    ApiServer::builder().start().await.expect("server starts")
+    ApiServer::builder()
+        .build()
+        .start()
+        .await
+        .expect("server starts")
 }
 
 /// The causes of a refused create, `field: message`, sorted; the status must be 422.

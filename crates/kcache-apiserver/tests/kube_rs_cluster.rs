@@ -9,7 +9,11 @@ use kcache_apiserver::{ApiServer, RunningServer};
 use serde_json::json;
 
 async fn server() -> RunningServer {
-    ApiServer::builder().start().await.expect("server starts")
+    ApiServer::builder()
+        .build()
+        .start()
+        .await
+        .expect("server starts")
 }
 
 fn names(list: &serde_json::Value) -> Vec<String> {

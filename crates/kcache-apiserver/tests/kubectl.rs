@@ -137,7 +137,7 @@ fn setup(dir: &Path, server: &kcache_apiserver::RunningServer) -> Kubectl {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_creates_applies_patches_watches_and_deletes_configmaps_and_pods() {
     // No token: kubectl (client-go) never sends bearer tokens over plain HTTP.
-    let server = ApiServer::builder().start().await.unwrap();
+    let server = ApiServer::builder().build().start().await.unwrap();
     let dir = scratch_dir();
     let k = setup(&dir, &server);
     run_blocking(move || {
@@ -237,7 +237,7 @@ async fn kubectl_creates_applies_patches_watches_and_deletes_configmaps_and_pods
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_creates_scales_updates_and_deletes_a_deployment() {
-    let server = ApiServer::builder().start().await.unwrap();
+    let server = ApiServer::builder().build().start().await.unwrap();
     let dir = scratch_dir().join("apps");
     std::fs::create_dir_all(&dir).unwrap();
     let k = setup(&dir, &server);
@@ -292,7 +292,7 @@ async fn kubectl_creates_scales_updates_and_deletes_a_deployment() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_applies_a_crd_and_a_custom_resource_and_watches_it() {
-    let server = ApiServer::builder().start().await.unwrap();
+    let server = ApiServer::builder().build().start().await.unwrap();
     let dir = scratch_dir().join("crd");
     std::fs::create_dir_all(&dir).unwrap();
     let k = setup(&dir, &server);

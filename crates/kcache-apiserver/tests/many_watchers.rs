@@ -12,7 +12,7 @@ const CMS: &str = "/api/v1/namespaces/default/configmaps";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_thousand_concurrent_watchers_each_receive_every_event_in_order() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     let start_rv = s.handle().resource_version();
     let mut watches = Vec::with_capacity(WATCHERS);
     for i in 0..WATCHERS {

@@ -15,7 +15,11 @@ use kcache_apiserver::{ApiServer, RunningServer};
 use serde_json::{Value, json};
 
 async fn server() -> RunningServer {
-    ApiServer::builder().start().await.expect("server starts")
+    ApiServer::builder()
+        .build()
+        .start()
+        .await
+        .expect("server starts")
 }
 
 const DEPLOYS: &str = "/apis/apps/v1/namespaces/default/deployments";

@@ -11,7 +11,11 @@ use kcache_apiserver::{ApiServer, RunningServer};
 use serde_json::{Value, json};
 
 async fn server() -> RunningServer {
-    ApiServer::builder().start().await.expect("server starts")
+    ApiServer::builder()
+        .build()
+        .start()
+        .await
+        .expect("server starts")
 }
 
 fn causes(r: &common::Resp) -> Vec<String> {
@@ -141,6 +145,7 @@ async fn the_default_service_account_controller_can_be_turned_off() {
     for (on, want) in [(false, 0), (true, 1)] {
         let s = ApiServer::builder()
             .default_service_accounts(on)
+            .build()
             .start()
             .await
             .expect("server starts");

@@ -75,6 +75,7 @@ async fn server() -> kcache_apiserver::RunningServer {
         "/api/v1/namespaces/a/configmaps",
         json!({"metadata": {"name": "cm"}}),
     )
+    .build()
     .start()
     .await
     .expect("server starts")

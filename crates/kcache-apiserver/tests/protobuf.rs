@@ -21,7 +21,11 @@ const PB_JSON: &str = "application/vnd.kubernetes.protobuf, application/json";
 const PB_WATCH: &str = "application/vnd.kubernetes.protobuf;stream=watch";
 
 async fn server() -> RunningServer {
-    ApiServer::builder().start().await.expect("server starts")
+    ApiServer::builder()
+        .build()
+        .start()
+        .await
+        .expect("server starts")
 }
 
 async fn get_as(s: &RunningServer, path: &str, accept: &str) -> common::Resp {
@@ -209,6 +213,7 @@ async fn custom_resources_answer_json_when_allowed_and_406_otherwise() {
             "widgets",
             "Widget",
         ))
+        .build()
         .start()
         .await
         .unwrap();

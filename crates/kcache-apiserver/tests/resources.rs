@@ -12,7 +12,11 @@ use kcache_apiserver::{ApiServer, RunningServer};
 use serde_json::{Value, json};
 
 async fn server() -> RunningServer {
-    ApiServer::builder().start().await.expect("server starts")
+    ApiServer::builder()
+        .build()
+        .start()
+        .await
+        .expect("server starts")
 }
 
 fn pod(name: &str, labels: Value) -> Value {
@@ -75,6 +79,7 @@ async fn every_cluster_has_its_default_objects() {
 async fn a_service_account_token_is_a_token_request_the_server_accepts() {
     let s = ApiServer::builder()
         .token("admin-secret")
+        .build()
         .start()
         .await
         .expect("server starts");

@@ -13,7 +13,11 @@ use kcache_apiserver::{ApiServer, RunningServer};
 use serde_json::json;
 
 async fn server() -> RunningServer {
-    ApiServer::builder().start().await.expect("server starts")
+    ApiServer::builder()
+        .build()
+        .start()
+        .await
+        .expect("server starts")
 }
 
 const MERGE: &str = "application/merge-patch+json";

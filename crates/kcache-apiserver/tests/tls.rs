@@ -52,6 +52,7 @@ async fn https_get(
 async fn https_serves_with_a_generated_ca_and_an_admin_token() {
     let s = ApiServer::builder()
         .https(true)
+        .build()
         .start()
         .await
         .expect("server starts");
@@ -116,7 +117,11 @@ async fn common_plain_get(s: &RunningServer) -> anyhow::Result<u16> {
 
 #[tokio::test]
 async fn the_builder_serves_plain_http_unless_asked() {
-    let s = ApiServer::builder().start().await.expect("server starts");
+    let s = ApiServer::builder()
+        .build()
+        .start()
+        .await
+        .expect("server starts");
     assert!(s.url().starts_with("http://"));
     assert!(s.ca_pem().is_none());
     assert!(s.admin_token().is_none());

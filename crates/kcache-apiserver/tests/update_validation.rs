@@ -11,7 +11,11 @@ use kcache_apiserver::{ApiServer, RunningServer};
 use serde_json::{Value, json};
 
 async fn server() -> RunningServer {
-    ApiServer::builder().start().await.expect("server starts")
+    ApiServer::builder()
+        .build()
+        .start()
+        .await
+        .expect("server starts")
 }
 
 /// Creates `body` under `path`, returns the stored object.

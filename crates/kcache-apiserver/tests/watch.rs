@@ -24,7 +24,7 @@ fn rv(v: &Value) -> String {
 
 #[tokio::test(start_paused = true)]
 async fn timeout_seconds_ends_the_stream_cleanly_at_the_deadline() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     let start = Instant::now();
     let mut w = Watch::open(
         s.addr(),
@@ -45,6 +45,7 @@ async fn timeout_seconds_ends_the_stream_cleanly_at_the_deadline() {
 async fn bookmarks_come_periodically_and_shortly_before_the_timeout() {
     let s = ApiServer::builder()
         .bookmark_interval(Duration::from_secs(10))
+        .build()
         .start()
         .await
         .unwrap();
@@ -86,6 +87,7 @@ async fn bookmarks_come_periodically_and_shortly_before_the_timeout() {
 async fn no_bookmark_when_nothing_changed_since_the_watch_started() {
     let s = ApiServer::builder()
         .bookmark_interval(Duration::from_secs(1))
+        .build()
         .start()
         .await
         .unwrap();
@@ -104,7 +106,7 @@ async fn no_bookmark_when_nothing_changed_since_the_watch_started() {
 
 #[tokio::test(start_paused = true)]
 async fn bookmark_carries_changes_in_other_namespaces() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     post(
         s.addr(),
         "/api/v1/namespaces",
@@ -134,7 +136,7 @@ async fn bookmark_carries_changes_in_other_namespaces() {
 
 #[tokio::test(start_paused = true)]
 async fn far_future_watch_waits_silently_until_the_timeout() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     let mut w = Watch::open(
         s.addr(),
         &format!("{CMS}?watch=1&resourceVersion=99999999&timeoutSeconds=5"),
@@ -149,7 +151,7 @@ async fn far_future_watch_waits_silently_until_the_timeout() {
 
 #[tokio::test(start_paused = true)]
 async fn send_initial_events_without_bookmarks_has_no_end_marker() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     post(s.addr(), CMS, &cm("a")).await;
     let mut w = Watch::open(s.addr(), &format!("{CMS}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=2"), &[]).await.unwrap();
     assert_eq!(outline(&w.collect().await), ["ADDED a"]);
@@ -157,7 +159,7 @@ async fn send_initial_events_without_bookmarks_has_no_end_marker() {
 
 #[tokio::test(start_paused = true)]
 async fn streaming_list_then_live_events_on_the_same_stream() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     post(s.addr(), CMS, &cm("a")).await;
     let mut w = Watch::open(s.addr(), &format!("{CMS}?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=30"), &[]).await.unwrap();
     assert_eq!(w.next().await.unwrap()["type"], "ADDED");
@@ -173,7 +175,7 @@ async fn streaming_list_then_live_events_on_the_same_stream() {
 
 #[tokio::test]
 async fn watch_option_validation_errors_are_422_list_options() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     for q in [
         "watch=1&sendInitialEvents=true",
         "watch=1&sendInitialEvents=true&resourceVersionMatch=Exact",
@@ -187,7 +189,7 @@ async fn watch_option_validation_errors_are_422_list_options() {
 
 #[tokio::test(start_paused = true)]
 async fn deprecated_watch_path_is_served() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     let a = post(s.addr(), CMS, &cm("a")).await.json();
     let mut w = Watch::open(
         s.addr(),
@@ -213,7 +215,7 @@ async fn deprecated_watch_path_is_served() {
 
 #[tokio::test(start_paused = true)]
 async fn table_watch_streams_one_row_tables() {
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     post(s.addr(), CMS, &cm("a")).await;
     let mut w = Watch::open(
         s.addr(),
@@ -234,7 +236,7 @@ async fn table_watch_streams_one_row_tables() {
 #[tokio::test(start_paused = true)]
 async fn raw_wire_each_event_is_its_own_chunk_and_the_stream_ends_with_the_zero_chunk() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let s = ApiServer::builder().start().await.unwrap();
+    let s = ApiServer::builder().build().start().await.unwrap();
     post(s.addr(), CMS, &cm("a")).await;
     post(s.addr(), CMS, &cm("b")).await;
     let mut tcp = tokio::net::TcpStream::connect(s.addr()).await.unwrap();

@@ -160,7 +160,11 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(t) = &args.token {
         builder = builder.token(t.clone());
     }
-    let server = builder.start().await.context("starting the API server")?;
+    let server = builder
+        .build()
+        .start()
+        .await
+        .context("starting the API server")?;
     for i in 0..args.seed_pods {
         server
             .handle()

@@ -76,7 +76,7 @@ fn interrupt(child: &mut Child) {
 }
 
 async fn server() -> RunningServer {
-    ApiServer::builder().start().await.unwrap()
+    ApiServer::builder().build().start().await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -248,6 +248,7 @@ fn unreachable_server_exits_4() {
 async fn wrong_token_exits_5() {
     let server = ApiServer::builder()
         .token("right-token")
+        .build()
         .start()
         .await
         .unwrap();

@@ -18,7 +18,7 @@ use crate::{Client, Compact, CompactDecoder, HttpListerWatcher};
 /// as client-go's factory does.
 ///
 /// ```no_run
-/// use k8s_openapi::api::core::v1::{Namespace, Pod};
+/// use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 /// use kcache::{InformerFrom, SharedInformerFactory, factory};
 /// use kcache_client::Client;
 ///
@@ -28,9 +28,16 @@ use crate::{Client, Compact, CompactDecoder, HttpListerWatcher};
 /// let factory = SharedInformerFactory::new(factory::Config::default().namespace("default"));
 /// let pods = factory.informer::<Pod>(&client); // Pods in "default", stored lean
 /// let namespaces = factory.informer::<Namespace>(&client.typed()); // all of them, typed
+/// // One informer's own settings: the same builder as every informer's.
+/// let configmaps = factory
+///     .informer_builder::<ConfigMap>(&client)
+///     .label_selector("app=web")
+///     .strip_managed_fields(true)
+///     .build()?;
 /// factory.start();
 /// factory.wait_for_cache_sync().await;
 /// println!("{} pods, {} namespaces", pods.indexer().len(), namespaces.indexer().len());
+/// println!("{} web configmaps", configmaps.indexer().len());
 /// # Ok(()) }
 /// ```
 impl<K> factory::Source<K> for Client

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use kcache::{SharedInformerFactory, factory};
+use kcache::{InformerFrom, SharedInformerFactory, factory};
 use kcache_apiserver::ApiServer;
 use kcache_client::Client;
 use kube::CustomResource;
@@ -47,7 +47,7 @@ async fn eventually(what: &str, mut cond: impl FnMut() -> bool) -> Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kube_custom_resource_type_syncs_through_a_kcache_informer() -> Result<()> {
-    let server = ApiServer::builder().start().await?;
+    let server = ApiServer::builder().build().start().await?;
     let h = server.handle().clone();
     h.create(
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
@@ -70,7 +70,7 @@ async fn a_kube_custom_resource_type_syncs_through_a_kcache_informer() -> Result
 
     let client = Client::from_url(&server.url())?;
     let factory = SharedInformerFactory::new(factory::Config::default());
-    let informer = factory.informer_builder::<Widget>().build(&client)?;
+    let informer = factory.informer_builder::<Widget>(&client).build()?;
     factory.start();
     factory.wait_for_cache_sync().await;
     let cached = informer

@@ -79,6 +79,7 @@ async fn unauthorized_401_says_to_check_the_credentials() -> Result<()> {
     let server = ApiServer::builder()
         .token(SECRET)
         .anonymous_auth(false)
+        .build()
         .start()
         .await?;
     let client = Client::from_url(&server.url())?;

@@ -534,7 +534,7 @@ async fn factory_informer_from_the_client_applies_the_factory_namespace() -> Res
 #[tokio::test]
 async fn factory_informer_builder_over_the_client_applies_its_own_selector_and_index() -> Result<()>
 {
-    use kcache::{SharedInformerFactory, factory};
+    use kcache::{InformerFrom, SharedInformerFactory, factory};
     for s in TestServer::all().await? {
         s.create_cm("web", json!({"app": "web"}), json!({})).await?;
         s.create_cm("db", json!({"app": "db"}), json!({})).await?;
@@ -545,7 +545,7 @@ async fn factory_informer_builder_over_the_client_applies_its_own_selector_and_i
                 .label_selector("app=none"),
         );
         let cms = factory
-            .informer_builder::<ConfigMap>()
+            .informer_builder::<ConfigMap>(&s.client)
             .label_selector("app=web")
             .strip_managed_fields(true)
             .indexer("by-app", |cm: &ConfigMap| {
@@ -555,7 +555,7 @@ async fn factory_informer_builder_over_the_client_applies_its_own_selector_and_i
                     .map(|(_, v)| v.clone())
                     .collect()
             })
-            .build(&s.client)?;
+            .build()?;
         factory.start();
         let synced = tokio::time::timeout(HANG_GUARD, factory.wait_for_cache_sync()).await?;
         ensure!(synced.values().all(|ok| *ok), "{}: {synced:?}", s.name);

@@ -268,7 +268,10 @@ async fn embedded_and_upstream_servers_answer_the_scenario_alike() -> anyhow::Re
     };
     let ns = format!("kcache-diff-{}", std::process::id());
 
-    let embedded = kcache_apiserver::ApiServer::builder().start().await?;
+    let embedded = kcache_apiserver::ApiServer::builder()
+        .build()
+        .start()
+        .await?;
     let dir = std::env::temp_dir().join(format!("kcache-diff-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let embedded_cfg = dir.join("embedded.kubeconfig");

@@ -222,7 +222,10 @@ async fn served_resources_against_upstream_discovery() -> anyhow::Result<()> {
         return Ok(());
     };
     let upstream = by_name(&discovery(&Target::from_kubeconfig(&cfg).await?).await?);
-    let embedded_server = kcache_apiserver::ApiServer::builder().start().await?;
+    let embedded_server = kcache_apiserver::ApiServer::builder()
+        .build()
+        .start()
+        .await?;
     let dir = std::env::temp_dir().join(format!("kcache-disc-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let kubeconfig = dir.join("embedded.kubeconfig");

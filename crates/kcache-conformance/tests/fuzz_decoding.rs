@@ -21,7 +21,10 @@ async fn mutated_writes_are_answered_as_kube_apiserver_answers_them() -> anyhow:
     let Some(upstream_cfg) = upstream_kubeconfig("the decoding fuzzer") else {
         return Ok(());
     };
-    let embedded = kcache_apiserver::ApiServer::builder().start().await?;
+    let embedded = kcache_apiserver::ApiServer::builder()
+        .build()
+        .start()
+        .await?;
     let dir = std::env::temp_dir().join(format!("kcache-fuzz-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let embedded_cfg = dir.join("embedded.kubeconfig");

@@ -156,7 +156,10 @@ async fn changes_to_stored_objects_are_answered_as_kube_apiserver_answers_them()
     let Some(upstream_cfg) = upstream_kubeconfig("the update fuzzer") else {
         return Ok(());
     };
-    let embedded = kcache_apiserver::ApiServer::builder().start().await?;
+    let embedded = kcache_apiserver::ApiServer::builder()
+        .build()
+        .start()
+        .await?;
     let dir = std::env::temp_dir().join(format!("kcache-fuzz-updates-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let embedded_cfg = dir.join("embedded.kubeconfig");

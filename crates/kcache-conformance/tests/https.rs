@@ -7,6 +7,7 @@ use kcache_conformance::Target;
 async fn kube_client_talks_to_the_https_server_with_its_kubeconfig() -> anyhow::Result<()> {
     let server = kcache_apiserver::ApiServer::builder()
         .https(true)
+        .build()
         .start()
         .await?;
     let dir = std::env::temp_dir().join(format!("kcache-https-{}", std::process::id()));

@@ -72,7 +72,10 @@ async fn protobuf_written_by_either_server_is_read_by_the_other() -> anyhow::Res
         return Ok(());
     };
     let upstream = Target::from_kubeconfig(&cfg).await?;
-    let server = kcache_apiserver::ApiServer::builder().start().await?;
+    let server = kcache_apiserver::ApiServer::builder()
+        .build()
+        .start()
+        .await?;
     let dir = std::env::temp_dir().join(format!("kcache-pbx-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let kubeconfig = dir.join("embedded.kubeconfig");

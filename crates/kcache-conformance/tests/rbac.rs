@@ -573,6 +573,7 @@ async fn users_are_authorized_as_kube_apiserver_authorizes_them() -> anyhow::Res
         .https(true)
         .client_ca_pem(read(&env_path("KCACHE_UPSTREAM_CA")?)?)
         .user_token(alice_token, alice)
+        .build()
         .start()
         .await?;
     let ours_server = Server {

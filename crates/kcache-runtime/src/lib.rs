@@ -49,7 +49,7 @@
 //!     .controller::<ConfigMap>()
 //!     .owns::<Deployment>()
 //!     .with_event_filter(filter::labels_changed)
-//!     .run(reconcile)?;
+//!     .build(reconcile)?;
 //! manager.run().await?; // until SIGTERM / SIGINT, then a graceful shutdown
 //! # Ok(()) }
 //! ```

@@ -55,7 +55,7 @@ async fn a_selected_transformed_cache_holds_only_what_it_selects_and_says_so_on_
     manager
         .controller::<ConfigMap>()
         .watches::<Secret>(|_| Vec::new())
-        .run({
+        .build({
             let seen = Arc::clone(&seen);
             move |_cm, ctx: Context<ConfigMap>| {
                 let seen = Arc::clone(&seen);
@@ -123,7 +123,7 @@ async fn the_managers_default_selector_applies_to_every_cache_and_a_type_may_wat
     manager
         .controller::<ConfigMap>()
         .watches::<Secret>(|_| Vec::new())
-        .run({
+        .build({
             let seen = Arc::clone(&seen);
             move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
                 let seen = Arc::clone(&seen);

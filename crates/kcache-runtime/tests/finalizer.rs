@@ -42,7 +42,7 @@ async fn a_cleanup_that_writes_the_object_runs_once_and_the_object_goes() -> Res
     let manager = Manager::new(Client::from_url(&proxy.url())?, config)?;
     let applies = Arc::new(AtomicUsize::new(0));
     let cleanups = Arc::new(AtomicUsize::new(0));
-    manager.controller::<ConfigMap>().run({
+    manager.controller::<ConfigMap>().build({
         let (applies, cleanups) = (Arc::clone(&applies), Arc::clone(&cleanups));
         move |_cm, ctx: Context<ConfigMap>| {
             let (applies, cleanups) = (Arc::clone(&applies), Arc::clone(&cleanups));

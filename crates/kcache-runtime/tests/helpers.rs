@@ -47,7 +47,7 @@ async fn apply_owned_says_what_it_did_under_the_configured_field_manager_and_rep
         .controller::<ConfigMap>()
         .owns::<Secret>()
         .event_reporter("legacy-operator/apps")
-        .run({
+        .build({
             let verbs = Arc::clone(&verbs);
             move |_cm, ctx: Context<ConfigMap>| {
                 let verbs = Arc::clone(&verbs);
@@ -123,7 +123,7 @@ async fn the_metrics_server_runs_on_a_listener_bound_beforehand() -> Result<()> 
     assert_eq!(manager.metrics_addr(), Some(addr));
     manager
         .controller::<ConfigMap>()
-        .run(|_cm, _ctx: Context<ConfigMap>| async { Ok::<_, api::Error>(Action::Done) })?;
+        .build(|_cm, _ctx: Context<ConfigMap>| async { Ok::<_, api::Error>(Action::Done) })?;
     let cancel = CancellationToken::new();
     let run = tokio::spawn(manager.run_until(cancel.clone()));
     let (code, body) = get(addr, "/metrics").await?;

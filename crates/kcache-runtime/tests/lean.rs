@@ -133,7 +133,7 @@ async fn reconciles_read_typed_objects_from_lean_caches_and_a_type_may_ask_for_t
     manager
         .controller::<ConfigMap>()
         .watches::<Secret>(|_| Vec::new())
-        .run({
+        .build({
             let seen = Arc::clone(&seen);
             move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
                 let seen = Arc::clone(&seen);
@@ -190,7 +190,7 @@ async fn a_metadata_cache_holds_metadata_only_and_reconciles_read_it() -> Result
     )?;
     let secrets = manager.metadata_cache::<Secret>();
     let seen = Arc::new(Mutex::new(None));
-    manager.controller::<ConfigMap>().run({
+    manager.controller::<ConfigMap>().build({
         let seen = Arc::clone(&seen);
         move |_cm, ctx: Context<ConfigMap>| {
             let seen = Arc::clone(&seen);

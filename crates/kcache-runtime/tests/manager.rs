@@ -63,7 +63,7 @@ fn replica(
     let (log, identity) = (Arc::clone(log), identity.to_owned());
     manager
         .controller::<ConfigMap>()
-        .run(move |_cm, ctx: Context<ConfigMap>| {
+        .build(move |_cm, ctx: Context<ConfigMap>| {
             let (log, identity) = (Arc::clone(&log), identity.clone());
             async move {
                 log.lock().push(format!("{identity} {}", ctx.key()));
@@ -302,7 +302,7 @@ async fn a_reconcile_still_running_at_the_drain_deadline_is_aborted_and_reported
         .graceful_shutdown_timeout(Duration::from_millis(300));
     let manager = Manager::new(Client::from_url(&server.url())?, config)?;
     let started = Arc::new(AtomicUsize::new(0));
-    manager.controller::<ConfigMap>().run({
+    manager.controller::<ConfigMap>().build({
         let started = Arc::clone(&started);
         move |_cm, _ctx: Context<ConfigMap>| {
             let started = Arc::clone(&started);
@@ -350,7 +350,7 @@ async fn adding_a_finalizer_conflicts_instead_of_dropping_one_written_meanwhile(
     let manager = Manager::new(Client::from_url(&server.url())?, config)?;
     let handle = server.handle().clone();
     let outcomes = Arc::new(Mutex::new(Vec::<String>::new()));
-    manager.controller::<ConfigMap>().owns::<Secret>().run({
+    manager.controller::<ConfigMap>().owns::<Secret>().build({
         let outcomes = Arc::clone(&outcomes);
         move |_cm, ctx: Context<ConfigMap>| {
             let (outcomes, handle, path) = (Arc::clone(&outcomes), handle.clone(), path.clone());
@@ -409,10 +409,10 @@ async fn two_controllers_of_one_name_are_refused() -> Result<()> {
         manager::Config::new("runtime-test"),
     )?;
     let reconcile = |_cm, _ctx: Context<ConfigMap>| async { Ok::<_, api::Error>(Action::Done) };
-    manager.controller::<ConfigMap>().run(reconcile)?;
+    manager.controller::<ConfigMap>().build(reconcile)?;
     let err = manager
         .controller::<ConfigMap>()
-        .run(reconcile)
+        .build(reconcile)
         .expect_err("a second controller named configmaps");
     assert!(
         matches!(err, manager::Error::DuplicateController { .. }),
@@ -421,6 +421,6 @@ async fn two_controllers_of_one_name_are_refused() -> Result<()> {
     manager
         .controller::<ConfigMap>()
         .name("configmaps-2")
-        .run(reconcile)?;
+        .build(reconcile)?;
     Ok(())
 }

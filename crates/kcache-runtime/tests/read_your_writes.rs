@@ -63,7 +63,7 @@ async fn a_reconcile_right_after_a_create_reads_it_from_the_cache_and_creates_no
     let faults = server.faults().clone();
     let creates = Arc::new(AtomicUsize::new(0));
     let log = Arc::new(Mutex::new(Vec::<String>::new()));
-    manager.controller::<ConfigMap>().owns::<Secret>().run({
+    manager.controller::<ConfigMap>().owns::<Secret>().build({
         let (creates, log) = (Arc::clone(&creates), Arc::clone(&log));
         move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
             let (creates, log, faults) = (Arc::clone(&creates), Arc::clone(&log), faults.clone());
@@ -161,7 +161,7 @@ async fn a_reconcile_after_a_delete_does_not_see_the_deleted_object() -> Result<
     let faults = server.faults().clone();
     let deletes = Arc::new(AtomicUsize::new(0));
     let seen = Arc::new(Mutex::new(Vec::<bool>::new()));
-    manager.controller::<ConfigMap>().owns::<Secret>().run({
+    manager.controller::<ConfigMap>().owns::<Secret>().build({
         let (deletes, seen) = (Arc::clone(&deletes), Arc::clone(&seen));
         move |_cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
             let (deletes, seen, faults) = (Arc::clone(&deletes), Arc::clone(&seen), faults.clone());
@@ -217,7 +217,7 @@ async fn a_cache_that_stays_behind_retries_the_reconcile_instead_of_running_it_s
     let addr = manager.metrics_addr().expect("bound");
     let faults = server.faults().clone();
     let runs = Arc::new(Mutex::new(Vec::<bool>::new()));
-    manager.controller::<ConfigMap>().owns::<Secret>().run({
+    manager.controller::<ConfigMap>().owns::<Secret>().build({
         let runs = Arc::clone(&runs);
         move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
             let (runs, faults) = (Arc::clone(&runs), faults.clone());
@@ -282,7 +282,7 @@ async fn shutting_down_ends_a_wait_for_the_caches() -> Result<()> {
     let manager = Manager::new(Client::from_url(&server.url())?, config)?;
     let addr = manager.metrics_addr().expect("bound");
     let faults = server.faults().clone();
-    manager.controller::<ConfigMap>().owns::<Secret>().run(
+    manager.controller::<ConfigMap>().owns::<Secret>().build(
         move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
             let faults = faults.clone();
             async move {

@@ -66,7 +66,7 @@ async fn shutting_down_while_a_reconcile_waits_for_the_caches_logs_no_warning() 
     let manager = Manager::new(Client::from_url(&server.url())?, config)?;
     let addr = manager.metrics_addr().expect("bound");
     let faults = server.faults().clone();
-    manager.controller::<ConfigMap>().owns::<Secret>().run(
+    manager.controller::<ConfigMap>().owns::<Secret>().build(
         move |cm: Arc<ConfigMap>, ctx: Context<ConfigMap>| {
             let faults = faults.clone();
             async move {

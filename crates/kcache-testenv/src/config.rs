@@ -5,10 +5,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::{Error, TestEnv};
+use crate::Error;
 
-/// The settings of a [`TestEnv`](crate::TestEnv); build with [`TestEnv::builder`] and the
-/// methods below, then [`start`](Config::start).
+/// The settings of a [`TestEnv`](crate::TestEnv): `Config::default()` and the setters below,
+/// given to [`TestEnv::start`](crate::TestEnv::start) (a configuration starts nothing itself).
 #[derive(Debug, Clone)]
 #[must_use]
 #[non_exhaustive]
@@ -28,7 +28,7 @@ pub struct Config {
     pub established_timeout: Duration,
     /// Authorize requests by RBAC (default on, as envtest's kube-apiserver). The environment's
     /// own clients are the admin (`system:masters`) and may do everything either way; users
-    /// added with [`TestEnv::add_user`] may do what Roles and bindings grant them. Off, every
+    /// added with [`TestEnv::add_user`](crate::TestEnv::add_user) may do what Roles and bindings grant them. Off, every
     /// authenticated request is allowed.
     pub authorization: bool,
 }
@@ -91,13 +91,5 @@ impl Config {
     pub fn authorization(mut self, on: bool) -> Self {
         self.authorization = on;
         self
-    }
-
-    /// Starts the environment.
-    ///
-    /// # Errors
-    /// See [`TestEnv::start`].
-    pub async fn start(self) -> Result<TestEnv, Error> {
-        TestEnv::start(self).await
     }
 }

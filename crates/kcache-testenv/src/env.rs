@@ -35,12 +35,8 @@ impl std::fmt::Debug for TestEnv {
 }
 
 impl TestEnv {
-    /// The default [`Config`], to add CRDs and settings to.
-    pub fn builder() -> Config {
-        Config::default()
-    }
-
-    /// Starts the server on a free loopback port, creates the namespaces and manifests,
+    /// Starts an environment with `config` (envtest's `Environment.Start`): starts the
+    /// server on a free loopback port, creates the namespaces and manifests,
     /// installs the CRDs and waits until every CRD is Established, writes a kubeconfig and
     /// builds the clients.
     ///
@@ -57,6 +53,7 @@ impl TestEnv {
             .garbage_collector(config.garbage_collector)
             .https(config.https)
             .authorization(config.authorization)
+            .build()
             .start()
             .await?;
         let h = server.handle();
@@ -199,7 +196,7 @@ impl TestEnv {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), kcache_testenv::Error> {
-    /// let env = kcache_testenv::TestEnv::builder().start().await?;
+    /// let env = kcache_testenv::TestEnv::start(kcache_testenv::Config::default()).await?;
     /// let alice = env.add_user("alice", ["dev"]).await?;
     /// let pods: kube_client::Api<k8s_openapi::api::core::v1::Pod> =
     ///     kube_client::Api::default_namespaced(alice.kube_client());
@@ -224,7 +221,7 @@ impl TestEnv {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() -> Result<(), kcache_testenv::Error> {
-    /// let env = kcache_testenv::TestEnv::builder().start().await?;
+    /// let env = kcache_testenv::TestEnv::start(kcache_testenv::Config::default()).await?;
     /// let alice = env.add_user("alice", ["dev"]).await?;
     /// let pods: kube_client::Api<k8s_openapi::api::core::v1::Pod> =
     ///     kube_client::Api::default_namespaced(alice.kube_client());

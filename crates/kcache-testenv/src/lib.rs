@@ -23,7 +23,7 @@
 //!              "versions": [{"name": "v1", "served": true, "storage": true,
 //!                            "schema": {"openAPIV3Schema": {"type": "object",
 //!                                "x-kubernetes-preserve-unknown-fields": true}}}]}});
-//! let env = TestEnv::builder().crd_value(crd).start().await?;
+//! let env = TestEnv::start(kcache_testenv::Config::default().crd_value(crd)).await?;
 //! let pods: kube_client::Api<k8s_openapi::api::core::v1::Pod> =
 //!     kube_client::Api::default_namespaced(env.kube_client());
 //! assert!(pods.list(&Default::default()).await.is_ok());

@@ -26,7 +26,7 @@ pub type Handler =
 /// use kcache_testenv::{TestEnv, Webhook, WebhookServer};
 /// use kube_core::admission::AdmissionResponse;
 ///
-/// let env = TestEnv::builder().start().await?;
+/// let env = TestEnv::start(kcache_testenv::Config::default()).await?;
 /// let hook = WebhookServer::start(|req| {
 ///     let name = req.name.clone();
 ///     let res = AdmissionResponse::from(req);

@@ -37,7 +37,7 @@ fn config_map(name: &str) -> ConfigMap {
 
 #[tokio::test]
 async fn a_rust_types_crd_is_established_and_served_to_both_clients() -> anyhow::Result<()> {
-    let env = TestEnv::builder().crd::<Gadget>()?.start().await?;
+    let env = TestEnv::start(kcache_testenv::Config::default().crd::<Gadget>()?).await?;
     let crd = env.handle().get(&format!(
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{}",
         Gadget::crd_name()
@@ -70,7 +70,7 @@ async fn a_manifest_directory_is_loaded_crds_first() -> anyhow::Result<()> {
         dir.join("a-objects.yaml"),
         "apiVersion: testenv.kcache.dev/v1\nkind: Gadget\nmetadata:\n  name: from-yaml\n  namespace: team\nspec:\n  size: 7\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: team\n",
     )?;
-    let env = TestEnv::builder().manifests(&dir).start().await;
+    let env = TestEnv::start(kcache_testenv::Config::default().manifests(&dir)).await;
     std::fs::remove_dir_all(&dir)?;
     let env = env?;
     let gadgets: Api<Gadget> = Api::namespaced(env.kube_client(), "team");
@@ -81,11 +81,12 @@ async fn a_manifest_directory_is_loaded_crds_first() -> anyhow::Result<()> {
 #[tokio::test]
 async fn the_kubeconfig_serves_other_clients_over_https_and_goes_with_the_env() -> anyhow::Result<()>
 {
-    let env = TestEnv::builder()
-        .https(true)
-        .namespace("extra")
-        .start()
-        .await?;
+    let env = TestEnv::start(
+        kcache_testenv::Config::default()
+            .https(true)
+            .namespace("extra"),
+    )
+    .await?;
     assert!(env.url().starts_with("https://"), "{}", env.url());
     let path = env.kubeconfig_path().to_owned();
     // Another client, built from the file alone, verifies the server with the CA in it.
@@ -106,7 +107,7 @@ async fn the_kubeconfig_serves_other_clients_over_https_and_goes_with_the_env() 
 #[tokio::test]
 async fn the_garbage_collector_is_on_unless_turned_off() -> anyhow::Result<()> {
     for gc in [true, false] {
-        let env = TestEnv::builder().garbage_collector(gc).start().await?;
+        let env = TestEnv::start(kcache_testenv::Config::default().garbage_collector(gc)).await?;
         let cms: Api<ConfigMap> = Api::namespaced(env.kube_client(), "default");
         let owner = cms
             .create(&PostParams::default(), &config_map("owner"))
@@ -139,7 +140,7 @@ async fn start_time_median_of_20() -> anyhow::Result<()> {
     let mut times = Vec::new();
     for _ in 0..20 {
         let t = Instant::now();
-        let env = TestEnv::builder().crd::<Gadget>()?.start().await?;
+        let env = TestEnv::start(kcache_testenv::Config::default().crd::<Gadget>()?).await?;
         times.push(t.elapsed());
         env.stop().await;
     }
@@ -150,7 +151,10 @@ async fn start_time_median_of_20() -> anyhow::Result<()> {
     let mut client_times = Vec::new();
     for _ in 0..20 {
         let t = Instant::now();
-        let server = kcache_apiserver::ApiServer::builder().start().await?;
+        let server = kcache_apiserver::ApiServer::builder()
+            .build()
+            .start()
+            .await?;
         server_times.push(t.elapsed());
         let t = Instant::now();
         let kc = kube_client::config::Kubeconfig::from_yaml(&server.kubeconfig())?;
@@ -179,7 +183,7 @@ fn report(what: &str, mut times: Vec<Duration>) {
 async fn added_users_may_do_what_rbac_grants_them() -> Result<(), Box<dyn std::error::Error>> {
     use k8s_openapi::api::rbac::v1::{Role, RoleBinding};
 
-    let env = TestEnv::builder().start().await?;
+    let env = TestEnv::start(kcache_testenv::Config::default()).await?;
     let alice = env.add_user("alice", ["dev"]).await?;
     assert_eq!(alice.groups(), ["dev", "system:authenticated"]);
     let cms: Api<ConfigMap> = Api::namespaced(alice.kube_client(), "default");
@@ -211,7 +215,7 @@ async fn added_users_may_do_what_rbac_grants_them() -> Result<(), Box<dyn std::e
     env.stop().await;
 
     // Authorization off: every authenticated user may do everything.
-    let open = TestEnv::builder().authorization(false).start().await?;
+    let open = TestEnv::start(kcache_testenv::Config::default().authorization(false)).await?;
     let bob = open.add_user("bob", Vec::<String>::new()).await?;
     let cms: Api<ConfigMap> = Api::namespaced(bob.kube_client(), "kube-system");
     assert!(cms.list(&Default::default()).await.is_ok());

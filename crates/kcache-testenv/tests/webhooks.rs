@@ -24,7 +24,7 @@ fn config_map(name: &str) -> ConfigMap {
 
 #[tokio::test]
 async fn a_validating_webhook_denies_with_its_message() -> anyhow::Result<()> {
-    let env = TestEnv::builder().start().await?;
+    let env = TestEnv::start(kcache_testenv::Config::default()).await?;
     let calls = Arc::new(AtomicUsize::new(0));
     let seen = calls.clone();
     let hook = WebhookServer::start(move |req| {
@@ -61,7 +61,7 @@ async fn a_validating_webhook_denies_with_its_message() -> anyhow::Result<()> {
 
 #[tokio::test]
 async fn a_mutating_webhook_patches_through_a_service_reference() -> anyhow::Result<()> {
-    let env = TestEnv::builder().start().await?;
+    let env = TestEnv::start(kcache_testenv::Config::default()).await?;
     let hook = WebhookServer::start_with_names(&["hook.default.svc"], |req| {
         let op = format!("{:?}", req.operation);
         let patch: json_patch::Patch = serde_json::from_value(json!([

@@ -79,7 +79,7 @@ fn events(h: &ServerHandle, reason: &str) -> Vec<Value> {
 
 /// The embedded server with the namespace and the Website CRD.
 async fn env() -> Result<TestEnv> {
-    let env = TestEnv::builder().namespace(NS).start().await?;
+    let env = TestEnv::start(kcache_testenv::Config::default().namespace(NS)).await?;
     env.install::<Website>().await?;
     Ok(env)
 }

@@ -159,6 +159,7 @@ async fn delete_options_are_checked_as_kube_apiserver_does() {
 async fn a_second_delete_may_change_the_policy_of_a_pending_deletion() {
     let s = kcache_apiserver::ApiServer::builder()
         .garbage_collector(false)
+        .build()
         .start()
         .await
         .expect("server starts");
@@ -196,6 +197,7 @@ async fn namespace_deletion_deletes_its_contents_in_the_background() {
     // controller deletes them with propagationPolicy Background.
     let s = kcache_apiserver::ApiServer::builder()
         .garbage_collector(false)
+        .build()
         .start()
         .await
         .expect("server starts");

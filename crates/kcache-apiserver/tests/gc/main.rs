@@ -24,7 +24,11 @@ use serde_json::{Value, json};
 
 /// A server with the collector on (the default).
 async fn server() -> RunningServer {
-    ApiServer::builder().start().await.expect("server starts")
+    ApiServer::builder()
+        .build()
+        .start()
+        .await
+        .expect("server starts")
 }
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";

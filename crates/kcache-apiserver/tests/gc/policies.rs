@@ -271,6 +271,7 @@ async fn replication_controllers_orphan_their_pods_by_default() {
 async fn with_the_collector_off_nothing_is_collected_and_gc_finalizers_stay() {
     let s = kcache_apiserver::ApiServer::builder()
         .garbage_collector(false)
+        .build()
         .start()
         .await
         .expect("server starts");

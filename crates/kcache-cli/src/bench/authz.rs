@@ -73,7 +73,7 @@ async fn server(authorization: bool) -> anyhow::Result<RunningServer> {
                 "subjects": [{"kind": "Group", "name": "dev", "apiGroup": "rbac.authorization.k8s.io"}],
                 "roleRef": {"kind": "ClusterRole", "name": "view", "apiGroup": "rbac.authorization.k8s.io"}}),
         )
-        .start()
+        .build().start()
         .await?)
 }
 

@@ -152,6 +152,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<()> {
                 .listen(SocketAddr::from(([127, 0, 0, 1], 0)))
                 .history_events(history)
                 .auto_create_namespaces(true)
+                .build()
                 .start()
                 .await
                 .context("starting the embedded API server")?;

@@ -27,7 +27,7 @@ use anyhow::Context;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use k8s_openapi::api::core::v1::Pod;
 use kcache::{
-    SharedInformerFactory,
+    InformerFrom, SharedInformerFactory,
     controller::{self, Action, Controller},
     factory,
     factory::Stored,
@@ -107,6 +107,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
         .bookmark_interval(Duration::from_secs(1))
         .history_events(2_000)
         .garbage_collector(false)
+        .build()
         .start()
         .await
         .context("starting the embedded API server")?;
@@ -128,7 +129,6 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
     // The default lean informer (`factory.informer::<Pod>(&client)`'s lister-watcher and
     // storage: wire bytes plus parsed metadata), with a node index that decodes each pod once
     // when it is stored; the handlers and the controller read metadata only.
-    let mut indexers = kcache::store::Indexers::<Compact<Pod>>::new();
     let by_node = <Compact<Pod> as Stored<Pod>>::index_fn(Arc::new(|pod: &Pod| {
         pod.spec
             .as_ref()
@@ -136,19 +136,17 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<Summary> {
             .into_iter()
             .collect()
     }));
-    indexers.insert(NODE_INDEX.to_owned(), by_node);
+    let source = |_: Option<&str>| {
+        let lw = <Client as factory::Source<Pod>>::lister_watcher(&client, None);
+        Counting::new(lw, Arc::clone(&received))
+    };
     // The lean cache is sized by its bytes and parsed metadata.
     let informer = factory
-        .informer_builder::<Compact<Pod>>()
+        .informer_builder::<Compact<Pod>>(&source)
+        .indexer(NODE_INDEX, move |pod: &Compact<Pod>| by_node(pod))
         .memory_sizer(kcache_client::Compact::<Pod>::heap_size)
-        .build(&|_: Option<&str>| {
-            let lw = <Client as factory::Source<Pod>>::lister_watcher(&client, None);
-            Counting::new(lw, Arc::clone(&received))
-        })
+        .build()
         .context("making the pod informer")?;
-    informer
-        .add_indexers(indexers)
-        .context("adding the node index")?;
     let counting = Arc::new(Rebuilt::new(args.inject_divergence));
     let metrics_stop = tokio_util::sync::CancellationToken::new();
     let metrics_server = match args.metrics_addr {

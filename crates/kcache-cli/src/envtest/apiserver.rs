@@ -376,6 +376,7 @@ async fn serve(config: ServerConfig) -> anyhow::Result<()> {
     let listen = config.listen;
     let server = ApiServer::builder()
         .config(config)
+        .build()
         .start()
         .await
         .with_context(|| format!("serving securely on {listen}"))?;

@@ -18,7 +18,7 @@ use crate::Compact;
 /// object and the new one: the store recomputes the old values to move the key) and once per
 /// delete, for each such index; an object that does not decode is in no value of
 /// the index and the error is logged at warn level. Index functions over metadata
-/// ([`InformerBuilder::meta_indexer`](kcache::factory::InformerBuilder::meta_indexer), the
+/// ([`informer::Builder::meta_indexer`](kcache::informer::Builder::meta_indexer), the
 /// namespace index) never decode. A transform over `K` cannot apply (it would decode and
 /// re-encode every object): [`transform_fn`](Stored::transform_fn) is `None`.
 impl<K> Stored<K> for Compact<K>

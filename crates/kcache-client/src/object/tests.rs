@@ -11,7 +11,7 @@ use std::{
 
 use kcache::{
     SharedIndexInformer,
-    factory::{self, SharedInformerFactory},
+    factory::{self, InformerFrom, SharedInformerFactory},
     informer,
     store::{ObjectKey, meta_namespace_key, parse_label_selector},
     testing::FakeSource,
@@ -246,7 +246,7 @@ async fn metadata_indexes_never_decode_and_a_typed_index_decodes_once_per_insert
     src.upsert(widget("idx-0", "web", "node-a"));
     src.upsert(widget("idx-1", "db", "node-b"));
     let widgets: SharedIndexInformer<Compact<Widget>> = factory
-        .informer_builder::<Widget>()
+        .informer_builder::<Widget>(&Lean(src.clone()))
         .meta_indexer("app", |meta| {
             meta.labels
                 .iter()
@@ -262,7 +262,7 @@ async fn metadata_indexes_never_decode_and_a_typed_index_decodes_once_per_insert
                 .map(|o| o.uid.clone())
                 .collect()
         })
-        .build(&Lean(src.clone()))
+        .build()
         .unwrap();
     factory.start();
     factory.wait_for_cache_sync().await;
@@ -286,11 +286,11 @@ async fn metadata_indexes_never_decode_and_a_typed_index_decodes_once_per_insert
     src.upsert(widget("node-0", "web", "node-a"));
     src.upsert(widget("node-1", "db", "node-a"));
     let widgets = factory
-        .informer_builder::<Widget>()
+        .informer_builder::<Widget>(&Lean(src.clone()))
         .indexer("node", |w: &Widget| {
             w.spec.node.clone().into_iter().collect()
         })
-        .build(&Lean(src.clone()))
+        .build()
         .unwrap();
     factory.start();
     factory.wait_for_cache_sync().await;
@@ -328,9 +328,9 @@ async fn metadata_indexes_never_decode_and_a_typed_index_decodes_once_per_insert
 fn a_typed_transform_is_refused_for_lean_storage() {
     let factory = SharedInformerFactory::new(factory::Config::default());
     let err = factory
-        .informer_builder::<Widget>()
+        .informer_builder::<Widget>(&Lean(FakeSource::new()))
         .transform(|w| w)
-        .build(&Lean(FakeSource::new()))
+        .build()
         .unwrap_err();
     assert!(
         matches!(

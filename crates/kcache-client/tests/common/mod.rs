@@ -150,7 +150,7 @@ impl TestServer {
 
     /// The embedded server built by `builder`.
     pub(crate) async fn embedded_with(builder: kcache_apiserver::ApiServerBuilder) -> Result<Self> {
-        let server = builder.start().await?;
+        let server = builder.build().start().await?;
         let client = Client::from_url(&server.url())?;
         let mut s = Self {
             name: "embedded",

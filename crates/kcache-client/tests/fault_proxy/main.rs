@@ -189,7 +189,10 @@ async fn tls_servers_are_spoken_to_in_http2_and_plain_http_ones_in_http1() -> Re
         let req = http::Request::get("/version").body(kube_client::client::Body::empty())?;
         anyhow::Ok(client.kube().send(req).await?.version())
     };
-    let embedded = kcache_apiserver::ApiServer::builder().start().await?;
+    let embedded = kcache_apiserver::ApiServer::builder()
+        .build()
+        .start()
+        .await?;
     let v = version(Client::from_url(&embedded.url())?).await?;
     ensure!(
         v == http::Version::HTTP_11,

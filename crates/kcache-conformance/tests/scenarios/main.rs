@@ -203,7 +203,10 @@ async fn embedded_and_upstream_servers_answer_each_scenario_alike() -> anyhow::R
     let Some(upstream_cfg) = upstream_kubeconfig("the differential scenarios") else {
         return Ok(());
     };
-    let embedded = kcache_apiserver::ApiServer::builder().start().await?;
+    let embedded = kcache_apiserver::ApiServer::builder()
+        .build()
+        .start()
+        .await?;
     let dir = std::env::temp_dir().join(format!("kcache-sc-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let embedded_cfg = dir.join("embedded.kubeconfig");

@@ -59,7 +59,7 @@ impl<K: ApiObject> Context<K> {
     /// removal succeeds within those attempts; if the removal fails, the next reconcile
     /// runs the cleanup again (make it idempotent: it must tolerate what it already
     /// released). The update events caused by this controller's own writes of the object
-    /// do not queue it again (see [`ControllerBuilder::run`](crate::ControllerBuilder::run)),
+    /// do not queue it again (see [`ControllerBuilder::build`](crate::ControllerBuilder::build)),
     /// so a failing cleanup that writes is retried with the queue's backoff, never in a hot
     /// loop. All the writes are tracked (read-your-own-writes), like every write through
     /// [`Context::api`].

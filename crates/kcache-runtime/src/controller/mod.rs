@@ -88,8 +88,8 @@ where
 type Map<W> = Arc<dyn Fn(&W) -> Vec<ObjectKey> + Send + Sync>;
 
 /// A controller of primary type `K`, being declared on a [`Manager`]
-/// ([`Manager::controller`]); [`run`](Self::run) hands it to the manager with its reconcile
-/// function, and the manager runs it.
+/// ([`Manager::controller`]); [`build`](Self::build) hands it to the manager with its
+/// reconcile function, and [`Manager::run`] runs it.
 ///
 /// The defaults are kcache's [`Controller`]'s (one worker, client-go's rate limiter, retries
 /// with backoff for ever); the name defaults to `K`'s plural resource name (`websites`) and
@@ -116,11 +116,11 @@ type Map<W> = Arc<dyn Fn(&W) -> Vec<ObjectKey> + Send + Sync>;
 ///     .with_event_filter(filter::generation_changed)
 ///     .workers(2)
 ///     .reconcile_timeout(Duration::from_secs(60))
-///     .run(reconcile)?;
+///     .build(reconcile)?;
 /// manager.run().await?;
 /// # Ok(()) }
 /// ```
-#[must_use = "a controller is added to the manager by `run`"]
+#[must_use = "a controller is added to the manager by `build`"]
 pub struct ControllerBuilder<'m, K, P = DefaultErrorPolicy> {
     manager: &'m Manager,
     config: kcontroller::Config,
@@ -275,7 +275,8 @@ impl<'m, K: ApiObject, P> ControllerBuilder<'m, K, P> {
         }
     }
 
-    /// Adds the controller to the manager, which runs it in [`Manager::run`]:
+    /// Builds the controller and adds it to the manager, which runs it in [`Manager::run`]
+    /// (building starts nothing; controller-runtime's `Builder.Build`):
     /// `reconcile(object, context)` for every queued key whose object is in the cache,
     /// once the caches show this controller's earlier writes of that key. Reconciles start
     /// once the primary, owned and watched informers have all synced. `Ok(action)` says
@@ -295,7 +296,7 @@ impl<'m, K: ApiObject, P> ControllerBuilder<'m, K, P> {
     /// # Errors
     /// [`Error::DuplicateController`] when the manager already has a controller of this
     /// name.
-    pub fn run<F, Fut, E>(self, reconcile: F) -> Result<(), Error>
+    pub fn build<F, Fut, E>(self, reconcile: F) -> Result<(), Error>
     where
         F: Fn(Arc<K>, Context<K>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Action, E>> + Send + 'static,

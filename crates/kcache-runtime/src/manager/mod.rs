@@ -17,8 +17,8 @@ use std::{
 
 use futures::future::BoxFuture;
 use kcache::{
-    EventHandler, SharedIndexInformer, SharedInformerFactory, factory,
-    informer::{DeletedObject, HandlerConfig},
+    EventHandler, InformerFrom, SharedIndexInformer, SharedInformerFactory, factory,
+    informer::{self, DeletedObject, HandlerConfig},
     leaderelection::{self, LeaderElector, LeaderState},
 };
 use kcache_client::{HttpLeaseLock, LeaseClient};
@@ -121,7 +121,7 @@ impl<C: Send + Sync + 'static> EventHandler<C> for Wake {
 /// let manager = Manager::new(client, config)?;
 /// manager
 ///     .controller::<ConfigMap>()
-///     .run(|cm: Arc<ConfigMap>, _ctx: Context<ConfigMap>| async move {
+///     .build(|cm: Arc<ConfigMap>, _ctx: Context<ConfigMap>| async move {
 ///         println!("{:?}", cm.metadata.name);
 ///         Ok::<_, api::Error>(Action::Done)
 ///     })?;
@@ -379,24 +379,6 @@ impl Manager {
             cache.effective_storage(s.config.storage)
         };
         let describe = cache.describe();
-        let mut builder = s.factory.informer_builder::<C>();
-        if let Some(selector) = &cache.label_selector {
-            builder = builder.label_selector(selector.clone());
-        }
-        if let Some(selector) = &cache.field_selector {
-            builder = builder.field_selector(selector.clone());
-        }
-        if let Some(on) = cache.strip_managed_fields {
-            builder = builder.strip_managed_fields(on);
-        }
-        if cache.account_memory {
-            builder = builder.account_memory();
-        }
-        match &cache.namespace {
-            Some(Some(ns)) => builder = builder.namespace(ns.clone()),
-            Some(None) => builder = builder.all_namespaces(),
-            None => {}
-        }
         let conflict = |e: factory::Error| Error::CacheExists {
             manager: s.config.name.clone(),
             kind: C::kind(&()).into_owned(),
@@ -409,17 +391,20 @@ impl Manager {
         .filter(|_| !is_cluster_scoped::<C>());
         let mut labels = ResourceLabels::of::<C>(namespace, cache.label_selector.as_deref());
         labels.field_selector = cache.field_selector.clone().unwrap_or_default();
-        let cached = match (storage, cache.transform) {
+        let cached = match (storage, cache.transform.take()) {
             (Storage::Lean, _) => {
-                let informer = builder.build(&s.client).map_err(conflict)?;
+                let builder = s.factory.informer_builder::<C>(&s.client);
+                let informer = configured(builder, &cache).build().map_err(conflict)?;
                 self.register(&informer, labels);
                 Cached::lean(informer, namespace)
             }
             (_, transform) => {
+                let typed = s.client.typed();
+                let mut builder = configured(s.factory.informer_builder::<C>(&typed), &cache);
                 if let Some(transform) = transform {
                     builder = builder.transform(move |obj| transform(obj));
                 }
-                let informer = builder.build(&s.client.typed()).map_err(conflict)?;
+                let informer = builder.build().map_err(conflict)?;
                 self.register(&informer, labels);
                 Cached::typed(informer, namespace)
             }
@@ -520,4 +505,33 @@ fn pod_namespace() -> String {
         .map(|ns| ns.trim().to_owned())
         .filter(|ns| !ns.is_empty())
         .unwrap_or_else(|| "default".to_owned())
+}
+
+/// `builder` with what `cache` declares: selectors, managed-fields stripping, memory
+/// accounting, namespace (the transform is set by the caller, for typed storage only).
+fn configured<'f, C, S>(
+    mut builder: informer::Builder<C, factory::FromSource<'f, S>>,
+    cache: &Cache<C>,
+) -> informer::Builder<C, factory::FromSource<'f, S>>
+where
+    C: ApiObject,
+    S: factory::Source<C>,
+{
+    if let Some(selector) = &cache.label_selector {
+        builder = builder.label_selector(selector.clone());
+    }
+    if let Some(selector) = &cache.field_selector {
+        builder = builder.field_selector(selector.clone());
+    }
+    if let Some(on) = cache.strip_managed_fields {
+        builder = builder.strip_managed_fields(on);
+    }
+    if cache.account_memory {
+        builder = builder.account_memory();
+    }
+    match &cache.namespace {
+        Some(Some(ns)) => builder.namespace(ns.clone()),
+        Some(None) => builder.all_namespaces(),
+        None => builder,
+    }
 }

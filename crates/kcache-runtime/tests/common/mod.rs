@@ -17,7 +17,7 @@ pub(crate) const HANG_GUARD: Duration = Duration::from_secs(60);
 
 /// The embedded server, with the namespace [`NS`].
 pub(crate) async fn server() -> Result<RunningServer> {
-    let server = ApiServer::builder().start().await?;
+    let server = ApiServer::builder().build().start().await?;
     server
         .handle()
         .create("/api/v1/namespaces", json!({"metadata": {"name": NS}}))

@@ -1,6 +1,7 @@
 //! [`SharedInformerFactory`]: one shared informer per resource type, made from a [`Source`]
-//! with the factory's defaults ([`SharedInformerFactory::informer`]) or with settings of its own
-//! ([`SharedInformerFactory::informer_builder`]). The [`Source`] chooses what the cache stores
+//! with the factory's defaults ([`InformerFrom::informer`]) or with settings of its own
+//! ([`InformerFrom::informer_builder`], which hands out the [`informer::Builder`] every informer
+//! is made with). The [`Source`] chooses what the cache stores
 //! ([`Stored`]): `kcache_client::Client` stores lean objects (wire bytes plus parsed metadata,
 //! typed view decoded on demand), `client.typed()` and closures store typed objects.
 
@@ -8,7 +9,7 @@ mod builder;
 mod source;
 mod stored;
 
-pub use builder::InformerBuilder;
+pub use builder::FromSource;
 use builder::Settings;
 pub use source::{InformerFrom, Source};
 pub use stored::{MetaIndexFunc, Stored, TypedIndexFunc};
@@ -25,11 +26,7 @@ use kube_core::Resource;
 use parking_lot::Mutex;
 use tokio_util::{sync::CancellationToken, task::TaskTracker};
 
-use crate::{
-    informer::{self, SharedIndexInformer},
-    lister_watcher::ListerWatcher,
-    store::Indexers,
-};
+use crate::informer::{self, SharedIndexInformer};
 
 /// Settings shared by every informer of a [`SharedInformerFactory`]: client-go's factory
 /// options (`WithNamespace`, `WithTweakListOptions`, `WithTransform`, the default resync).
@@ -37,7 +34,7 @@ use crate::{
 #[non_exhaustive]
 pub struct Config {
     /// Watch only this namespace (`None`: all namespaces). The factory passes it to the
-    /// function that builds each [`ListerWatcher`].
+    /// function that builds each [`ListerWatcher`](crate::ListerWatcher).
     pub namespace: Option<String>,
     /// The informers' configuration template (default resync period, queue, reflector settings
     /// including label and field selectors).
@@ -219,53 +216,6 @@ impl SharedInformerFactory {
     /// The factory's configuration.
     pub fn config(&self) -> &Config {
         &self.config
-    }
-
-    /// The shared informer for `K` from the [`ListerWatcher`] `make` builds, with `indexers`
-    /// and `strip` (the function that drops managed fields) when
-    /// [`Config::strip_managed_fields`] is on: what [`InformerFrom::informer`] does.
-    fn informer_stripping_with<K, F, L>(
-        &self,
-        make: F,
-        indexers: Indexers<K>,
-        strip: fn(K) -> K,
-    ) -> SharedIndexInformer<K>
-    where
-        K: Resource + Clone + Send + Sync + 'static,
-        F: FnOnce(&Config) -> L,
-        L: ListerWatcher<K>,
-    {
-        let settings = Settings {
-            namespace: self.config.namespace.clone(),
-            config: self.config.informer.clone(),
-            indexers: indexers.keys().cloned().collect(),
-            strip_managed_fields: self.config.strip_managed_fields,
-            transform: false,
-            memory: builder::Accounting::Off,
-        };
-        let made = self.get_or_create(settings, || {
-            let builder = SharedIndexInformer::builder(make(&self.config))
-                .config(self.config.informer.clone())
-                .indexers(indexers);
-            if self.config.strip_managed_fields {
-                builder.transform(strip).build()
-            } else {
-                builder.build()
-            }
-        });
-        match made {
-            Ok(informer) | Err((_, informer)) => informer,
-        }
-    }
-
-    /// A builder for the informer of `K` with settings of its own (namespace, selectors,
-    /// resync, queue, indexes, transform) over the factory's defaults; see [`InformerBuilder`].
-    /// What it stores is chosen by the source given to [`InformerBuilder::build`].
-    pub fn informer_builder<K>(&self) -> InformerBuilder<'_, K>
-    where
-        K: Resource + Clone + Send + Sync + 'static,
-    {
-        InformerBuilder::new(self)
     }
 
     /// The informer for `K`: the existing one when its settings are `settings` (else `Err`

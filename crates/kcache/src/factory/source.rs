@@ -4,12 +4,15 @@
 
 use kube_core::Resource;
 
-use super::{SharedInformerFactory, Stored};
-use crate::{informer::SharedIndexInformer, lister_watcher::ListerWatcher};
+use super::{FromSource, SharedInformerFactory, Stored};
+use crate::{
+    informer::{self, SharedIndexInformer},
+    lister_watcher::ListerWatcher,
+};
 
 /// Makes the [`ListerWatcher`] of a `K` informer for one namespace or all of them, and chooses
 /// the form the informer stores its objects in ([`Source::Object`]): what
-/// [`SharedInformerFactory::informer`] needs from a client. `kcache_client::Client`
+/// [`InformerFrom`] needs from a client. `kcache_client::Client`
 /// implements it for every typed resource with lean storage (`kcache_client::Compact<K>`), and
 /// `client.typed()` with typed storage (a namespace is ignored for cluster-scoped kinds).
 ///
@@ -58,10 +61,11 @@ where
     }
 }
 
-/// `factory.informer::<K>(&source)`: the shared informer for `K` from a [`Source`], storing what
-/// the source chooses ([`Source::Object`]). A trait rather than an inherent method so that the
-/// return type can name the source's stored form while the call names only `K`; import it
-/// with `use kcache::InformerFrom` (or `kcache::factory::InformerFrom`).
+/// `factory.informer_builder::<K>(&source)` and `factory.informer::<K>(&source)`: the factory's
+/// shared informer of `K` from a [`Source`], storing what the source chooses
+/// ([`Source::Object`]). A trait rather than inherent methods so that the return type can name
+/// the source's stored form while the call names only `K`; import it with
+/// `use kcache::InformerFrom` (or `kcache::factory::InformerFrom`).
 ///
 /// ```
 /// use k8s_openapi::api::core::v1::ConfigMap;
@@ -70,33 +74,57 @@ where
 ///
 /// let factory = SharedInformerFactory::new(factory::Config::default());
 /// let source = |_namespace: Option<&str>| FakeSource::<ConfigMap>::new();
-/// let cms: SharedIndexInformer<ConfigMap> = factory.informer::<ConfigMap>(&source);
-/// assert!(!cms.has_started());
+/// let cms: SharedIndexInformer<ConfigMap> = factory
+///     .informer_builder::<ConfigMap>(&source)
+///     .label_selector("app=web")
+///     .build()?;
+/// // The shorthand returns the existing informer, whatever it was made with.
+/// let same = factory.informer::<ConfigMap>(&source);
+/// assert!(std::ptr::eq(cms.indexer(), same.indexer()));
+/// # Ok::<(), factory::Error>(())
 /// ```
 pub trait InformerFrom<S> {
-    /// The shared informer for `K`, created on first request from `source` with the factory's
-    /// namespace, selectors, resync period and transform, and the namespace index. When the
-    /// informer exists it is returned as it is, whatever it was made with (client-go's
-    /// `InformerFor`); [`informer_builder`](SharedInformerFactory::informer_builder) checks
-    /// the settings.
+    /// The [`informer::Builder`] of the factory's informer for `K` from `source`, starting from
+    /// the factory's settings (namespace, informer configuration with the selectors and
+    /// resync period, managed fields stripped or not) and the namespace index; see
+    /// [`FromSource`] for what its `build` returns and refuses.
     ///
     /// The factory keeps one informer per stored type, so a lean (`kcache_client::Client`)
     /// and a typed (`client.typed()`) informer of the same kind are two informers, with two
     /// watches.
+    fn informer_builder<'f, K>(&'f self, source: &'f S) -> informer::Builder<K, FromSource<'f, S>>
+    where
+        K: Resource + Clone + Send + Sync + 'static,
+        S: Source<K>;
+
+    /// client-go's `InformerFor`, as a shorthand: the shared informer for `K`, created on first
+    /// request from `source` with the factory's settings. Exactly
+    /// `self.informer_builder::<K>(source).build()`, except that an existing informer is
+    /// returned as it is, whatever it was made with (`build` would refuse other settings).
     fn informer<K>(&self, source: &S) -> SharedIndexInformer<<S as Source<K>>::Object>
     where
+        K: Resource + Clone + Send + Sync + 'static,
         S: Source<K>;
 }
 
 impl<S> InformerFrom<S> for SharedInformerFactory {
-    fn informer<K>(&self, source: &S) -> SharedIndexInformer<<S as Source<K>>::Object>
+    fn informer_builder<'f, K>(&'f self, source: &'f S) -> informer::Builder<K, FromSource<'f, S>>
     where
+        K: Resource + Clone + Send + Sync + 'static,
         S: Source<K>,
     {
-        self.informer_stripping_with(
-            |config| source.lister_watcher(config.namespace.as_deref()),
-            crate::store::namespace_indexers(),
-            <S as Source<K>>::Object::strip_managed_fields,
-        )
+        super::builder::builder(self, source)
+    }
+
+    fn informer<K>(&self, source: &S) -> SharedIndexInformer<<S as Source<K>>::Object>
+    where
+        K: Resource + Clone + Send + Sync + 'static,
+        S: Source<K>,
+    {
+        match self.informer_builder::<K>(source).build_or_existing() {
+            Ok(informer) | Err((_, Some(informer))) => informer,
+            // Only a transform is refused without an existing informer, and none is set.
+            Err((err, None)) => unreachable!("a request with the factory's settings: {err}"),
+        }
     }
 }

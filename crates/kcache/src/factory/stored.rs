@@ -22,9 +22,9 @@ pub type MetaIndexFunc = Arc<dyn Fn(&ObjectMeta) -> Vec<String> + Send + Sync>;
 /// implements `Stored<K>` by decoding: its index functions over `K` decode the object each time the
 /// store runs them (once per add, twice per update — old and new — and once per delete, per
 /// index); a transform over `K` cannot be applied to it (it would decode and
-/// re-encode every object), so [`InformerBuilder::transform`](super::InformerBuilder::transform)
+/// re-encode every object), so [`informer::Builder::transform`](crate::informer::Builder::transform)
 /// is refused for it. Index functions over metadata
-/// ([`InformerBuilder::meta_indexer`](super::InformerBuilder::meta_indexer)) never decode.
+/// ([`informer::Builder::meta_indexer`](crate::informer::Builder::meta_indexer)) never decode.
 ///
 /// ```
 /// use std::sync::Arc;

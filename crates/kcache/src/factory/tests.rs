@@ -4,7 +4,10 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube_core::ObjectMeta;
 
 use super::*;
-use crate::testing::{Call, FakeSource};
+use crate::{
+    ListerWatcher,
+    testing::{Call, FakeSource},
+};
 
 fn cm(name: &str) -> ConfigMap {
     ConfigMap {
@@ -167,7 +170,7 @@ async fn builder_overrides_the_factory_defaults_it_is_given() {
         Selectors(fake.clone(), Arc::clone(&lists))
     };
     let informer = factory
-        .informer_builder::<ConfigMap>()
+        .informer_builder::<ConfigMap>(&source)
         .namespace("other")
         .label_selector("app=web")
         .resync_period(Duration::ZERO)
@@ -178,7 +181,7 @@ async fn builder_overrides_the_factory_defaults_it_is_given() {
             c.data = Some([("seen".to_owned(), "yes".to_owned())].into());
             c
         })
-        .build(&source)
+        .build()
         .unwrap();
     assert_eq!(*namespaces.lock().unwrap(), [Some("other".to_owned())]);
     factory.start();
@@ -214,14 +217,14 @@ async fn builder_returns_the_informer_made_with_the_same_settings_and_refuses_ot
         FakeSource::<ConfigMap>::new()
     };
     let first = factory
-        .informer_builder::<ConfigMap>()
+        .informer_builder::<ConfigMap>(&source)
         .label_selector("app=web")
-        .build(&source)
+        .build()
         .unwrap();
     let again = factory
-        .informer_builder::<ConfigMap>()
+        .informer_builder::<ConfigMap>(&source)
         .label_selector("app=web")
-        .build(&source)
+        .build()
         .unwrap();
     assert_eq!(made.load(std::sync::atomic::Ordering::SeqCst), 1);
     assert!(
@@ -229,14 +232,18 @@ async fn builder_returns_the_informer_made_with_the_same_settings_and_refuses_ot
         "one shared informer"
     );
 
-    let conflict = |builder: InformerBuilder<'_, ConfigMap>| match builder.build(&source) {
-        Err(Error::Conflict { setting, .. }) => setting,
-        Err(other) => panic!("not a conflict: {other}"),
-        Ok(_) => panic!("a request with other settings was given the existing informer"),
-    };
+    fn conflict<S: Source<ConfigMap>>(
+        builder: informer::Builder<ConfigMap, FromSource<'_, S>>,
+    ) -> &'static str {
+        match builder.build() {
+            Err(Error::Conflict { setting, .. }) => setting,
+            Err(other) => panic!("not a conflict: {other}"),
+            Ok(_) => panic!("a request with other settings was given the existing informer"),
+        }
+    }
     let b = || {
         factory
-            .informer_builder::<ConfigMap>()
+            .informer_builder::<ConfigMap>(&source)
             .label_selector("app=web")
     };
     assert_eq!(conflict(b().label_selector("app=db")), "label selector");
@@ -264,6 +271,10 @@ async fn builder_returns_the_informer_made_with_the_same_settings_and_refuses_ot
     );
     assert_eq!(conflict(b().transform(|c: ConfigMap| c)), "transform");
     assert_eq!(
+        conflict(b().watch_error_handler(|_| {})),
+        "watch error handler"
+    );
+    assert_eq!(
         conflict(
             b().reflector(
                 crate::reflector::Config::default()
@@ -273,7 +284,7 @@ async fn builder_returns_the_informer_made_with_the_same_settings_and_refuses_ot
         ),
         "informer settings"
     );
-    let err = b().label_selector("app=db").build(&source).unwrap_err();
+    let err = b().label_selector("app=db").build().unwrap_err();
     let text = err.to_string();
     assert!(
         text.contains("\"app=web\"") && text.contains("\"app=db\"") && text.contains("ConfigMap"),
@@ -296,15 +307,15 @@ async fn builder_sees_an_informer_made_with_the_factory_defaults() {
     let source = |_: Option<&str>| FakeSource::<ConfigMap>::new();
     let plain = factory.informer::<ConfigMap>(&source);
     let same = factory
-        .informer_builder::<ConfigMap>()
-        .build(&source)
+        .informer_builder::<ConfigMap>(&source)
+        .build()
         .unwrap();
     assert!(std::ptr::eq(plain.indexer(), same.indexer()));
     assert!(matches!(
         factory
-            .informer_builder::<ConfigMap>()
+            .informer_builder::<ConfigMap>(&source)
             .namespace("x")
-            .build(&source),
+            .build(),
         Err(Error::Conflict {
             setting: "namespace",
             ..
@@ -319,10 +330,10 @@ async fn builder_memory_accounting_is_set_on_the_informer_and_compared_on_later_
     src.upsert(cm("a"));
     let source = |_: Option<&str>| src.clone();
     let cms = factory
-        .informer_builder::<ConfigMap>()
+        .informer_builder::<ConfigMap>(&source)
         .memory_sizer(|_: &ConfigMap| 1000)
         .memory_budget_bytes(100)
-        .build(&source)
+        .build()
         .unwrap();
     assert_eq!(cms.memory(), Some(crate::memory::MemoryUsage::default()));
     factory.start();
@@ -335,12 +346,16 @@ async fn builder_memory_accounting_is_set_on_the_informer_and_compared_on_later_
         1000 + crate::store::entry_overhead::<ConfigMap>(&key)
     );
     assert!(cms.over_memory_budget());
-    let setting = |b: InformerBuilder<'_, ConfigMap>| match b.build(&source) {
-        Err(Error::Conflict { setting, .. }) => setting,
-        other => panic!("expected a conflict, got {other:?}"),
-    };
+    fn setting<S: Source<ConfigMap>>(
+        b: informer::Builder<ConfigMap, FromSource<'_, S>>,
+    ) -> &'static str {
+        match b.build() {
+            Err(Error::Conflict { setting, .. }) => setting,
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+    }
     let again = factory
-        .informer_builder::<ConfigMap>()
+        .informer_builder::<ConfigMap>(&source)
         .memory_sizer(|_: &ConfigMap| 1000)
         .memory_budget_bytes(100);
     assert_eq!(
@@ -349,30 +364,30 @@ async fn builder_memory_accounting_is_set_on_the_informer_and_compared_on_later_
         "sizers cannot be compared"
     );
     let estimated = factory
-        .informer_builder::<ConfigMap>()
+        .informer_builder::<ConfigMap>(&source)
         .account_memory()
         .memory_budget_bytes(100);
     assert_eq!(setting(estimated), "memory accounting");
     let secrets = factory
-        .informer_builder::<Secret>()
+        .informer_builder::<Secret>(&|_: Option<&str>| FakeSource::<Secret>::new())
         .account_memory()
-        .build(&|_: Option<&str>| FakeSource::<Secret>::new())
+        .build()
         .unwrap();
     assert_eq!(secrets.memory_budget(), None);
     let same = factory
-        .informer_builder::<Secret>()
+        .informer_builder::<Secret>(&|_: Option<&str>| FakeSource::<Secret>::new())
         .account_memory()
-        .build(&|_: Option<&str>| FakeSource::<Secret>::new())
+        .build()
         .unwrap();
     assert!(
         same.memory().is_some(),
         "the same settings share the informer"
     );
     let budget = factory
-        .informer_builder::<Secret>()
+        .informer_builder::<Secret>(&|_: Option<&str>| FakeSource::<Secret>::new())
         .account_memory()
         .memory_budget_bytes(1)
-        .build(&|_: Option<&str>| FakeSource::<Secret>::new());
+        .build();
     assert!(
         matches!(
             budget,

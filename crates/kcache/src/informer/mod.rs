@@ -30,7 +30,8 @@ mod run;
 mod shared_informer;
 mod starter;
 
-pub use builder::Builder;
+pub use builder::{Builder, FromListerWatcher};
+pub(crate) use builder::{Extras, Index, stripping};
 pub use config::{Config, HandlerConfig, MINIMUM_RESYNC_PERIOD};
 pub use error::Error;
 pub use handler::{DeletedObject, EventHandler, HandlerFns};

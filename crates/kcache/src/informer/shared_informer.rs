@@ -12,8 +12,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{Instrument as _, warn};
 
 use super::{
-    Builder, Config, Error, HandlerConfig, MINIMUM_RESYNC_PERIOD,
-    builder::Extras,
+    Builder, Config, Error, Extras, FromListerWatcher, HandlerConfig, MINIMUM_RESYNC_PERIOD,
     handler::EventHandler,
     listener::{Listener, Notification, determine_resync_period},
     processor::Processor,
@@ -120,19 +119,23 @@ impl<K> SharedIndexInformer<K>
 where
     K: Resource + Clone + Send + Sync + 'static,
 {
-    /// An informer for `K` fed by `lw` with `config`, keyed by `namespace/name`, with the
-    /// namespace index: `SharedIndexInformer::builder(lw).config(config).build()`.
+    /// client-go's constructor, as a shorthand: an informer for `K` fed by `lw` with `config`,
+    /// keyed by `namespace/name`, with the namespace index. Exactly
+    /// `SharedIndexInformer::builder(lw).config(config).build()`; every other setting is made
+    /// on the [`Builder`].
     pub fn new<L: ListerWatcher<K>>(lw: L, config: Config) -> Self {
         Self::builder(lw).config(config).build()
     }
 
-    /// A [`Builder`] for an informer fed by `lw`: indexes, a transform and a watch error
-    /// handler are set there, before the informer exists.
-    pub fn builder<L: ListerWatcher<K>>(lw: L) -> Builder<K, L> {
+    /// A [`Builder`] for an informer of its own fed by `lw`: its configuration, indexes,
+    /// transform, watch error handler and memory accounting are set there, before the informer
+    /// exists. (A factory's shared informer comes from the same builder:
+    /// `factory.informer_builder::<K>(&source)`, see [`InformerFrom`](crate::InformerFrom).)
+    pub fn builder<L: ListerWatcher<K>>(lw: L) -> Builder<K, FromListerWatcher<L>> {
         Builder::new(lw)
     }
 
-    pub(super) fn from_parts<L: ListerWatcher<K>>(
+    pub(crate) fn from_parts<L: ListerWatcher<K>>(
         lw: L,
         config: Config,
         indexers: Indexers<K>,

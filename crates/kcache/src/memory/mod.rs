@@ -3,8 +3,8 @@
 //!
 //! Accounting is opt-in. A [`ThreadSafeStore`](crate::store::ThreadSafeStore) given a
 //! [`Sizer`] ([`ThreadSafeStore::set_sizer`](crate::store::ThreadSafeStore::set_sizer);
-//! [`informer::Builder::account_memory`](crate::informer::Builder::account_memory), or
-//! `InformerBuilder::account_memory` on a factory) adds each stored object's size to a running
+//! [`informer::Builder::account_memory`](crate::informer::Builder::account_memory), on an
+//! informer of its own or a factory's) adds each stored object's size to a running
 //! total when it is inserted and subtracts it when the object is replaced or removed, under
 //! the store's write lock: the total is never computed by walking the cache. Without a sizer
 //! the store does no accounting work at all.
