@@ -241,8 +241,18 @@ mod tests {
         let (wa, wb) = (waker(a.clone()), waker(b.clone()));
         let mut first = pin!(store.wait_until_ready());
         let mut second = pin!(store.wait_until_ready());
-        assert!(first.as_mut().poll(&mut Context::from_waker(&wa)).is_pending());
-        assert!(second.as_mut().poll(&mut Context::from_waker(&wb)).is_pending());
+        assert!(
+            first
+                .as_mut()
+                .poll(&mut Context::from_waker(&wa))
+                .is_pending()
+        );
+        assert!(
+            second
+                .as_mut()
+                .poll(&mut Context::from_waker(&wb))
+                .is_pending()
+        );
         writer.apply_watcher_event(&watcher::Event::Init);
         writer.apply_watcher_event(&watcher::Event::InitDone);
         assert_eq!(b.0.load(Ordering::SeqCst), 1, "the last waiter is woken");
@@ -259,7 +269,11 @@ mod tests {
         let mut waits: Vec<_> = (0..4).map(|_| Box::pin(ready.wait())).collect();
         for (wait, w) in waits.iter_mut().zip(&wakes) {
             let waker = waker(w.clone());
-            assert!(wait.as_mut().poll(&mut Context::from_waker(&waker)).is_pending());
+            assert!(
+                wait.as_mut()
+                    .poll(&mut Context::from_waker(&waker))
+                    .is_pending()
+            );
         }
         for e in [watcher::Event::Init, watcher::Event::InitDone] {
             pod_writer.apply_watcher_event(&e);
