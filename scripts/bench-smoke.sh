@@ -170,3 +170,24 @@ left="$(kubectl --kubeconfig "$KCACHE_UPSTREAM_KUBECONFIG" --request-timeout=20s
   || fail "listing what the bench runs left on the server"
 [ -z "$left" ] || fail "the bench runs left $(printf '%s\n' "$left" | wc -l) of their objects on the server"
 echo "bench-smoke: the bench runs deleted their datasets (none of their objects left)"
+
+# The operator benchmark (kcache bench-operator) at a tiny size, 1 run: the Team operator on
+# kcache-runtime, controller-runtime and kube-runtime must each reconcile every Team with the
+# right Pod count (the driver checks each ConfigMap on the server) and see every update.
+cr_peer="$(scripts/build-harness.sh controller-runtime-peer)" \
+  || fail "build harness/controller-runtime-peer (the operator benchmark's Go peer)"
+cargo build --locked -p operator-peer || fail "cargo build -p operator-peer (the operator benchmark's Rust peers)"
+cargo run --locked -q -p kcache-cli --bin kcache -- bench-operator --kubeconfig "$KCACHE_UPSTREAM_KUBECONFIG" \
+  --n 200 --teams 10 --namespaces 5 --namespace op-smoke --runs 1 --updates 50 --update-rate 200 \
+  --timeout 180s --cleanup --controller-runtime-peer "$cr_peer" --out "$out/operator" \
+  || fail "kcache bench-operator (tiny run: 200 pods, 10 teams, 3 peers); peer logs in $out/operator/logs"
+python3 - "$out/operator" <<'PY' || fail "operator benchmark results in $out/operator"
+import json, os, sys
+r = json.load(open(os.path.join(sys.argv[1], "results.json")))
+peers = sorted(x["peer"] for x in r["runs"])
+assert peers == ["controller-runtime", "kcache-runtime", "kube-runtime"], peers
+for x in r["runs"]:
+    assert x["verified_teams"] == 10, x
+    assert x["line"]["update_events"] >= 50, x
+print("bench-smoke: operator benchmark: 3 peers, every Team reconciled with the right count")
+PY

@@ -209,6 +209,9 @@ func main() {
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: {Label: selector},
 		}},
+		// The Team is unstructured (no Go type): without this its Gets and Lists, the Pod
+		// mapping's included, would go to the server instead of the informer's cache.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	})
 	if err != nil {
 		fail("manager: %v", err)

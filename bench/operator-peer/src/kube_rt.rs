@@ -1,6 +1,11 @@
 //! The Team operator on kube-runtime 5's Controller: reflector stores of Teams, ConfigMaps and
 //! Pods fed by the controller's own watch streams, and an index of Teams and Pods by namespace
 //! (kube-runtime's stores have none) kept from the same streams.
+//!
+//! The reconciles wait for the Pod and ConfigMap stores' first lists through one [`Ready`]
+//! gate, never each on `Store::wait_until_ready`: kube-runtime 5's store readiness wakes only
+//! the last task that polled it (a oneshot receiver keeps one waker), so with concurrent
+//! reconciles all but one of those waiting would sleep forever, each holding a worker.
 
 use std::{
     collections::{HashMap, HashSet},
@@ -71,9 +76,34 @@ fn apply<K: Resource>(index: &Index, event: &watcher::Event<K>) {
     }
 }
 
+/// Set once the Pod and ConfigMap stores hold their first lists; any number of tasks may wait
+/// on it. One task waits on the stores themselves ([`Ready::watch`]).
+#[derive(Debug, Default)]
+struct Ready(tokio::sync::SetOnce<()>);
+
+impl Ready {
+    /// Spawns the one task that waits for the stores to be ready (as the controller's streams
+    /// fill them), then opens the gate.
+    fn watch(pods: Store<Pod>, cms: Store<ConfigMap>) -> Arc<Self> {
+        let ready = Arc::new(Self::default());
+        let gate = ready.clone();
+        tokio::spawn(async move {
+            if pods.wait_until_ready().await.is_ok() && cms.wait_until_ready().await.is_ok() {
+                let _ = gate.0.set(());
+            }
+        });
+        ready
+    }
+
+    /// Waits until the gate is open.
+    async fn wait(&self) {
+        self.0.wait().await;
+    }
+}
+
 struct Ctx {
     client: Client,
-    pods: Store<Pod>,
+    ready: Arc<Ready>,
     pod_index: Index,
     cms: Store<ConfigMap>,
     tracker: Arc<Tracker>,
@@ -132,7 +162,7 @@ pub(crate) async fn run(
     };
     let ctx = Arc::new(Ctx {
         client,
-        pods,
+        ready: Ready::watch(pods, cms.clone()),
         pod_index,
         cms,
         tracker,
@@ -149,8 +179,7 @@ pub(crate) async fn run(
 
 async fn reconcile(team: Arc<Team>, ctx: Arc<Ctx>) -> Result<Action, kube::Error> {
     // The reconciles read the stores: wait until they hold their first lists.
-    let _ = ctx.pods.wait_until_ready().await;
-    let _ = ctx.cms.wait_until_ready().await;
+    ctx.ready.wait().await;
     let (namespace, name) = (team.namespace().unwrap_or_default(), team.name_any());
     let count = ctx
         .pod_index
@@ -178,4 +207,90 @@ fn error_policy(team: Arc<Team>, error: &kube::Error, _ctx: Arc<Ctx>) -> Action 
         team.name_any()
     );
     Action::requeue(Duration::from_secs(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{
+        pin::pin,
+        sync::atomic::{AtomicUsize, Ordering},
+        task::{Context, Poll},
+    };
+
+    use futures::task::{ArcWake, waker};
+
+    use super::*;
+
+    /// Counts its wakes.
+    #[derive(Default)]
+    struct Wakes(AtomicUsize);
+
+    impl ArcWake for Wakes {
+        fn wake_by_ref(arc_self: &Arc<Self>) {
+            arc_self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Why the gate exists: two tasks waiting on one store's readiness, and only the one that
+    /// polled last is woken when the store becomes ready (if kube-runtime fixes this, the gate
+    /// can go).
+    #[test]
+    fn kube_store_readiness_wakes_only_the_last_waiter() {
+        let (store, mut writer) = reflector::store::<Pod>();
+        let (a, b) = (Arc::new(Wakes::default()), Arc::new(Wakes::default()));
+        let (wa, wb) = (waker(a.clone()), waker(b.clone()));
+        let mut first = pin!(store.wait_until_ready());
+        let mut second = pin!(store.wait_until_ready());
+        assert!(
+            first
+                .as_mut()
+                .poll(&mut Context::from_waker(&wa))
+                .is_pending()
+        );
+        assert!(
+            second
+                .as_mut()
+                .poll(&mut Context::from_waker(&wb))
+                .is_pending()
+        );
+        writer.apply_watcher_event(&watcher::Event::Init);
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        assert_eq!(b.0.load(Ordering::SeqCst), 1, "the last waiter is woken");
+        assert_eq!(a.0.load(Ordering::SeqCst), 0, "the first waiter is not");
+    }
+
+    /// Every task waiting on the gate is woken once both stores hold their first lists.
+    #[tokio::test]
+    async fn the_gate_wakes_every_waiter() {
+        let (pods, mut pod_writer) = reflector::store::<Pod>();
+        let (cms, mut cm_writer) = reflector::store::<ConfigMap>();
+        let ready = Ready::watch(pods, cms);
+        let wakes: Vec<_> = (0..4).map(|_| Arc::new(Wakes::default())).collect();
+        let mut waits: Vec<_> = (0..4).map(|_| Box::pin(ready.wait())).collect();
+        for (wait, w) in waits.iter_mut().zip(&wakes) {
+            let waker = waker(w.clone());
+            assert!(
+                wait.as_mut()
+                    .poll(&mut Context::from_waker(&waker))
+                    .is_pending()
+            );
+        }
+        for e in [watcher::Event::Init, watcher::Event::InitDone] {
+            pod_writer.apply_watcher_event(&e);
+        }
+        tokio::task::yield_now().await;
+        for e in [watcher::Event::Init, watcher::Event::InitDone] {
+            cm_writer.apply_watcher_event(&e);
+        }
+        // The gate's task opens it; every waiter is then woken and done.
+        ready.wait().await;
+        for (wait, w) in waits.iter_mut().zip(&wakes) {
+            assert_eq!(w.0.load(Ordering::SeqCst), 1, "each waiter is woken once");
+            let waker = waker(w.clone());
+            assert_eq!(
+                wait.as_mut().poll(&mut Context::from_waker(&waker)),
+                Poll::Ready(())
+            );
+        }
+    }
 }

@@ -64,7 +64,6 @@ fn build_operator_peer(kcache: &Path) {
 }
 
 #[test]
-#[ignore = "the kube-runtime peer does not reach its full reconcile yet (9 of 10 Teams)"]
 fn tiny_run_reconciles_with_all_three_peers() {
     let Some(kubeconfig) = upstream_kubeconfig() else {
         return;
