@@ -1,14 +1,14 @@
 //! client-go's `fakeListWatcher` and the pieces around it.
 
-use std::{collections::BTreeMap, sync::Arc, time::Duration};
+use std::{collections::BTreeMap, sync::Arc};
 
 use futures::StreamExt;
 use k8s_openapi::{api::core::v1::Pod, apimachinery::pkg::apis::meta::v1::ListMeta};
 use kcache::{
     ListerWatcher,
     lister_watcher::{
-        INITIAL_EVENTS_END_ANNOTATION, ListParams, ObjectList, Status, VersionMatch, WatchEvent,
-        WatchParams, WatchStream,
+        INITIAL_EVENTS_END_ANNOTATION, ListParams, ObjectList, Status, WatchEvent, WatchParams,
+        WatchStream,
     },
     reflector::{Config, Error, Reflector, ReflectorHandle, ReflectorStore},
 };
@@ -25,62 +25,9 @@ use tokio::{
 use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use kcache::lister_watcher::Error as LwError;
-
-/// How long (in paused, virtual time) any wait may take before the test fails.
-pub(crate) const PATIENCE: Duration = Duration::from_secs(3600);
-
-/// What a request asked for, in the terms of client-go's `metav1.ListOptions`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Opts {
-    pub(crate) resource_version: String,
-    pub(crate) resource_version_match: String,
-    pub(crate) limit: u32,
-    pub(crate) continue_token: String,
-    pub(crate) allow_watch_bookmarks: bool,
-    pub(crate) send_initial_events: Option<bool>,
-    pub(crate) timeout_seconds: Option<u32>,
-}
-
-impl Opts {
-    fn of_list(p: &ListParams) -> Self {
-        Self {
-            resource_version: p.resource_version.clone().unwrap_or_default(),
-            resource_version_match: match p.version_match {
-                Some(VersionMatch::Exact) => "Exact".into(),
-                Some(VersionMatch::NotOlderThan) => "NotOlderThan".into(),
-                None => String::new(),
-            },
-            limit: p.limit.unwrap_or(0),
-            continue_token: p.continue_token.clone().unwrap_or_default(),
-            // kcache lists never carry a timeout (`ListParams::timeout` is a no-op).
-            ..Self::default()
-        }
-    }
-
-    fn of_watch(p: &WatchParams, resource_version: &str) -> Self {
-        Self {
-            resource_version: resource_version.into(),
-            // kube-core sends resourceVersionMatch=NotOlderThan with sendInitialEvents.
-            resource_version_match: if p.send_initial_events {
-                "NotOlderThan".into()
-            } else {
-                String::new()
-            },
-            allow_watch_bookmarks: p.bookmarks,
-            send_initial_events: p.send_initial_events.then_some(true),
-            timeout_seconds: p.timeout,
-            ..Self::default()
-        }
-    }
-
-    pub(crate) fn without_timeout(self) -> Self {
-        Self {
-            timeout_seconds: None,
-            ..self
-        }
-    }
-}
+#[path = "../support/requests.rs"]
+mod requests;
+pub(crate) use requests::{LwError, Opts, PATIENCE};
 
 /// One request to the lister-watcher.
 #[derive(Debug, Clone)]
