@@ -85,7 +85,10 @@ fn tiny_run_reconciles_with_all_three_peers() {
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args(["--n", "200", "--teams", "10", "--namespaces", "5"])
-        .args(["--namespace", "op-smoke", "--runs", "1", "--updates", "50"])
+        // Its own namespaces: `--cleanup` leaves them Terminating on a server without a
+        // namespace controller, and the bench smoke runs `op-smoke` on the same server later.
+        .args(["--namespace", &format!("op-test-{}", std::process::id())])
+        .args(["--runs", "1", "--updates", "50"])
         .args(["--update-rate", "200", "--timeout", "180s", "--cleanup"])
         .arg("--operator-peer")
         .arg(&operator_peer)
