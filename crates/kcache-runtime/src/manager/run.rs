@@ -26,7 +26,8 @@ impl Manager {
     ///
     /// 1. serves `/metrics`, `/healthz` (`/livez`) and `/readyz` (ready once every informer
     ///    has synced and keeps up);
-    /// 2. starts every informer, on every replica (warm standby);
+    /// 2. starts every informer, on every replica (warm standby), and waits until every
+    ///    cache has synced (or `shutdown` fires) before any controller starts;
     /// 3. with leader election, competes for the lease, and again each time it is lost;
     /// 4. runs the controllers: their workers reconcile while this replica leads (always,
     ///    without leader election); a replica that starts leading queues every cached
@@ -75,6 +76,12 @@ impl Manager {
         };
         let informers = shared.factory.start();
         info!(%manager, identity = %shared.identity, informers, "manager started its informers");
+        // As controller-runtime's manager: every cache made so far syncs before a controller
+        // starts, so that no reconcile reads a cache that is still listing.
+        tokio::select! {
+            _ = shared.factory.wait_for_cache_sync() => {}
+            () = shutdown.cancelled() => {}
+        }
 
         let election = CancellationToken::new();
         let election_task = elector.as_ref().map(|elector| {
