@@ -77,8 +77,11 @@ async fn a_manager_over_a_namespace_set_caches_and_reconciles_those_namespaces_o
     }
     let manager = Manager::new(
         Client::from_url(&server.url())?,
-        manager::Config::new("nsset").namespaces(["b", "a"]),
+        manager::Config::new("nsset")
+            .namespaces(["b", "a"])
+            .metrics_addr("127.0.0.1:0".parse()?),
     )?;
+    let addr = manager.metrics_addr().expect("bound");
     let reconciled = Arc::new(Mutex::new(Vec::<String>::new()));
     let first = Arc::new(Mutex::new(None::<FirstLook>));
     let secrets = manager.informer::<Secret>();
@@ -156,6 +159,14 @@ async fn a_manager_over_a_namespace_set_caches_and_reconciles_those_namespaces_o
     );
     assert!(lister.namespaced("c").get("s0").is_none());
     assert!(lister.namespaced("a").get("s0").is_some());
+
+    // Each informer of the set is exported with its namespace, and readiness waits for all.
+    let m = common::metrics(addr).await?;
+    for (ns, objects) in [("a", 1.0), ("b", 50.0)] {
+        let key = format!("kcache_informer_objects{{namespace={ns},resource=secrets}}");
+        assert_eq!(common::sample(&m, &key)?, objects, "{key}");
+    }
+    assert_eq!(common::get(addr, "/readyz").await?.0, 200);
 
     // Events of the second informer queue their keys (the primary's and an owned type's).
     let before = reconciled.lock().len();
