@@ -56,14 +56,17 @@
 //!
 //! # Caches
 //!
-//! The manager keeps one shared informer per type, in its namespace, storing each object
+//! The manager keeps one shared informer per type, in its namespace (or one per namespace of
+//! a set: [`manager::Config::namespaces`], [`manager::Cache::namespaces`], controller-runtime's
+//! `DefaultNamespaces`; reads merge them, controllers watch each), storing each object
 //! lean ([`manager::Storage::Lean`]: its wire bytes plus its parsed metadata, several times
 //! smaller than the decoded object); reconciles read typed objects all the same
 //! ([`Context::get`], [`Context::lister`], [`Context::read`] decode on read). Declare a type's
 //! cache with [`Manager::cache`] before a controller uses it to narrow it
-//! ([`manager::Cache`]: label and field selectors, a namespace of its own, typed storage,
-//! managed-fields stripping, a transform, memory accounting); [`manager::Config`] sets the
-//! defaults of every type (namespace, label and field selectors, storage).
+//! ([`manager::Cache`]: label and field selectors, a namespace or namespaces of its own,
+//! typed storage, managed-fields stripping, a transform, memory accounting);
+//! [`manager::Config`] sets the defaults of every type (namespace or namespaces, label and
+//! field selectors, storage).
 //! [`Context::read`] reports a miss as an error naming the cache's namespace and selectors.
 //! [`Manager::metadata_cache`] caches only the metadata of a type
 //! (`PartialObjectMeta<C>`).

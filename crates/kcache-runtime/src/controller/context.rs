@@ -263,13 +263,19 @@ impl<K: ApiObject> Context<K> {
     /// [`api`](Self::api) in another namespace (`None`: a cluster-scoped `C`).
     pub fn api_in<C: ApiObject>(&self, namespace: Option<&str>) -> TrackedApi<C> {
         let manager = &self.shared.manager;
-        let cache = manager.cached::<C>().filter(|cached| {
-            is_cluster_scoped::<C>() || cached.namespace().is_none_or(|ns| Some(ns) == namespace)
+        // The informer holding `namespace`'s objects (of a set: that namespace's), if cached.
+        let reader = manager.cached::<C>().and_then(|cached| {
+            let namespace = namespace.filter(|_| !is_cluster_scoped::<C>());
+            if is_cluster_scoped::<C>() || cached.covers(namespace) {
+                cached.meta_reader(namespace)
+            } else {
+                None
+            }
         });
-        let tracker = cache.map(|informer| Tracker {
+        let tracker = reader.map(|cache| Tracker {
             expectations: Arc::clone(&self.shared.expectations),
             reconciled: self.key.clone(),
-            cache: informer.meta_reader(),
+            cache,
             _kind: std::marker::PhantomData,
         });
         TrackedApi::new(

@@ -5,6 +5,7 @@
 mod context;
 pub mod filter;
 mod own_writes;
+mod primary_set;
 mod reconciler;
 
 use std::{future::Future, sync::Arc, time::Duration};
@@ -52,36 +53,43 @@ fn synced<C: ApiObject>(cache: &Cached<C>) -> Synced {
     async move { cache.wait_for_sync().await }.boxed()
 }
 
-/// `controller` also reconciles the owners of the objects of `cache`.
-fn owns_on<P, C>(controller: Controller<P>, cache: &Cached<C>) -> Controller<P>
+/// `controller` also reconciles the owners of the objects of `cache` (of each informer of a
+/// namespace set).
+fn owns_on<P, C>(mut controller: Controller<P>, cache: &Cached<C>) -> Controller<P>
 where
     P: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
     C: ApiObject,
 {
-    match (cache.typed_informer(), cache.lean_informer()) {
-        (Some(informer), _) => controller.owns(informer),
-        (_, Some(informer)) => controller.owns(informer),
-        (None, None) => unreachable!("a cache is typed or lean"),
+    for informer in cache.typed_informers() {
+        controller = controller.owns(informer);
     }
+    for informer in cache.lean_informers() {
+        controller = controller.owns(informer);
+    }
+    controller
 }
 
-/// `controller` also reconciles the keys `map` derives from the objects of `cache` (decoded
-/// when stored lean).
-fn watches_on<P, W>(controller: Controller<P>, cache: &Cached<W>, map: Map<W>) -> Controller<P>
+/// `controller` also reconciles the keys `map` derives from the objects of `cache` (of each
+/// informer of a namespace set; decoded when stored lean).
+fn watches_on<P, W>(mut controller: Controller<P>, cache: &Cached<W>, map: Map<W>) -> Controller<P>
 where
     P: Resource + Clone + Send + Sync + 'static,
     W: ApiObject,
 {
-    match (cache.typed_informer(), cache.lean_informer()) {
-        (Some(informer), _) => controller.watches(informer, move |w: &W| map(w)),
-        (_, Some(informer)) => controller.watches(informer, move |w: &Compact<W>| {
+    for informer in cache.typed_informers() {
+        let map = Arc::clone(&map);
+        controller = controller.watches(informer, move |w: &W| map(w));
+    }
+    for informer in cache.lean_informers() {
+        let map = Arc::clone(&map);
+        controller = controller.watches(informer, move |w: &Compact<W>| {
             w.typed().map(|w| map(&w)).unwrap_or_else(|error| {
                 tracing::warn!(%error, "a watched object does not decode; it queues nothing");
                 Vec::new()
             })
-        }),
-        (None, None) => unreachable!("a cache is typed or lean"),
+        });
     }
+    controller
 }
 
 /// The map of a [`ControllerBuilder::watches`].
@@ -324,28 +332,49 @@ impl<'m, K: ApiObject, P> ControllerBuilder<'m, K, P> {
         let filtered = !filters.is_empty();
         let passes = move |old: &K, new: &K| filters.iter().all(|f| f(old, new));
         // The update events of this controller's own writes queue nothing: the reconcile
-        // that wrote knew what it wrote, and returned what comes next.
-        let mut controller = match (primary.typed_informer(), primary.lean_informer()) {
-            (Some(informer), _) => Primary::Typed(Controller::new_with_update_filter(
-                informer.clone(),
-                config,
-                move |old: &K, new: &K| !own.take(new) && passes(old, new),
-            )),
-            (_, Some(informer)) => Primary::Lean(Controller::new_with_update_filter(
-                informer.clone(),
-                config,
-                move |old: &Compact<K>, new: &Compact<K>| {
-                    !own.take(new)
-                        && (!filtered
-                            || match (old.typed(), new.typed()) {
-                                (Ok(old), Ok(new)) => passes(&old, &new),
-                                // Not decodable: the reconcile reads it as absent.
-                                _ => true,
-                            })
-                },
-            )),
-            (None, None) => unreachable!("a cache is typed or lean"),
+        // that wrote knew what it wrote, and returned what comes next. The primary
+        // informer is the only one, or the first of a namespace set (the others queue
+        // through `primary_set`, with the same filter).
+        let mut more = None;
+        let mut controller = match (primary.typed_informers(), primary.lean_informers()) {
+            ([first, rest @ ..], _) => {
+                let filter: UpdateFilter<K> =
+                    Arc::new(move |old: &K, new: &K| !own.take(new) && passes(old, new));
+                let f = Arc::clone(&filter);
+                let c =
+                    Controller::new_with_update_filter(first.clone(), config, move |o, n| f(o, n));
+                if !rest.is_empty() {
+                    more = Some(primary_set::register(rest, c.queue(), &filter, &name));
+                }
+                Primary::Typed(c)
+            }
+            (_, [first, rest @ ..]) => {
+                let filter: UpdateFilter<Compact<K>> =
+                    Arc::new(move |old: &Compact<K>, new: &Compact<K>| {
+                        !own.take(new)
+                            && (!filtered
+                                || match (old.typed(), new.typed()) {
+                                    (Ok(old), Ok(new)) => passes(&old, &new),
+                                    // Not decodable: the reconcile reads it as absent.
+                                    _ => true,
+                                })
+                    });
+                let f = Arc::clone(&filter);
+                let c =
+                    Controller::new_with_update_filter(first.clone(), config, move |o, n| f(o, n));
+                if !rest.is_empty() {
+                    more = Some(primary_set::register(rest, c.queue(), &filter, &name));
+                }
+                Primary::Lean(c)
+            }
+            _ => unreachable!("a cache is typed or lean, with one informer at least"),
         };
+        let mut synced = synced;
+        if more.is_some() {
+            // The first informer's sync is awaited by the controller itself; the others'
+            // here.
+            synced.push(self::synced(&primary));
+        }
         for relation in relations {
             controller = relation(controller);
         }
@@ -377,13 +406,30 @@ impl<'m, K: ApiObject, P> ControllerBuilder<'m, K, P> {
         let reconcile = Arc::new(reconcile);
         let run_one =
             move |key: ObjectKey| reconcile_key(Arc::clone(&shared), Arc::clone(&reconcile), key);
+        let (registrations, keys) = more.unzip();
+        let parts = Parts {
+            synced,
+            more: keys,
+            registrations: registrations.unwrap_or_default(),
+        };
         let runnable = match controller {
-            Primary::Typed(c) => runnable(c, Policy(policy), synced, run_one, &m, &name, workers),
-            Primary::Lean(c) => runnable(c, Policy(policy), synced, run_one, &m, &name, workers),
+            Primary::Typed(c) => runnable(c, Policy(policy), parts, run_one, &m, &name, workers),
+            Primary::Lean(c) => runnable(c, Policy(policy), parts, run_one, &m, &name, workers),
         };
         manager.add_controller(name, runnable);
         Ok(())
     }
+}
+
+/// What the manager's run of a controller needs besides the kcache controller.
+struct Parts {
+    /// The owned and watched caches (and a primary set's), awaited before any reconcile.
+    synced: Vec<Synced>,
+    /// The keys of a primary set's informers beyond the first, queued on each start of
+    /// leading.
+    more: Option<primary_set::Keys>,
+    /// The handlers of those informers, removed when the controller stops.
+    registrations: Vec<kcache::HandlerRegistration>,
 }
 
 /// The controller, with its error policy and metrics, as the manager runs it: once the
@@ -391,7 +437,7 @@ impl<'m, K: ApiObject, P> ControllerBuilder<'m, K, P> {
 fn runnable<S, P, F, Fut, E>(
     controller: Controller<S>,
     policy: P,
-    synced: Vec<Synced>,
+    parts: Parts,
     run_one: F,
     m: &crate::manager::Shared,
     name: &str,
@@ -408,6 +454,11 @@ where
     m.controller_metrics
         .register_controller(name.to_owned(), workers, controller.metrics());
     let run_one = move |key: ObjectKey, _cached: Option<Arc<S>>| run_one(key);
+    let Parts {
+        synced,
+        more,
+        registrations,
+    } = parts;
     Box::new(move |leading, cancel| {
         async move {
             // The primary's sync is awaited by the controller itself; the owned and
@@ -416,10 +467,34 @@ where
                 _ = futures::future::join_all(synced) => {}
                 () = cancel.cancelled() => {}
             }
-            match leading {
-                Some(leading) => controller.run_while_leading(leading, run_one, cancel).await,
+            let result = match leading {
+                Some(leading) => {
+                    let requeue = more.map(|keys| {
+                        primary_set::requeue_while_leading(
+                            leading.clone(),
+                            controller.queue().clone(),
+                            keys,
+                            cancel.clone(),
+                        )
+                    });
+                    let run = controller.run_while_leading(leading, run_one, cancel);
+                    match requeue {
+                        None => run.await,
+                        Some(requeue) => {
+                            tokio::pin!(run);
+                            tokio::select! {
+                                result = &mut run => result,
+                                () = requeue => run.await,
+                            }
+                        }
+                    }
+                }
                 None => controller.run(run_one, cancel).await,
+            };
+            for registration in &registrations {
+                registration.remove();
             }
+            result
         }
         .boxed()
     })

@@ -3,13 +3,13 @@
 
 use std::{fmt, sync::Arc};
 
-use super::Storage;
+use super::{Storage, namespaces::Scope};
 
 /// How the manager caches one type `C`: label and field selectors (only matching objects
 /// are listed, watched and cached), the [`Storage`] (lean or typed), managed-fields
-/// stripping, a transform applied before storing, memory accounting. Types without one are
-/// cached as the manager's [`Config`](super::Config) says: in its namespace, with its
-/// default selectors, storage and
+/// stripping, a transform applied before storing, memory accounting, the namespaces. Types
+/// without one are cached as the manager's [`Config`](super::Config) says: in its namespace
+/// or [`namespaces`](super::Config::namespaces), with its default selectors, storage and
 /// [`strip_managed_fields`](super::Config::strip_managed_fields).
 ///
 /// A selected cache holds only what its selectors match: a reconcile reading an object
@@ -41,8 +41,8 @@ pub struct Cache<C> {
     pub(crate) transform: Option<Arc<dyn Fn(C) -> C + Send + Sync>>,
     pub(crate) storage: Option<Storage>,
     pub(crate) account_memory: bool,
-    /// `Some(Some(ns))`: only `ns`; `Some(None)`: every namespace; `None`: the manager's.
-    pub(crate) namespace: Option<Option<String>>,
+    /// The namespaces it lists and watches; `None`: the manager's.
+    pub(crate) namespace: Option<Scope>,
 }
 
 impl<C> Default for Cache<C> {
@@ -116,9 +116,11 @@ impl<C> Cache<C> {
     }
 
     /// Lists, watches and caches the objects of this namespace only, instead of the
-    /// manager's [`namespace`](super::Config::namespace) (controller-runtime's
-    /// `ByObject.Namespaces`, with one namespace). A read outside it is an error naming it.
-    /// Ignored for a cluster-scoped `C`.
+    /// manager's [`namespace`](super::Config::namespace) or
+    /// [`namespaces`](super::Config::namespaces) (controller-runtime's
+    /// `ByObject.Namespaces`, with one namespace): one informer. A read outside it is an
+    /// error naming it. Ignored for a cluster-scoped `C`. The same as
+    /// [`namespaces`](Self::namespaces) with one namespace.
     ///
     /// ```no_run
     /// use k8s_openapi::api::core::v1::Secret;
@@ -133,15 +135,52 @@ impl<C> Cache<C> {
     /// ```
     #[must_use]
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.namespace = Some(Some(namespace.into()));
+        self.namespace = Some(Scope::of([namespace]));
+        self
+    }
+
+    /// Lists, watches and caches the objects of these namespaces only, instead of the
+    /// manager's [`namespace`](super::Config::namespace) or
+    /// [`namespaces`](super::Config::namespaces) (controller-runtime's
+    /// `ByObject.Namespaces`). Ignored for a cluster-scoped `C`.
+    ///
+    /// A set of two or more namespaces is one informer per namespace, with this cache's
+    /// selectors, storage, stripping, transform and memory accounting (controller-runtime's
+    /// multi-namespace cache): one list and one watch per namespace, each cheaper than one
+    /// of every namespace when the set is a small part of the cluster. Reads merge them: a
+    /// [`Cached::list`](super::Cached::list) concatenates the namespaces', a read in one
+    /// namespace reads its informer, a read in a namespace outside the set finds nothing
+    /// ([`Context::read`](crate::Context::read) says so in its error, naming the set:
+    /// `namespaces ["a", "b"]`). Controllers register their handlers on every informer of
+    /// the set, and the manager starts them once every informer has synced.
+    ///
+    /// One namespace is the same as [`namespace`](Self::namespace) (one informer); an
+    /// empty set is every namespace, as [`all_namespaces`](Self::all_namespaces). The
+    /// namespaces are kept sorted, each once.
+    ///
+    /// ```no_run
+    /// use k8s_openapi::api::core::v1::Secret;
+    /// use kcache_runtime::{Manager, manager};
+    ///
+    /// # #[tokio::main] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = kcache_client::Client::infer().await?;
+    /// let manager = Manager::new(client, manager::Config::new("demo").namespace("apps"))?;
+    /// // The apps' objects in "apps", their credentials in "vault" and "certs".
+    /// let secrets = manager.cache::<Secret>(manager::Cache::new().namespaces(["vault", "certs"]))?;
+    /// assert_eq!(secrets.lean_informers().len(), 2);
+    /// # Ok(()) }
+    /// ```
+    #[must_use]
+    pub fn namespaces(mut self, namespaces: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.namespace = Some(Scope::of(namespaces));
         self
     }
 
     /// Lists, watches and caches the objects of every namespace, whatever the manager's
-    /// [`namespace`](super::Config::namespace).
+    /// [`namespace`](super::Config::namespace) or [`namespaces`](super::Config::namespaces).
     #[must_use]
     pub fn all_namespaces(mut self) -> Self {
-        self.namespace = Some(None);
+        self.namespace = Some(Scope::All);
         self
     }
 
@@ -187,13 +226,11 @@ impl<C> Cache<C> {
         }
     }
 
-    /// `label selector "a=b", field selector "c=d"`, or `no selector`: for messages.
-    pub(crate) fn describe(&self) -> String {
-        let namespace = match &self.namespace {
-            Some(Some(ns)) => Some(format!("namespace {ns:?}")),
-            Some(None) => Some("all namespaces".to_owned()),
-            None => None,
-        };
+    /// `namespace "a", label selector "a=b", field selector "c=d"`, or `no selector`: for
+    /// messages; the namespaces are the cache's, else `manager_set` (the manager's set, when
+    /// it is several namespaces).
+    pub(crate) fn describe(&self, manager_set: Option<&Scope>) -> String {
+        let namespace = self.namespace.as_ref().or(manager_set).map(Scope::describe);
         let parts: Vec<String> = namespace
             .into_iter()
             .chain(
@@ -210,5 +247,39 @@ impl<C> Cache<C> {
         } else {
             parts.join(", ")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::{Cache, Scope};
+
+    #[test]
+    fn the_description_names_the_caches_namespaces_else_the_managers_set() {
+        let set = Scope::of(["b", "a"]);
+        assert_eq!(Cache::<ConfigMap>::new().describe(None), "no selector");
+        assert_eq!(
+            Cache::<ConfigMap>::new().describe(Some(&set)),
+            r#"namespaces ["a", "b"]"#
+        );
+        let own = Cache::<ConfigMap>::new()
+            .namespaces(["c", "d"])
+            .label_selector("app=web");
+        assert_eq!(
+            own.describe(Some(&set)),
+            r#"namespaces ["c", "d"], label selector "app=web""#
+        );
+        assert_eq!(
+            Cache::<ConfigMap>::new().namespaces(["c"]).describe(None),
+            r#"namespace "c""#
+        );
+        assert_eq!(
+            Cache::<ConfigMap>::new()
+                .namespaces(Vec::<String>::new())
+                .describe(None),
+            "all namespaces"
+        );
     }
 }

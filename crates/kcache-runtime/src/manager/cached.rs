@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use futures::future::join_all;
 use kcache::{
     SharedIndexInformer,
     memory::MemoryUsage,
@@ -35,15 +36,24 @@ pub enum Storage {
     Typed,
 }
 
-/// The stored form behind a [`Cached`].
+/// The stored form behind a [`Cached`]: one informer, or one per namespace of a set (in
+/// the order of [`Cached::namespaces`]).
 enum Inner<C> {
-    Typed(SharedIndexInformer<C>),
-    Lean(SharedIndexInformer<Compact<C>>),
+    Typed(Vec<SharedIndexInformer<C>>),
+    Lean(Vec<SharedIndexInformer<Compact<C>>>),
 }
 
 /// The manager's cache of `C` ([`Manager::informer`](super::Manager::informer),
 /// [`Manager::cache`](super::Manager::cache)): a shared informer storing lean or typed
 /// objects ([`Storage`]), read as typed `Arc<C>`. Cheap to clone.
+///
+/// A cache of a set of namespaces ([`Cache::namespaces`](super::Cache::namespaces),
+/// [`Config::namespaces`](super::Config::namespaces)) is one informer per namespace;
+/// its reads merge them: [`get`](Self::get) reads the informer of the key's namespace,
+/// [`list`](Self::list), [`len`](Self::len) and [`memory`](Self::memory) add up every
+/// namespace's, a [`Lister`] restricted to one namespace reads that one's, and a namespace
+/// outside the set holds nothing. [`typed_informers`](Self::typed_informers) and
+/// [`lean_informers`](Self::lean_informers) give each informer.
 ///
 /// ```no_run
 /// use k8s_openapi::api::core::v1::ConfigMap;
@@ -61,14 +71,16 @@ enum Inner<C> {
 /// ```
 pub struct Cached<C> {
     inner: Arc<Inner<C>>,
-    namespace: Option<Arc<str>>,
+    /// `None`: every namespace; else the namespaces, sorted, one informer each when two or
+    /// more.
+    namespaces: Option<Arc<[String]>>,
 }
 
 impl<C> Clone for Cached<C> {
     fn clone(&self) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
-            namespace: self.namespace.clone(),
+            namespaces: self.namespaces.clone(),
         }
     }
 }
@@ -82,7 +94,7 @@ impl<C> std::fmt::Debug for Cached<C> {
         f.debug_struct("Cached")
             .field("kind", &std::any::type_name::<C>())
             .field("storage", &storage)
-            .field("namespace", &self.namespace)
+            .field("namespaces", &self.namespaces)
             .finish()
     }
 }
@@ -104,25 +116,88 @@ fn decode<C: ApiObject>(stored: &Compact<C>) -> Option<Arc<C>> {
     }
 }
 
+/// The sum of the informers' memory, when they account it.
+fn total_memory<S: Resource + Clone + Send + Sync + 'static>(
+    informers: &[SharedIndexInformer<S>],
+) -> Option<MemoryUsage> {
+    informers.iter().try_fold(MemoryUsage::default(), |sum, i| {
+        i.memory().map(|m| MemoryUsage {
+            objects: sum.objects + m.objects,
+            bytes: sum.bytes + m.bytes,
+        })
+    })
+}
+
 impl<C: ApiObject> Cached<C> {
-    pub(crate) fn typed(informer: SharedIndexInformer<C>, namespace: Option<&str>) -> Self {
+    /// A cache over `informers` of `namespaces` (`None`: one informer of every namespace;
+    /// else as many informers as namespaces, in their order, or one for one namespace).
+    pub(crate) fn typed(
+        informers: Vec<SharedIndexInformer<C>>,
+        namespaces: Option<Vec<String>>,
+    ) -> Self {
+        Self::new(Inner::Typed(informers), namespaces)
+    }
+
+    /// [`typed`](Self::typed), stored lean.
+    pub(crate) fn lean(
+        informers: Vec<SharedIndexInformer<Compact<C>>>,
+        namespaces: Option<Vec<String>>,
+    ) -> Self {
+        Self::new(Inner::Lean(informers), namespaces)
+    }
+
+    fn new(inner: Inner<C>, namespaces: Option<Vec<String>>) -> Self {
+        let count = match &inner {
+            Inner::Typed(i) => i.len(),
+            Inner::Lean(i) => i.len(),
+        };
+        debug_assert!(
+            count == 1 || namespaces.as_ref().is_some_and(|ns| ns.len() == count),
+            "one informer, or one per namespace"
+        );
         Self {
-            inner: Arc::new(Inner::Typed(informer)),
-            namespace: namespace.map(Arc::from),
+            inner: Arc::new(inner),
+            namespaces: namespaces.map(Arc::from),
         }
     }
 
-    pub(crate) fn lean(informer: SharedIndexInformer<Compact<C>>, namespace: Option<&str>) -> Self {
-        Self {
-            inner: Arc::new(Inner::Lean(informer)),
-            namespace: namespace.map(Arc::from),
-        }
-    }
-
-    /// The namespace the cache lists and watches; `None`: every namespace (always for a
-    /// cluster-scoped `C`).
+    /// The namespace the cache lists and watches when it is one namespace; `None` for every
+    /// namespace (always for a cluster-scoped `C`) or a set of several (see
+    /// [`namespaces`](Self::namespaces)).
     pub fn namespace(&self) -> Option<&str> {
-        self.namespace.as_deref()
+        match self.namespaces.as_deref() {
+            Some([one]) => Some(one),
+            _ => None,
+        }
+    }
+
+    /// The namespaces the cache lists and watches, sorted: one, or a set with one informer
+    /// each ([`Cache::namespaces`](super::Cache::namespaces)); `None` for every namespace
+    /// (always for a cluster-scoped `C`).
+    pub fn namespaces(&self) -> Option<&[String]> {
+        self.namespaces.as_deref()
+    }
+
+    /// Whether the cache holds the objects of `namespace` (`None`: a cluster-scoped object,
+    /// or reads across namespaces).
+    pub(crate) fn covers(&self, namespace: Option<&str>) -> bool {
+        match (self.namespaces.as_deref(), namespace) {
+            (None, _) => true,
+            (Some(set), Some(ns)) => set.iter().any(|s| s == ns),
+            (Some(_), None) => false,
+        }
+    }
+
+    /// Which informer holds the objects of `namespace`: the only one, or the set's one for
+    /// it (`None` outside the set).
+    fn slot(&self, namespace: Option<&str>) -> Option<usize> {
+        match self.namespaces.as_deref() {
+            Some(set) if set.len() > 1 => {
+                let ns = namespace?;
+                set.iter().position(|s| s == ns)
+            }
+            _ => Some(0),
+        }
     }
 
     /// Whether the objects are stored lean ([`Storage::Lean`]).
@@ -130,64 +205,87 @@ impl<C: ApiObject> Cached<C> {
         matches!(&*self.inner, Inner::Lean(_))
     }
 
-    /// The informer, when the storage is typed.
+    /// The informer, when the storage is typed and the cache is one informer (every
+    /// namespace, or one); `None` for a set of several namespaces, whose informers
+    /// [`typed_informers`](Self::typed_informers) gives.
     pub fn typed_informer(&self) -> Option<&SharedIndexInformer<C>> {
-        match &*self.inner {
-            Inner::Typed(i) => Some(i),
-            Inner::Lean(_) => None,
+        match self.typed_informers() {
+            [one] => Some(one),
+            _ => None,
         }
     }
 
-    /// The informer, when the storage is lean (its handlers and listers see
-    /// `kcache_client::Compact` objects).
+    /// The informer, when the storage is lean and the cache is one informer (its handlers and
+    /// listers see `kcache_client::Compact` objects); `None` for a set of several namespaces,
+    /// whose informers [`lean_informers`](Self::lean_informers) gives.
     pub fn lean_informer(&self) -> Option<&SharedIndexInformer<Compact<C>>> {
-        match &*self.inner {
-            Inner::Typed(_) => None,
-            Inner::Lean(i) => Some(i),
+        match self.lean_informers() {
+            [one] => Some(one),
+            _ => None,
         }
     }
 
-    /// Whether the cache has synced (its first list is in).
+    /// Every informer of the cache when the storage is typed (empty when lean): one, or one
+    /// per namespace of a set, in the order of [`namespaces`](Self::namespaces).
+    pub fn typed_informers(&self) -> &[SharedIndexInformer<C>] {
+        match &*self.inner {
+            Inner::Typed(i) => i,
+            Inner::Lean(_) => &[],
+        }
+    }
+
+    /// Every informer of the cache when the storage is lean (empty when typed): one, or one
+    /// per namespace of a set, in the order of [`namespaces`](Self::namespaces).
+    pub fn lean_informers(&self) -> &[SharedIndexInformer<Compact<C>>] {
+        match &*self.inner {
+            Inner::Typed(_) => &[],
+            Inner::Lean(i) => i,
+        }
+    }
+
+    /// Whether the cache has synced (the first list of each of its informers is in).
     pub fn has_synced(&self) -> bool {
         match &*self.inner {
-            Inner::Typed(i) => i.has_synced(),
-            Inner::Lean(i) => i.has_synced(),
+            Inner::Typed(i) => i.iter().all(SharedIndexInformer::has_synced),
+            Inner::Lean(i) => i.iter().all(SharedIndexInformer::has_synced),
         }
     }
 
-    /// Waits until the cache has synced.
+    /// Waits until the cache has synced (every informer of a set).
     ///
     /// # Cancel safety
     /// Cancel safe.
     pub async fn wait_for_sync(&self) {
         match &*self.inner {
-            Inner::Typed(i) => i.wait_for_sync().await,
-            Inner::Lean(i) => i.wait_for_sync().await,
-        }
+            Inner::Typed(i) => join_all(i.iter().map(SharedIndexInformer::wait_for_sync)).await,
+            Inner::Lean(i) => join_all(i.iter().map(SharedIndexInformer::wait_for_sync)).await,
+        };
     }
 
     /// The cached object with this key (`namespace/name`, or `name` for a cluster-scoped
-    /// `C`), typed: decoded now from lean storage.
+    /// `C`), typed: decoded now from lean storage. `None` for a namespace outside the cache's.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<C>> {
+        let slot = self.slot(key.namespace())?;
         match &*self.inner {
-            Inner::Typed(i) => i.indexer().get_by_key(key.as_str()),
-            Inner::Lean(i) => i
+            Inner::Typed(i) => i[slot].indexer().get_by_key(key.as_str()),
+            Inner::Lean(i) => i[slot]
                 .indexer()
                 .get_by_key(key.as_str())
                 .and_then(|o| decode(&o)),
         }
     }
 
-    /// Every cached object, typed (decoded now from lean storage).
+    /// Every cached object, typed (decoded now from lean storage); a set's namespaces one
+    /// after the other.
     pub fn list(&self) -> Vec<Arc<C>> {
         self.lister().list(&LabelSelector::default())
     }
 
-    /// How many objects are cached.
+    /// How many objects are cached (in every namespace of a set).
     pub fn len(&self) -> usize {
         match &*self.inner {
-            Inner::Typed(i) => i.indexer().len(),
-            Inner::Lean(i) => i.indexer().len(),
+            Inner::Typed(i) => i.iter().map(|i| i.indexer().len()).sum(),
+            Inner::Lean(i) => i.iter().map(|i| i.indexer().len()).sum(),
         }
     }
 
@@ -204,50 +302,62 @@ impl<C: ApiObject> Cached<C> {
         }
     }
 
-    /// The objects and bytes the cache holds, when it accounts its memory
-    /// ([`Cache::account_memory`](super::Cache::account_memory)).
+    /// The objects and bytes the cache holds (added up over a set's informers), when it
+    /// accounts its memory ([`Cache::account_memory`](super::Cache::account_memory)).
     pub fn memory(&self) -> Option<MemoryUsage> {
         match &*self.inner {
-            Inner::Typed(i) => i.memory(),
-            Inner::Lean(i) => i.memory(),
+            Inner::Typed(i) => total_memory(i),
+            Inner::Lean(i) => total_memory(i),
         }
     }
 
     /// The resourceVersion of the cached object with this key (empty when it has none), if
     /// cached; never decodes.
     pub(crate) fn resource_version(&self, key: &ObjectKey) -> Option<String> {
+        let slot = self.slot(key.namespace())?;
         let meta = |m: &ObjectMeta| m.resource_version.clone().unwrap_or_default();
         match &*self.inner {
-            Inner::Typed(i) => i.indexer().get_by_key(key.as_str()).map(|o| meta(o.meta())),
-            Inner::Lean(i) => i
+            Inner::Typed(i) => i[slot]
+                .indexer()
+                .get_by_key(key.as_str())
+                .map(|o| meta(o.meta())),
+            Inner::Lean(i) => i[slot]
                 .indexer()
                 .get_by_key(key.as_str())
                 .map(|o| meta(o.metadata())),
         }
     }
 
-    /// What read-your-own-writes reads of the cache (metadata only).
-    pub(crate) fn meta_reader(&self) -> Arc<dyn MetaReader> {
-        match &*self.inner {
-            Inner::Typed(i) => Arc::new(i.indexer().clone()),
-            Inner::Lean(i) => Arc::new(i.indexer().clone()),
-        }
+    /// What read-your-own-writes reads of the cache of `namespace`'s objects (metadata
+    /// only); `None` for a namespace outside the cache's.
+    pub(crate) fn meta_reader(&self, namespace: Option<&str>) -> Option<Arc<dyn MetaReader>> {
+        let slot = self.slot(namespace)?;
+        Some(match &*self.inner {
+            Inner::Typed(i) => Arc::new(i[slot].indexer().clone()),
+            Inner::Lean(i) => Arc::new(i[slot].indexer().clone()),
+        })
     }
 
     fn select(&self, namespace: Option<&str>, selector: &LabelSelector) -> Vec<Arc<C>> {
-        fn read<S: Resource + Send + Sync + 'static>(
-            lister: kcache::store::Lister<S>,
+        fn read<S: Resource + Clone + Send + Sync + 'static>(
+            informers: &[SharedIndexInformer<S>],
+            slot: Option<usize>,
             namespace: Option<&str>,
             selector: &LabelSelector,
         ) -> Vec<Arc<S>> {
-            match namespace {
-                Some(ns) => lister.namespaced(ns).list(selector),
-                None => lister.list(selector),
+            match (namespace, slot) {
+                (Some(ns), Some(slot)) => informers[slot].lister().namespaced(ns).list(selector),
+                (Some(_), None) => Vec::new(),
+                (None, _) => informers
+                    .iter()
+                    .flat_map(|i| i.lister().list(selector))
+                    .collect(),
             }
         }
+        let slot = self.slot(namespace);
         match &*self.inner {
-            Inner::Typed(i) => read(i.lister(), namespace, selector),
-            Inner::Lean(i) => read(i.lister(), namespace, selector)
+            Inner::Typed(i) => read(i, slot, namespace, selector),
+            Inner::Lean(i) => read(i, slot, namespace, selector)
                 .iter()
                 .filter_map(|o| decode(o))
                 .collect(),

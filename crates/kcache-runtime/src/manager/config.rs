@@ -2,7 +2,7 @@
 
 use std::{net::SocketAddr, time::Duration};
 
-use super::Storage;
+use super::{Storage, namespaces::Scope};
 
 /// How a [`Manager`](super::Manager) runs: controller-runtime's manager options
 /// (`Cache.DefaultNamespaces`, `LeaderElection*`, `Metrics.BindAddress` and
@@ -38,9 +38,16 @@ pub struct Config {
     /// controller; [`ControllerBuilder::event_reporter`](crate::ControllerBuilder::event_reporter)
     /// sets one per controller.
     pub event_reporter: Option<String>,
-    /// Cache (and so reconcile) only this namespace; `None`: every namespace. A
-    /// cluster-scoped kind is cached cluster-wide either way.
+    /// Cache (and so reconcile) only this namespace; `None`: every namespace (unless
+    /// [`namespaces`](Self::namespaces) names some). A cluster-scoped kind is cached
+    /// cluster-wide either way. Also the default namespace of the leader election's Lease.
     pub namespace: Option<String>,
+    /// Cache (and so reconcile) only these namespaces, one informer per namespace and type
+    /// (controller-runtime's `Cache.DefaultNamespaces`); when not empty, it takes precedence
+    /// over [`namespace`](Self::namespace). Default empty. Set it with
+    /// [`Config::namespaces`], which keeps one namespace in [`namespace`](Self::namespace)
+    /// (one informer per type) and a set sorted, each namespace once.
+    pub namespaces: Vec<String>,
     /// Elect a leader among the replicas; `None`: this replica always reconciles.
     pub leader_election: Option<LeaderElection>,
     /// Serve `/metrics`, `/healthz` (`/livez`) and `/readyz` on this address (bound by
@@ -88,6 +95,7 @@ impl Config {
             field_manager: None,
             event_reporter: None,
             namespace: None,
+            namespaces: Vec::new(),
             leader_election: None,
             metrics_addr: None,
             graceful_shutdown_timeout: Duration::from_secs(30),
@@ -101,11 +109,54 @@ impl Config {
         }
     }
 
-    /// Sets [`Config::namespace`].
+    /// Sets [`Config::namespace`] (and clears [`Config::namespaces`]).
     #[must_use]
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         self.namespace = Some(namespace.into());
+        self.namespaces.clear();
         self
+    }
+
+    /// Caches (and so reconciles) only these namespaces (controller-runtime's
+    /// `Cache.DefaultNamespaces`), for every type whose [`Cache`](super::Cache) names none.
+    ///
+    /// A set of two or more namespaces is one informer per namespace and type, with the same
+    /// settings; reads merge them, controllers see the events of each, and a read in a
+    /// namespace outside the set is an error naming it (see
+    /// [`Cache::namespaces`](super::Cache::namespaces)). One namespace is
+    /// [`namespace`](Self::namespace) (one informer per type); no namespace is every
+    /// namespace. Sets [`Config::namespaces`] (sorted, each once) or, for one namespace,
+    /// [`Config::namespace`].
+    ///
+    /// ```
+    /// use kcache_runtime::manager::Config;
+    ///
+    /// let two = Config::new("demo").namespaces(["team-b", "team-a", "team-b"]);
+    /// assert_eq!(two.namespaces, ["team-a", "team-b"]);
+    /// assert_eq!(two.namespace, None);
+    /// let one = Config::new("demo").namespaces(["team-a"]);
+    /// assert_eq!(one.namespace.as_deref(), Some("team-a"));
+    /// assert!(one.namespaces.is_empty());
+    /// ```
+    #[must_use]
+    pub fn namespaces(mut self, namespaces: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.namespace = None;
+        self.namespaces.clear();
+        match Scope::of(namespaces) {
+            Scope::All => {}
+            Scope::Set(mut set) if set.len() == 1 => self.namespace = set.pop(),
+            Scope::Set(set) => self.namespaces = set,
+        }
+        self
+    }
+
+    /// The namespaces every cache covers unless its own [`Cache`](super::Cache) says.
+    pub(crate) fn scope(&self) -> Scope {
+        if self.namespaces.is_empty() {
+            Scope::of(self.namespace.clone())
+        } else {
+            Scope::of(self.namespaces.iter().cloned())
+        }
     }
 
     /// Sets [`Config::leader_election`].

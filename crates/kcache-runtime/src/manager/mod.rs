@@ -1,11 +1,17 @@
 //! [`Manager`]: the client, the shared informers, the controllers, leader election, one
 //! Prometheus registry with the probes server, signals and a graceful shutdown, in one
 //! value configured by [`Config`] and run by one call.
+//!
+//! Each cached type is one informer, of every namespace or of one, or, for a set of
+//! namespaces ([`Config::namespaces`], [`Cache::namespaces`]), one informer per namespace
+//! whose reads [`Cached`] merges (controller-runtime's multi-namespace cache).
 
 mod cache;
 mod cached;
 mod config;
 mod error;
+mod informers;
+mod namespaces;
 mod run;
 
 use std::{
@@ -17,12 +23,12 @@ use std::{
 
 use futures::future::BoxFuture;
 use kcache::{
-    EventHandler, InformerFrom, SharedIndexInformer, SharedInformerFactory, factory,
-    informer::{self, DeletedObject, HandlerConfig},
+    EventHandler, SharedInformerFactory, factory,
+    informer::DeletedObject,
     leaderelection::{self, LeaderElector, LeaderState},
 };
 use kcache_client::{HttpLeaseLock, LeaseClient};
-use kcache_metrics::{Check, ControllerMetrics, InformerMetrics, ResourceLabels, WorkqueueMetrics};
+use kcache_metrics::{Check, ControllerMetrics, InformerMetrics, WorkqueueMetrics};
 use kube_core::metadata::PartialObjectMeta;
 use parking_lot::Mutex;
 use prometheus_client::registry::Registry;
@@ -34,7 +40,9 @@ pub use cached::{Cached, Lister, Storage};
 pub use config::{Config, LeaderElection};
 pub use error::Error;
 
-use crate::{ApiObject, ControllerBuilder, api::is_cluster_scoped, metrics::RuntimeMetrics};
+use namespaces::SetFactories;
+
+use crate::{ApiObject, ControllerBuilder, metrics::RuntimeMetrics};
 
 /// A controller ready to run: given the leader state to follow (`None`: always leading) and
 /// the shutdown token.
@@ -57,6 +65,8 @@ pub(crate) struct Shared {
     pub(crate) kube: kube_client::Client,
     pub(crate) identity: String,
     factory: SharedInformerFactory,
+    /// The factories of the namespaces of sets (one informer per namespace and type).
+    sets: SetFactories,
     /// `Cached<C>` by `TypeId::of::<C>()`, with its selectors described.
     informers: Mutex<HashMap<TypeId, (AnyInformer, String)>>,
     /// Notified after every change any informer applied to its cache.
@@ -240,6 +250,7 @@ impl Manager {
             kube: client.kube_for_writes().clone(),
             client,
             identity,
+            sets: SetFactories::new(factory_config.clone()),
             factory: SharedInformerFactory::new(factory_config),
             informers: Mutex::new(HashMap::new()),
             wake: Arc::new(Notify::new()),
@@ -301,7 +312,8 @@ impl Manager {
     }
 
     /// The manager's cache of `C` (lean storage unless [`Config::storage`] or its
-    /// [`cache`](Self::cache) say otherwise, in the manager's namespace, with the settings of
+    /// [`cache`](Self::cache) say otherwise, in the manager's namespace or namespaces (one
+    /// informer per namespace of a set, see [`Config::namespaces`]), with the settings of
     /// its [`cache`](Self::cache) if one was declared, else the manager's defaults), created
     /// on first request: it starts when the manager runs, on every replica; its metrics are
     /// exported, readiness waits for its sync, and reconciles read it, typed, with
@@ -343,7 +355,7 @@ impl Manager {
 
     /// Declares how the manager caches `C` (controller-runtime's `cache.ByObject`): label
     /// and field selectors, storage, managed-fields stripping, a transform, memory
-    /// accounting; see [`Cache`]. Call it before any controller,
+    /// accounting, namespaces; see [`Cache`]. Call it before any controller,
     /// [`owns`](ControllerBuilder::owns), [`watches`](ControllerBuilder::watches) or
     /// [`informer`](Self::informer) uses `C`.
     ///
@@ -358,77 +370,6 @@ impl Manager {
             });
         }
         self.make_informer(cache)
-    }
-
-    fn make_informer<C: ApiObject>(&self, mut cache: Cache<C>) -> Result<Cached<C>, Error> {
-        let s = &self.shared;
-        if cache.label_selector.is_none() {
-            cache
-                .label_selector
-                .clone_from(&s.config.default_label_selector);
-        }
-        if cache.field_selector.is_none() {
-            cache
-                .field_selector
-                .clone_from(&s.config.default_field_selector);
-        }
-        // Metadata-only objects are small already, and their requests are not lean ones.
-        let storage = if C::metadata_api() {
-            Storage::Typed
-        } else {
-            cache.effective_storage(s.config.storage)
-        };
-        let describe = cache.describe();
-        let conflict = |e: factory::Error| Error::CacheExists {
-            manager: s.config.name.clone(),
-            kind: C::kind(&()).into_owned(),
-            existing: e.to_string(),
-        };
-        let namespace = match &cache.namespace {
-            Some(ns) => ns.as_deref(),
-            None => s.config.namespace.as_deref(),
-        }
-        .filter(|_| !is_cluster_scoped::<C>());
-        let mut labels = ResourceLabels::of::<C>(namespace, cache.label_selector.as_deref());
-        labels.field_selector = cache.field_selector.clone().unwrap_or_default();
-        let cached = match (storage, cache.transform.take()) {
-            (Storage::Lean, _) => {
-                let builder = s.factory.informer_builder::<C>(&s.client);
-                let informer = configured(builder, &cache).build().map_err(conflict)?;
-                self.register(&informer, labels);
-                Cached::lean(informer, namespace)
-            }
-            (_, transform) => {
-                let typed = s.client.typed();
-                let mut builder = configured(s.factory.informer_builder::<C>(&typed), &cache);
-                if let Some(transform) = transform {
-                    builder = builder.transform(move |obj| transform(obj));
-                }
-                let informer = builder.build().map_err(conflict)?;
-                self.register(&informer, labels);
-                Cached::typed(informer, namespace)
-            }
-        };
-        s.informers
-            .lock()
-            .insert(TypeId::of::<C>(), (Box::new(cached.clone()), describe));
-        Ok(cached)
-    }
-
-    /// Wakes the reconciles waiting for the caches on each change of `informer`; exports
-    /// its metrics.
-    fn register<S>(&self, informer: &SharedIndexInformer<S>, labels: ResourceLabels)
-    where
-        S: kube_core::Resource + Clone + Send + Sync + 'static,
-    {
-        let s = &self.shared;
-        let _ = informer.add_event_handler_with_config(
-            Wake(Arc::clone(&s.wake)),
-            HandlerConfig::default()
-                .delivery(kcache::informer::Delivery::Inline)
-                .name("read-your-writes"),
-        );
-        s.informer_metrics.register_with_labels(informer, labels);
     }
 
     /// The client the manager was made with (the informers list and watch through it).
@@ -505,33 +446,4 @@ fn pod_namespace() -> String {
         .map(|ns| ns.trim().to_owned())
         .filter(|ns| !ns.is_empty())
         .unwrap_or_else(|| "default".to_owned())
-}
-
-/// `builder` with what `cache` declares: selectors, managed-fields stripping, memory
-/// accounting, namespace (the transform is set by the caller, for typed storage only).
-fn configured<'f, C, S>(
-    mut builder: informer::Builder<C, factory::FromSource<'f, S>>,
-    cache: &Cache<C>,
-) -> informer::Builder<C, factory::FromSource<'f, S>>
-where
-    C: ApiObject,
-    S: factory::Source<C>,
-{
-    if let Some(selector) = &cache.label_selector {
-        builder = builder.label_selector(selector.clone());
-    }
-    if let Some(selector) = &cache.field_selector {
-        builder = builder.field_selector(selector.clone());
-    }
-    if let Some(on) = cache.strip_managed_fields {
-        builder = builder.strip_managed_fields(on);
-    }
-    if cache.account_memory {
-        builder = builder.account_memory();
-    }
-    match &cache.namespace {
-        Some(Some(ns)) => builder.namespace(ns.clone()),
-        Some(None) => builder.all_namespaces(),
-        None => builder,
-    }
 }

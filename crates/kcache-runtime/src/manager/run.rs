@@ -27,7 +27,8 @@ impl Manager {
     /// 1. serves `/metrics`, `/healthz` (`/livez`) and `/readyz` (ready once every informer
     ///    has synced and keeps up);
     /// 2. starts every informer, on every replica (warm standby), and waits until every
-    ///    cache has synced (or `shutdown` fires) before any controller starts;
+    ///    cache has synced (each informer of a namespace set) or `shutdown` fires, before
+    ///    any controller starts;
     /// 3. with leader election, competes for the lease, and again each time it is lost;
     /// 4. runs the controllers: their workers reconcile while this replica leads (always,
     ///    without leader election); a replica that starts leading queues every cached
@@ -74,12 +75,18 @@ impl Manager {
                 )))
             }
         };
-        let informers = shared.factory.start();
+        // The main factory, and one per namespace of the caches of namespace sets.
+        let sets = shared.sets.all();
+        let informers = shared.factory.start() + sets.iter().map(|f| f.start()).sum::<usize>();
         info!(%manager, identity = %shared.identity, informers, "manager started its informers");
-        // As controller-runtime's manager: every cache made so far syncs before a controller
-        // starts, so that no reconcile reads a cache that is still listing.
+        // As controller-runtime's manager: every cache made so far (every informer of a set)
+        // syncs before a controller starts, so that no reconcile reads a cache still listing.
+        let synced = futures::future::join(
+            shared.factory.wait_for_cache_sync(),
+            futures::future::join_all(sets.iter().map(|f| f.wait_for_cache_sync())),
+        );
         tokio::select! {
-            _ = shared.factory.wait_for_cache_sync() => {}
+            _ = synced => {}
             () = shutdown.cancelled() => {}
         }
 
@@ -149,7 +156,11 @@ impl Manager {
         if let Some(task) = election_task {
             let _ = task.await;
         }
-        shared.factory.shutdown().await;
+        futures::future::join(
+            shared.factory.shutdown(),
+            futures::future::join_all(sets.iter().map(|f| f.shutdown())),
+        )
+        .await;
         server_stop.cancel();
         if let Some(server) = server
             && let Ok(Err(e)) = server.await
