@@ -426,7 +426,8 @@ async fn typed_dynamic_metadata_only_and_compact_reflectors_converge_under_churn
 
 /// `InitialList::Auto`, the default, on each server: the client reads `/version` (the
 /// upstream server's is the release it was built from), and the reflector streams on
-/// kube-apiserver 1.37+ (a gzip-compressed streaming list) and lists elsewhere.
+/// kube-apiserver 1.37+ (a gzip-compressed streaming list) and over protobuf from 1.34, and
+/// lists elsewhere.
 #[tokio::test]
 async fn auto_initial_list_follows_the_servers_version() -> Result<()> {
     for s in TestServer::all().await? {
@@ -449,7 +450,9 @@ async fn auto_initial_list_follows_the_servers_version() -> Result<()> {
         churn(&s, 1).await?;
         r.converge(&s).await?;
         let m = r.handle.metrics();
-        let streams = kcache::reflector::auto_initial_list(Some(&version))
+        let protobuf =
+            HttpListerWatcher::<ConfigMap>::namespaced(s.client.clone(), &s.ns).asks_for_protobuf();
+        let streams = kcache::reflector::auto_initial_list(Some(&version), protobuf)
             == kcache::reflector::InitialList::Stream;
         if streams {
             ensure!(

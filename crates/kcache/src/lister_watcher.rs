@@ -83,6 +83,13 @@ pub trait ListerWatcher<K: Clone>: Send + Sync + 'static {
     fn server_version(&self) -> impl Future<Output = Option<ServerVersion>> + Send {
         std::future::ready(None)
     }
+
+    /// Whether lists and watches travel in protobuf (kcache-client's wire for built-in kinds)
+    /// rather than JSON; `false` (the default) when unknown. [`InitialList::Auto`](crate::reflector::InitialList::Auto)
+    /// streams protobuf on servers where it lists JSON.
+    fn uses_protobuf(&self) -> bool {
+        false
+    }
 }
 
 /// A server's version as kube-apiserver's `/version` tells it: `major` and `minor` (`"1"`,

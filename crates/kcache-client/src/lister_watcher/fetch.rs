@@ -44,6 +44,10 @@ where
         )
     }
 
+    fn uses_protobuf(&self) -> bool {
+        self.asks_for_protobuf()
+    }
+
     async fn server_version(&self) -> Option<ServerVersion> {
         match self.client.server_version().await {
             Ok(v) => Some(v),

@@ -25,6 +25,8 @@ enum Version {
 struct Versioned {
     inner: FakeSource<ConfigMap>,
     version: Version,
+    /// What `uses_protobuf` says (the wire of a built-in kind in kcache-client).
+    protobuf: bool,
 }
 
 impl ListerWatcher<ConfigMap> for Versioned {
@@ -49,6 +51,10 @@ impl ListerWatcher<ConfigMap> for Versioned {
             Version::Fails => None,
             Version::Hangs => std::future::pending().await,
         }
+    }
+
+    fn uses_protobuf(&self) -> bool {
+        self.protobuf
     }
 }
 
@@ -75,10 +81,19 @@ fn requests(src: &FakeSource<ConfigMap>) -> (usize, usize) {
 }
 
 async fn synced_with(version: Version, src: &FakeSource<ConfigMap>) -> (usize, usize) {
+    synced_over(version, false, src).await
+}
+
+async fn synced_over(
+    version: Version,
+    protobuf: bool,
+    src: &FakeSource<ConfigMap>,
+) -> (usize, usize) {
     src.upsert(cm("a"));
     let lw = Versioned {
         inner: src.clone(),
         version,
+        protobuf,
     };
     let run = start(&lw, Config::default());
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
@@ -100,6 +115,29 @@ async fn auto_lists_on_1_34_to_1_36_and_streams_on_1_37() {
             assert_eq!((streamed, listed), (1, 0), "1.{minor}: one streaming list");
         } else {
             assert_eq!((streamed, listed), (0, 1), "1.{minor}: one LIST");
+        }
+    }
+}
+
+/// Over protobuf (built-in kinds), `Auto` streams from 1.34, where the `WatchList` gate is on
+/// by default: the server then costs what client-go's default costs it, without the memory
+/// a LIST per client takes (BENCHMARKS.md, the fleet on v1.36.5 in protobuf).
+#[tokio::test(start_paused = true)]
+async fn auto_streams_protobuf_from_1_34_and_json_from_1_37() {
+    for (minor, protobuf, streams) in [
+        (33, true, false),
+        (34, true, true),
+        (36, true, true),
+        (36, false, false),
+        (37, false, true),
+    ] {
+        let src = FakeSource::new();
+        let (streamed, listed) = synced_over(Version::Is(minor), protobuf, &src).await;
+        let wire = if protobuf { "protobuf" } else { "JSON" };
+        if streams {
+            assert_eq!((streamed, listed), (1, 0), "1.{minor} {wire}: one stream");
+        } else {
+            assert_eq!((streamed, listed), (0, 1), "1.{minor} {wire}: one LIST");
         }
     }
 }
@@ -134,6 +172,7 @@ async fn auto_stops_streaming_after_the_server_refuses_it_stream_does_not() {
         let lw = Versioned {
             inner: src.clone(),
             version: Version::Is(37),
+            protobuf: false,
         };
         let run = start(&lw, Config::default().initial_list(strategy));
         tokio::time::sleep(Duration::from_secs(2)).await;

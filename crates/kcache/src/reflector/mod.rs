@@ -13,8 +13,8 @@
 //! page before is decoded; the requests are the same, only earlier. Watches ask for bookmarks
 //! and carry a random `timeoutSeconds` in [5 min, 10 min). With [`Config::initial_list`]
 //! [`InitialList::Stream`] (client-go 1.35+'s default; kcache's default,
-//! [`InitialList::Auto`], picks it on kube-apiserver 1.37+ and a LIST elsewhere, from the
-//! server's `/version`) the initial state comes from a *streaming list*: a
+//! [`InitialList::Auto`], picks it on kube-apiserver 1.37+, over protobuf from 1.34, and a
+//! LIST elsewhere, from the server's `/version`) the initial state comes from a *streaming list*: a
 //! watch with `sendInitialEvents=true` whose `ADDED` events fill a temporary map until the
 //! bookmark annotated `k8s.io/initial-events-end: "true"`; then the store is replaced and the
 //! same stream carries on.
@@ -102,7 +102,8 @@ pub use config::{
 pub use error::Error;
 pub use handle::{Health, Metrics, ReflectorHandle, RelistCauses, WatchEventCounts};
 pub use initial_list::{
-    FIRST_COMPRESSED_WATCH_LIST_MINOR, InitialList, ParseInitialListError, auto_initial_list,
+    FIRST_COMPRESSED_WATCH_LIST_MINOR, FIRST_WATCH_LIST_MINOR, InitialList, ParseInitialListError,
+    auto_initial_list,
 };
 
 use crate::{
@@ -382,7 +383,7 @@ where
                     () = cancel.cancelled() => return None,
                     v = AssertUnwindSafe(asked).catch_unwind() => v.ok().and_then(Result::ok).flatten(),
                 };
-                let chosen = auto_initial_list(version.as_ref());
+                let chosen = auto_initial_list(version.as_ref(), self.lw.uses_protobuf());
                 match version {
                     Some(v) => {
                         info!(server = %v, initial_list = %chosen, "initial list chosen by the server's version")
