@@ -135,10 +135,9 @@ where
                 HeaderValue::from_static(crate::protobuf::ACCEPT_LIST),
             );
             // Reborrowed: the sink is still wanted if JSON must be asked for again.
-            let again = match &mut sink {
-                Some(sink) => Some(&mut **sink as &mut (dyn FnMut(K) + Send)),
-                None => None,
-            };
+            let again = sink
+                .as_mut()
+                .map(|sink| &mut **sink as &mut (dyn FnMut(K) + Send));
             match self.split_list(request, next, again).await {
                 // A server that cannot produce protobuf and does not take the JSON
                 // alternative: ask again for JSON only.
