@@ -35,10 +35,17 @@ impl<L> Counting<L> {
 }
 
 impl<L> Counting<L> {
-    /// Counts a listed page's objects (and, on the first page, the announced total).
-    fn count<K: Clone>(&self, params: &ListParams, page: ObjectList<K>) -> ObjectList<K> {
-        let n = page.items.len() as u64;
-        self.received.objects.fetch_add(n, Ordering::Relaxed);
+    /// Counts a listed page's objects (and, on the first page, the announced total); `handed`
+    /// of them were counted already, as they were handed over one by one.
+    fn count<K: Clone>(
+        &self,
+        params: &ListParams,
+        page: ObjectList<K>,
+        handed: u64,
+    ) -> ObjectList<K> {
+        let in_page = page.items.len() as u64;
+        self.received.objects.fetch_add(in_page, Ordering::Relaxed);
+        let n = handed + in_page;
         if params.continue_token.is_none()
             && let Some(remaining) = page.metadata.remaining_item_count
         {
@@ -58,7 +65,7 @@ where
 {
     async fn list(&self, params: &ListParams) -> Result<ObjectList<K>, Error> {
         let page = self.inner.list(params).await?;
-        Ok(self.count(params, page))
+        Ok(self.count(params, page, 0))
     }
 
     async fn list_telling_continue(
@@ -67,7 +74,23 @@ where
         next: tokio::sync::oneshot::Sender<String>,
     ) -> Result<ObjectList<K>, Error> {
         let page = self.inner.list_telling_continue(params, next).await?;
-        Ok(self.count(params, page))
+        Ok(self.count(params, page, 0))
+    }
+
+    async fn list_each(
+        &self,
+        params: &ListParams,
+        next: Option<tokio::sync::oneshot::Sender<String>>,
+        sink: &mut (dyn FnMut(K) + Send),
+    ) -> Result<ObjectList<K>, Error> {
+        let mut handed = 0;
+        let mut counting = |item: K| {
+            handed += 1;
+            self.received.objects.fetch_add(1, Ordering::Relaxed);
+            sink(item);
+        };
+        let page = self.inner.list_each(params, next, &mut counting).await?;
+        Ok(self.count(params, page, handed))
     }
 
     async fn watch(

@@ -58,6 +58,33 @@ pub trait ListerWatcher<K: Clone>: Send + Sync + 'static {
         self.list(params)
     }
 
+    /// Lists one page as [`list_telling_continue`](Self::list_telling_continue) does (as
+    /// [`list`](Self::list) when `next` is `None`), handing each item to `sink` as soon as it
+    /// is decoded rather than gathering the page first. The returned list's `items`, if any,
+    /// follow those handed to `sink`. The reflector's sink replaces an unchanged item by the
+    /// cache's copy at once, so a relist served in one page (at a known resourceVersion)
+    /// never holds a second copy of every object. The default hands nothing to `sink` and
+    /// returns the whole page.
+    ///
+    /// If the list fails, the items already handed to `sink` are to be dropped by the caller.
+    ///
+    /// # Errors
+    /// As [`list`](Self::list).
+    fn list_each(
+        &self,
+        params: &ListParams,
+        next: Option<tokio::sync::oneshot::Sender<String>>,
+        sink: &mut (dyn FnMut(K) + Send),
+    ) -> impl Future<Output = Result<ObjectList<K>, Error>> + Send {
+        let _ = sink;
+        async move {
+            match next {
+                Some(next) => self.list_telling_continue(params, next).await,
+                None => self.list(params).await,
+            }
+        }
+    }
+
     /// Opens a watch from `resource_version`.
     ///
     /// # Errors

@@ -4,7 +4,9 @@
 //! body is never held (the RV=0 list of the watch cache is one response of hundreds of
 //! megabytes), and the decode overlaps the transfer: the HTTP/2 connection's own task keeps
 //! receiving (within the stream's flow-control window) while this one decodes. The items
-//! become the list only at the end, so the reflector still applies them as one replace.
+//! go to the caller's sink one by one as they are decoded (`ListerWatcher::list_each`: the
+//! reflector swaps an unchanged one for its cached copy at once) or become the list at the end;
+//! either way the reflector applies them as one replace.
 //!
 //! JSON bytes reach the splitter in chunks of at least [`SPLIT_CHUNK`] (256 KiB), gathered
 //! from the body's frames: an item cut across two chunks costs the splitter a failed parse, a
@@ -44,22 +46,31 @@ use crate::decode::{ItemDecoder, Items, malformed_list as malformed};
 /// splitter's slower path (see the module docs).
 const SPLIT_CHUNK: usize = 256 * 1024;
 
-/// The splitter's side of a list body: the items decoded so far, the continue token told
-/// once, the bytes seen after content decoding.
-struct Splitting<K> {
+/// Where decoded items go: handed on one by one, or gathered into the list.
+pub(crate) type ItemSink<'a, K> = Option<&'a mut (dyn FnMut(K) + Send)>;
+
+/// The splitter's side of a list body: the items decoded so far (or handed to the sink as
+/// they are decoded), the continue token told once, the bytes seen after content decoding.
+struct Splitting<'a, K> {
     items: Box<dyn Items<K>>,
     out: Vec<K>,
+    sink: ItemSink<'a, K>,
     next: Option<oneshot::Sender<String>>,
     size: u64,
     /// Bytes not yet handed to the splitter (gathered, see [`SPLIT_CHUNK`]).
     pending: Vec<u8>,
 }
 
-impl<K: Clone + 'static> Splitting<K> {
-    fn new(items: Box<dyn Items<K>>, next: Option<oneshot::Sender<String>>) -> Self {
+impl<'a, K: Clone + 'static> Splitting<'a, K> {
+    fn new(
+        items: Box<dyn Items<K>>,
+        next: Option<oneshot::Sender<String>>,
+        sink: ItemSink<'a, K>,
+    ) -> Self {
         Self {
             items,
             out: Vec::new(),
+            sink,
             next,
             size: 0,
             pending: Vec::new(),
@@ -71,6 +82,9 @@ impl<K: Clone + 'static> Splitting<K> {
     fn push(&mut self, chunk: &Bytes) -> Result<(), LwError> {
         self.size += chunk.len() as u64;
         self.items.push(chunk, &mut self.out)?;
+        if let Some(sink) = &mut self.sink {
+            self.out.drain(..).for_each(&mut **sink);
+        }
         if self.next.is_some()
             && let Some(token) = self.items.early_continue()
             && let (Some(next), Some(token)) = (self.next.take(), token)
@@ -124,7 +138,7 @@ impl<K: Clone + 'static> Splitting<K> {
 
 /// Inflated bytes arrive here and are gathered ([`Splitting::gather`]). A decode error goes
 /// through the inflater inside the `io::Error` (see [`gzip_error`]).
-impl<K: Clone + 'static> Write for Splitting<K> {
+impl<K: Clone + 'static> Write for Splitting<'_, K> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.gather(buf).map_err(std::io::Error::other)?;
         Ok(buf.len())
@@ -136,14 +150,19 @@ impl<K: Clone + 'static> Write for Splitting<K> {
 }
 
 /// Where a list body's chunks go: straight to the splitter, or through gzip first.
-enum Feed<K: Clone + 'static> {
-    Plain(Splitting<K>),
-    Gzip(Box<flate2::write::MultiGzDecoder<Splitting<K>>>),
+enum Feed<'a, K: Clone + 'static> {
+    Plain(Splitting<'a, K>),
+    Gzip(Box<flate2::write::MultiGzDecoder<Splitting<'a, K>>>),
 }
 
-impl<K: Clone + 'static> Feed<K> {
-    fn new(items: Box<dyn Items<K>>, next: Option<oneshot::Sender<String>>, gzip: bool) -> Self {
-        let splitting = Splitting::new(items, next);
+impl<'a, K: Clone + 'static> Feed<'a, K> {
+    fn new(
+        items: Box<dyn Items<K>>,
+        next: Option<oneshot::Sender<String>>,
+        sink: ItemSink<'a, K>,
+        gzip: bool,
+    ) -> Self {
+        let splitting = Splitting::new(items, next, sink);
         if gzip {
             Self::Gzip(Box::new(flate2::write::MultiGzDecoder::new(splitting)))
         } else {
@@ -273,7 +292,8 @@ impl Client {
     /// Sends a list request and decodes its answer, JSON or protobuf as the `Content-Type`
     /// says, while it arrives (see the module docs); items of protobuf lists may be at most
     /// `max_item` bytes. The list's continue token goes to `next` (taken once the server has
-    /// answered) as soon as it is read.
+    /// answered) as soon as it is read. With a `sink`, each item goes to it as soon as it is
+    /// decoded, and the list comes back without items.
     ///
     /// # Errors
     /// As [`Client::send`]; [`LwError::transport`] when the body breaks off, decode errors for
@@ -284,6 +304,7 @@ impl Client {
         decoder: D,
         max_item: usize,
         next: &mut Option<oneshot::Sender<String>>,
+        sink: ItemSink<'_, K>,
     ) -> Result<SplitList<K>, LwError>
     where
         K: Clone + Send + 'static,
@@ -314,7 +335,7 @@ impl Client {
                 decoder,
             })
         };
-        let mut feed = Feed::new(items, next.take(), gzip);
+        let mut feed = Feed::new(items, next.take(), sink, gzip);
         let mut body = response.into_body();
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|e| LwError::transport(BodyError(e.to_string())))?;
@@ -401,7 +422,7 @@ mod tests {
             continue_after: continue_after.unwrap_or(0),
         };
         let (tx, mut rx) = oneshot::channel();
-        let mut splitting = Splitting::new(Box::new(items), continue_after.map(|_| tx));
+        let mut splitting = Splitting::new(Box::new(items), continue_after.map(|_| tx), None);
         let frame = Bytes::from(vec![b' '; 16 * 1024]);
         for _ in 0..40 {
             splitting.frame(&frame).unwrap();

@@ -8,6 +8,7 @@
 
 mod errors;
 mod list;
+pub(crate) use list::ItemSink;
 mod read_buffer;
 #[cfg(test)]
 mod tests;

@@ -2,7 +2,7 @@
 //! it may be (and JSON asked for again after a 406), answers decoded while they arrive and
 //! counted, shard filters applied, dynamic items given their list's type.
 
-use std::sync::atomic::Ordering;
+use std::{any::TypeId, sync::atomic::Ordering};
 
 #[cfg(feature = "protobuf")]
 use http::HeaderValue;
@@ -12,12 +12,16 @@ use kcache::{
     lister_watcher::{Error, ListParams, ObjectList, ServerVersion, WatchParams, WatchStream},
     sharding::Current,
 };
+use kube_core::DynamicObject;
 use tokio::sync::oneshot;
 
 use super::{
     HttpListerWatcher, describe::describe_collection, inflate, item_types::fill_dynamic_item_types,
 };
-use crate::decode::{ItemDecoder, watch_events};
+use crate::{
+    client::ItemSink,
+    decode::{ItemDecoder, watch_events},
+};
 
 impl<K, D> ListerWatcher<K> for HttpListerWatcher<K, D>
 where
@@ -34,6 +38,22 @@ where
         next: oneshot::Sender<String>,
     ) -> Result<ObjectList<K>, Error> {
         self.list_page(params, Some(next)).await
+    }
+
+    /// Items go to `sink` as they are decoded, unless a shard filter or a dynamic list's item
+    /// types must see the page whole.
+    async fn list_each(
+        &self,
+        params: &ListParams,
+        next: Option<oneshot::Sender<String>>,
+        sink: &mut (dyn FnMut(K) + Send),
+    ) -> Result<ObjectList<K>, Error> {
+        if self.shards.is_some() || TypeId::of::<K>() == TypeId::of::<DynamicObject>() {
+            return self.list_page(params, next).await;
+        }
+        let mut next = next;
+        self.list_unfiltered(params, None, &mut next, Some(sink))
+            .await
     }
 
     fn describe(&self) -> String {
@@ -90,7 +110,7 @@ where
             .as_ref()
             .map(|s| s.filter.for_list(params.continue_token.is_some()));
         let mut list = self
-            .list_unfiltered(params, shard.as_ref(), &mut next)
+            .list_unfiltered(params, shard.as_ref(), &mut next, None)
             .await?;
         fill_dynamic_item_types(&mut list);
         if let (Some(s), Some(sent)) = (&self.shards, &shard) {
@@ -109,6 +129,7 @@ where
         params: &ListParams,
         shard: Option<&Current>,
         next: &mut Option<oneshot::Sender<String>>,
+        mut sink: ItemSink<'_, K>,
     ) -> Result<ObjectList<K>, Error> {
         #[cfg(feature = "protobuf")]
         if self.asks_for_protobuf() {
@@ -117,7 +138,11 @@ where
                 http::header::ACCEPT,
                 HeaderValue::from_static(crate::protobuf::ACCEPT_LIST),
             );
-            match self.split_list(request, next).await {
+            // Reborrowed: the sink is still wanted if JSON must be asked for again.
+            let again = sink
+                .as_mut()
+                .map(|sink| &mut **sink as &mut (dyn FnMut(K) + Send));
+            match self.split_list(request, next, again).await {
                 // A server that cannot produce protobuf and does not take the JSON
                 // alternative: ask again for JSON only.
                 Err(e) if is_not_acceptable(&e) => {}
@@ -125,18 +150,26 @@ where
             }
         }
         let request = self.list_request(params, shard)?;
-        self.split_list(request, next).await
+        self.split_list(request, next, sink).await
     }
 
-    /// Sends a list request and decodes its answer while it arrives; counts its format and size.
+    /// Sends a list request and decodes its answer while it arrives, its items to `sink` when
+    /// given; counts its format and size.
     async fn split_list(
         &self,
         request: http::Request<Vec<u8>>,
         next: &mut Option<oneshot::Sender<String>>,
+        sink: ItemSink<'_, K>,
     ) -> Result<ObjectList<K>, Error> {
         let split = self
             .client
-            .send_split_list(request, self.decoder.clone(), self.max_frame_size, next)
+            .send_split_list(
+                request,
+                self.decoder.clone(),
+                self.max_frame_size,
+                next,
+                sink,
+            )
             .await?;
         self.wire.record(split.protobuf);
         self.wire

@@ -10,7 +10,9 @@
 //! it from the list's metadata, which the server sends before the items), so the server
 //! prepares page k+1 while page k is read and decoded; one page ahead at most, pages in order,
 //! never ahead after a short page. client-go's reflector asks for the next page only once the
-//! page before is decoded; the requests are the same, only earlier. Watches ask for bookmarks
+//! page before is decoded; the requests are the same, only earlier. Items are taken as they
+//! are decoded ([`ListerWatcher::list_each`]), an unchanged one swapped at once for the
+//! cache's copy, so that a relist never holds two copies of every object. Watches ask for bookmarks
 //! and carry a random `timeoutSeconds` in [5 min, 10 min). With [`Config::initial_list`]
 //! [`InitialList::Stream`] (client-go 1.35+'s default; kcache's default,
 //! [`InitialList::Auto`], picks it on kube-apiserver 1.37+, over protobuf from 1.34, and a
@@ -555,10 +557,6 @@ where
             return cached;
         }
         self.share(obj)
-    }
-
-    fn share_listed(&self, objs: Vec<K>) -> Vec<Arc<K>> {
-        objs.into_iter().map(|o| self.share_or_reuse(o)).collect()
     }
 }
 

@@ -35,12 +35,19 @@ fn hash_key(key: &ObjectKey) -> u64 {
     BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(key)
 }
 
+/// A listed page: its items, shared (or reused from the cache) as they were decoded, and the
+/// list's metadata (its own `items` taken out).
+struct SharedPage<K: Clone> {
+    list: ObjectList<K>,
+    items: Vec<Arc<K>>,
+}
+
 /// A page request on its way.
 struct Page<'a, K: Clone> {
     /// When it was sent.
     requested: tokio::time::Instant,
     /// Its answer.
-    future: BoxFuture<'a, Result<ObjectList<K>, Error>>,
+    future: BoxFuture<'a, Result<SharedPage<K>, Error>>,
     /// Its continue token, told before its items are read (see
     /// [`ListerWatcher::list_telling_continue`]).
     early: oneshot::Receiver<String>,
@@ -171,17 +178,22 @@ where
                         ..first.clone()
                     };
                     let page = self.list_page(&full, None).await?;
-                    let resource_version = self.list_resource_version(&page)?;
+                    let resource_version = self.list_resource_version(&page.list)?;
                     return Ok(Listed {
-                        items: self.share_listed(page.items),
+                        items: page.items,
                         resource_version,
                         paginated: !tokens.is_empty(),
                     });
                 }
                 Err(e) => return Err(e),
             };
-            let next = page.metadata.continue_.clone().filter(|c| !c.is_empty());
-            let resource_version = self.list_resource_version(&page)?;
+            let next = page
+                .list
+                .metadata
+                .continue_
+                .clone()
+                .filter(|c| !c.is_empty());
+            let resource_version = self.list_resource_version(&page.list)?;
             let limit = params.limit.unwrap_or(DEFAULT_PAGE_LIMIT) as usize;
             if next.is_some() && page.items.len() < limit.div_ceil(2) {
                 pace_until = requested.checked_add(SHORT_PAGE_INTERVAL);
@@ -189,9 +201,9 @@ where
             }
             let start = items.len();
             if items.is_empty() {
-                items = self.share_listed(page.items);
+                items = page.items;
             } else {
-                items.extend(page.items.into_iter().map(|o| self.share_or_reuse(o)));
+                items.extend(page.items);
             }
             if let Some(token) = &next
                 && !tokens.insert(token.clone())
@@ -253,7 +265,7 @@ where
         &'a self,
         page: Page<'a, K>,
         ask_ahead: impl FnOnce(&str) -> Option<ListParams>,
-    ) -> (Result<ObjectList<K>, Error>, Option<Ahead<'a, K>>) {
+    ) -> (Result<SharedPage<K>, Error>, Option<Ahead<'a, K>>) {
         let Page {
             mut future, early, ..
         } = page;
@@ -287,18 +299,20 @@ where
     }
 
     /// One list request under [`Config::list_timeout`](super::Config::list_timeout), telling
-    /// `next` its continue token early when given.
+    /// `next` its continue token early when given. Each item is shared as it is decoded
+    /// ([`ListerWatcher::list_each`]): an unchanged one is replaced by the cache's copy at
+    /// once, so a relist in one page holds one decoded object at a time beside the cache
+    /// rather than a second copy of every object.
     async fn list_page(
         &self,
         params: &ListParams,
         next: Option<oneshot::Sender<String>>,
-    ) -> Result<ObjectList<K>, Error> {
+    ) -> Result<SharedPage<K>, Error> {
         let deadline = self.config.list_timeout;
+        let mut items = Vec::new();
         let request = async {
-            match next {
-                Some(next) => self.lw.list_telling_continue(params, next).await,
-                None => self.lw.list(params).await,
-            }
+            let mut sink = |obj: K| items.push(self.share_or_reuse(obj));
+            self.lw.list_each(params, next, &mut sink).await
         };
         let result = if deadline.is_zero() {
             request.await
@@ -308,16 +322,22 @@ where
                 Err(_) => return Err(self.timeout("list", deadline)),
             }
         };
-        result.map_err(|source| Error::List {
+        let mut list = result.map_err(|source| Error::List {
             type_name: self.name.to_string(),
             source,
-        })
+        })?;
+        items.extend(
+            std::mem::take(&mut list.items)
+                .into_iter()
+                .map(|o| self.share_or_reuse(o)),
+        );
+        Ok(SharedPage { list, items })
     }
 
     /// A list answer must carry a resourceVersion: without one the watch that follows would
     /// start at "any" and could leave phantom objects forever.
-    fn list_resource_version(&self, page: &ObjectList<K>) -> Result<String, Error> {
-        match page.metadata.resource_version.as_deref() {
+    fn list_resource_version(&self, list: &ObjectList<K>) -> Result<String, Error> {
+        match list.metadata.resource_version.as_deref() {
             Some(rv) if !rv.is_empty() => Ok(rv.to_owned()),
             _ => Err(self.protocol(
                 "the list answer has no metadata.resourceVersion; the cache was left untouched"

@@ -111,5 +111,6 @@ fn list_config() -> Config {
 }
 
 mod list;
+mod reuse;
 mod store;
 mod watch;

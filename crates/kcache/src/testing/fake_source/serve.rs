@@ -314,6 +314,19 @@ where
         self.do_list(params)
     }
 
+    /// Hands the page's items to `sink` one by one, as kcache-client does while it decodes.
+    async fn list_each(
+        &self,
+        params: &ListParams,
+        next: Option<tokio::sync::oneshot::Sender<String>>,
+        sink: &mut (dyn FnMut(K) + Send),
+    ) -> Result<ObjectList<K>, Error> {
+        drop(next);
+        let mut page = self.list(params).await?;
+        std::mem::take(&mut page.items).into_iter().for_each(sink);
+        Ok(page)
+    }
+
     async fn watch(
         &self,
         params: &WatchParams,
