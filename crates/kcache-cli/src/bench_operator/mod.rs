@@ -112,6 +112,15 @@ impl BenchOperatorArgs {
         format!("{}-{k}", self.namespace)
     }
 
+    /// Whether `namespace` is one of the benchmark's (`PREFIX-k`, k < `--namespaces`).
+    pub(crate) fn owns_namespace(&self, namespace: &str) -> bool {
+        namespace
+            .strip_prefix(self.namespace.as_str())
+            .and_then(|rest| rest.strip_prefix('-'))
+            .and_then(|k| k.parse::<usize>().ok())
+            .is_some_and(|k| k < self.namespaces && self.ns(k) == namespace)
+    }
+
     /// The Pods of namespace `k`.
     pub(crate) fn pods_in(&self, k: usize) -> usize {
         self.n / self.namespaces + usize::from(k < self.n % self.namespaces)
@@ -379,4 +388,45 @@ pub(crate) fn config_json(args: &BenchOperatorArgs) -> Value {
         "update_rate": args.update_rate, "runs": args.runs,
         "peers": args.peers.iter().map(|p| p.as_str()).collect::<Vec<_>>(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::BenchOperatorArgs;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: BenchOperatorArgs,
+    }
+
+    /// The ConfigMaps of another run's namespaces (another prefix, or more namespaces) are not
+    /// the benchmark's: waiting for them to go would wait for ever.
+    #[test]
+    fn owns_only_its_own_namespaces() {
+        let cli = Cli::parse_from([
+            "bench",
+            "--kubeconfig",
+            "kc",
+            "--namespace",
+            "op",
+            "--namespaces",
+            "3",
+        ]);
+        let args = cli.args;
+        for (ns, ours) in [
+            ("op-0", true),
+            ("op-2", true),
+            ("op-3", false),
+            ("op-01", false),
+            ("opq-0", false),
+            ("op", false),
+            ("op-", false),
+            ("other-1", false),
+        ] {
+            assert_eq!(args.owns_namespace(ns), ours, "{ns}");
+        }
+    }
 }

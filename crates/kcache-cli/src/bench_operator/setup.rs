@@ -150,7 +150,19 @@ pub(super) async fn delete_config_maps(
         .await?;
     let all: Api<ConfigMap> = Api::all(client.clone());
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !all.list_metadata(&selector).await?.items.is_empty() {
+    // Only the benchmark's namespaces: another run's Teams may hold ConfigMaps elsewhere.
+    while all
+        .list_metadata(&selector)
+        .await?
+        .items
+        .iter()
+        .any(|cm| {
+            cm.metadata
+                .namespace
+                .as_deref()
+                .is_some_and(|ns| args.owns_namespace(ns))
+        })
+    {
         if Instant::now() > deadline {
             bail!("the teams' configmaps were still there 60 s after their deletion");
         }

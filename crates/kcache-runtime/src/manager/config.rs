@@ -9,6 +9,13 @@ use super::{Storage, namespaces::Scope};
 /// `HealthProbeBindAddress` on one address, `GracefulShutdownTimeout`) plus the
 /// read-your-own-writes bounds.
 ///
+/// controller-runtime's `Cache.DefaultTransform` has no manager-wide twin here: its common use,
+/// dropping `managedFields`, is [`strip_managed_fields`](Self::strip_managed_fields), which
+/// lean storage honours; any other transform works on decoded objects, so it is set per type
+/// ([`Cache::transform`](super::Cache::transform)) and makes that type's storage typed. A
+/// type-erased transform over every cache would make every cache typed and give up the lean
+/// storage the manager defaults to.
+///
 /// ```
 /// use std::time::Duration;
 /// use kcache_runtime::manager::{Config, LeaderElection};
