@@ -151,18 +151,12 @@ pub(super) async fn delete_config_maps(
     let all: Api<ConfigMap> = Api::all(client.clone());
     let deadline = Instant::now() + Duration::from_secs(60);
     // Only the benchmark's namespaces: another run's Teams may hold ConfigMaps elsewhere.
-    while all
-        .list_metadata(&selector)
-        .await?
-        .items
-        .iter()
-        .any(|cm| {
-            cm.metadata
-                .namespace
-                .as_deref()
-                .is_some_and(|ns| args.owns_namespace(ns))
-        })
-    {
+    while all.list_metadata(&selector).await?.items.iter().any(|cm| {
+        cm.metadata
+            .namespace
+            .as_deref()
+            .is_some_and(|ns| args.owns_namespace(ns))
+    }) {
         if Instant::now() > deadline {
             bail!("the teams' configmaps were still there 60 s after their deletion");
         }
