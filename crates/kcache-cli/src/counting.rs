@@ -116,4 +116,28 @@ where
     async fn server_version(&self) -> Option<kcache::lister_watcher::ServerVersion> {
         self.inner.server_version().await
     }
+
+    fn uses_protobuf(&self) -> bool {
+        self.inner.uses_protobuf()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::Pod;
+    use kcache::{ListerWatcher, factory};
+    use kcache_client::Client;
+
+    use super::*;
+
+    /// The wrapper tells what the wrapped lister-watcher tells: the demo's informer is the
+    /// default one, which streams protobuf where `InitialList::Auto` does.
+    #[tokio::test]
+    async fn counting_tells_the_wire_of_what_it_wraps() {
+        let client = Client::from_url("http://127.0.0.1:9").unwrap();
+        let lw = <Client as factory::Source<Pod>>::lister_watcher(&client, None);
+        assert!(lw.uses_protobuf(), "a built-in kind travels in protobuf");
+        let counting = Counting::new(lw, Arc::default());
+        assert!(counting.uses_protobuf());
+    }
 }
