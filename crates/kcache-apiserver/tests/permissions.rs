@@ -13,7 +13,7 @@ use common::request;
 use http::Method;
 use kcache_apiserver::ApiServer;
 use kcache_apiserver::auth::UserInfo;
-use kcache_apiserver::auth::permissions::{self, Options, UserRecord};
+use kcache_apiserver::auth::permissions::{self, Access, Options, UserRecord};
 use serde_json::json;
 
 /// (method, path, body) of alice's requests.
@@ -266,4 +266,47 @@ async fn resource_names_restrict_named_gets_and_patches_when_asked() {
         "recorded:system:serviceaccount:ops:bot"
     );
     server.shutdown().await;
+}
+
+/// An informer that watched also needs `list`, even when its streaming list (a watch with
+/// `sendInitialEvents=true`) made the LIST unnecessary on this run: a reflector lists when the
+/// server refuses the stream or its end bookmark does not come. So a recorded watch implies the
+/// list of the same resource and scope, in the least-privilege rules and in the check.
+#[test]
+fn a_recorded_watch_needs_the_list_of_the_same_resource() {
+    let record = UserRecord {
+        groups: vec!["system:authenticated".into()],
+        accesses: vec![
+            Access::resource("watch", "", "configmaps", "", "web", ""),
+            Access::resource("watch", "apps", "deployments", "", "", ""),
+        ],
+    };
+    let least = permissions::least_privilege("ops", &record, &Options::default());
+    let yaml = permissions::to_yaml(&least).unwrap();
+    let report = permissions::check(&yaml, "ops", &record).unwrap();
+    assert!(report.missing.is_empty(), "{:#?}", report.missing);
+    assert!(report.excess.is_empty(), "{:#?}", report.excess);
+    for (kind, resource) in [("Role", "configmaps"), ("ClusterRole", "deployments")] {
+        let role = least
+            .iter()
+            .find(|o| o["kind"] == kind)
+            .unwrap_or_else(|| panic!("a {kind}: {yaml}"));
+        let rule = &role["rules"][0];
+        assert_eq!(rule["resources"], serde_json::json!([resource]), "{yaml}");
+        assert_eq!(
+            rule["verbs"],
+            serde_json::json!(["list", "watch"]),
+            "{yaml}"
+        );
+    }
+    // A manifest granting only the watch misses the list.
+    let watch_only = yaml.replace("- list\n", "");
+    assert_ne!(watch_only, yaml);
+    let report = permissions::check(&watch_only, "ops", &record).unwrap();
+    assert_eq!(report.missing.len(), 2, "{:#?}", report.missing);
+    assert!(
+        report.missing.iter().all(|m| m.access.verb == "list"),
+        "{:#?}",
+        report.missing
+    );
 }

@@ -12,7 +12,8 @@
 //! bindings to that user) allowing every recorded request, and [`check`] compares a set of RBAC
 //! manifests with the record: what the record did that they refuse (with the 403 message the
 //! server would answer) and what they grant that was never done. Both use the authorizer's own
-//! rule matching.
+//! rule matching, and both count a recorded watch of a collection as needing the list of it too
+//! (a reflector lists when its streaming list is refused).
 //!
 //! ```
 //! use kcache_apiserver::auth::permissions::{self, Access, Options, UserRecord};
@@ -145,6 +146,28 @@ impl Access {
     }
 
     /// `resource` or `resource/subresource`.
+    /// The same request (verb, group, resource, subresource, namespace, name, path), whatever
+    /// its outcomes.
+    fn same_request(&self, other: &Self) -> bool {
+        (
+            &self.verb,
+            &self.api_group,
+            &self.resource,
+            &self.subresource,
+            &self.namespace,
+            &self.name,
+            &self.path,
+        ) == (
+            &other.verb,
+            &other.api_group,
+            &other.resource,
+            &other.subresource,
+            &other.namespace,
+            &other.name,
+            &other.path,
+        )
+    }
+
     fn combined_resource(&self) -> String {
         if self.subresource.is_empty() {
             self.resource.clone()
@@ -271,6 +294,29 @@ fn subject(user: &str) -> Value {
 
 const NAMED_VERBS: [&str; 4] = ["get", "update", "patch", "delete"];
 
+/// What `accesses` need: each of them, and for a watch of a collection the list of the same
+/// resource and scope. An informer that watched may need to list even when its streaming list
+/// (a watch with `sendInitialEvents=true`) spared the LIST on the recorded run: reflectors —
+/// client-go's and kcache's — list when the server refuses the stream or its end bookmark does
+/// not come, and kcache-runtime's caches stream or list by the server's version.
+fn needed(accesses: &[Access]) -> Vec<Access> {
+    let mut out: Vec<Access> = accesses.to_vec();
+    for a in accesses {
+        if a.verb == "watch" && a.path.is_empty() && a.name.is_empty() {
+            let list = Access {
+                verb: "list".to_owned(),
+                allowed: a.allowed,
+                denied: false,
+                ..a.clone()
+            };
+            if !out.iter().any(|o| o.same_request(&list)) {
+                out.push(list);
+            }
+        }
+    }
+    out
+}
+
 /// The rules allowing `accesses` (all in one scope): one per API group, verb set and
 /// resource-name set, listing its resources.
 fn rules(accesses: &[&Access], options: &Options) -> Vec<Rule> {
@@ -360,7 +406,8 @@ pub fn least_privilege(user: &str, record: &UserRecord, options: &Options) -> Ve
     let bootstrap = Snapshot::from_objects(&bootstrap_objects());
     let info = user_info(user, record);
     let mut scopes: BTreeMap<&str, Vec<&Access>> = BTreeMap::new();
-    for a in &record.accesses {
+    let needed = needed(&record.accesses);
+    for a in &needed {
         if bootstrap.authorize(&info, &a.attributes()).is_ok() {
             continue;
         }
@@ -466,8 +513,9 @@ pub fn check(manifests: &str, user: &str, record: &UserRecord) -> Result<Report,
     let cluster = Snapshot::from_objects(&with_bootstrap);
     let info = user_info(user, record);
     let mut report = Report::default();
-    let attrs: Vec<Attributes> = record.accesses.iter().map(Access::attributes).collect();
-    for (access, a) in record.accesses.iter().zip(&attrs) {
+    let needed = needed(&record.accesses);
+    let attrs: Vec<Attributes> = needed.iter().map(Access::attributes).collect();
+    for (access, a) in needed.iter().zip(&attrs) {
         if let Err(reason) = cluster.authorize(&info, a) {
             let message = super::attrs::forbidden(&info, a, &reason).message;
             report.missing.push(Missing {
