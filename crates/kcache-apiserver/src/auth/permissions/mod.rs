@@ -145,29 +145,17 @@ impl Access {
         }
     }
 
-    /// `resource` or `resource/subresource`.
-    /// The same request (verb, group, resource, subresource, namespace, name, path), whatever
-    /// its outcomes.
+    /// The same request (every field but the outcomes `allowed` and `denied`).
     fn same_request(&self, other: &Self) -> bool {
-        (
-            &self.verb,
-            &self.api_group,
-            &self.resource,
-            &self.subresource,
-            &self.namespace,
-            &self.name,
-            &self.path,
-        ) == (
-            &other.verb,
-            &other.api_group,
-            &other.resource,
-            &other.subresource,
-            &other.namespace,
-            &other.name,
-            &other.path,
-        )
+        let outcomes_aside = Self {
+            allowed: other.allowed,
+            denied: other.denied,
+            ..self.clone()
+        };
+        outcomes_aside == *other
     }
 
+    /// `resource` or `resource/subresource`.
     fn combined_resource(&self) -> String {
         if self.subresource.is_empty() {
             self.resource.clone()
