@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 fn assets() -> tempdir::Dir {
@@ -51,12 +51,47 @@ mod tempdir {
     }
 }
 
+/// A port free now, picked below the kernel's ephemeral range (32768 and up here) so that no
+/// process binding port 0 between this probe and the program's own bind takes it.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    loop {
+        let port = 20_000 + (rand::random::<u16>() % 12_000);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// Starts `make(port)` on a free port, waits until the port answers a connect and returns the
+/// child with its port. Should another process have bound the port between the probe and the
+/// child's bind (the child exits saying so), it tries another port, three times at most; any
+/// other early exit fails with the child's stderr.
+fn start_on_free_port(dir: &Path, what: &str, make: impl Fn(u16) -> Command) -> (Child, u16) {
+    for _ in 0..3 {
+        let port = free_port();
+        let log = dir.join(format!("{what}-{port}.stderr"));
+        let mut child = make(port)
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+                assert!(
+                    stderr.contains("in use"),
+                    "{what} exited early ({status}): {stderr}"
+                );
+                break;
+            }
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return (child, port);
+            }
+            assert!(Instant::now() < deadline, "{what} never listened");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    panic!("{what}: three free ports were taken before it could bind them");
 }
 
 fn sigterm_and_wait(child: &mut Child) -> std::process::ExitStatus {
@@ -122,31 +157,26 @@ fn the_assets_refuse_unknown_flags_in_the_programs_words() {
 #[test]
 fn etcd_answers_health_and_both_exit_on_sigterm() {
     let dir = assets();
-    let port = free_port();
-    let url = format!("http://127.0.0.1:{port}");
-    let mut etcd = Command::new(dir.path().join("etcd"))
-        .args([
+    let data = dir.path().join("data");
+    let (mut etcd, port) = start_on_free_port(dir.path(), "etcd", |port| {
+        let url = format!("http://127.0.0.1:{port}");
+        let mut c = Command::new(dir.path().join("etcd"));
+        c.args([
             format!("--listen-client-urls={url}"),
             format!("--advertise-client-urls={url}"),
             "--listen-peer-urls=http://127.0.0.1:0".to_owned(),
-            format!("--data-dir={}", dir.path().join("data").display()),
+            format!("--data-dir={}", data.display()),
             "--unsafe-no-fsync=true".to_owned(),
-        ])
-        .stderr(Stdio::null())
-        .spawn()
+        ]);
+        c
+    });
+    let url = format!("http://127.0.0.1:{port}");
+    let mut conn = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    conn.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let body = loop {
-        if let Ok(mut conn) = TcpStream::connect(("127.0.0.1", port)) {
-            conn.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
-                .unwrap();
-            let mut s = String::new();
-            let _ = conn.read_to_string(&mut s);
-            break s;
-        }
-        assert!(Instant::now() < deadline, "etcd never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let mut body = String::new();
+    let read = conn.read_to_string(&mut body);
+    assert!(read.is_ok(), "reading etcd's answer: {read:?}");
     assert!(body.starts_with("HTTP/1.1 200"), "{body}");
     assert!(
         body.ends_with("{\"health\":\"true\",\"reason\":\"\"}"),
@@ -154,9 +184,9 @@ fn etcd_answers_health_and_both_exit_on_sigterm() {
     );
     assert!(sigterm_and_wait(&mut etcd).success());
 
-    let port = free_port();
-    let mut apiserver = Command::new(dir.path().join("kube-apiserver"))
-        .args([
+    let (mut apiserver, _) = start_on_free_port(dir.path(), "kube-apiserver", |port| {
+        let mut c = Command::new(dir.path().join("kube-apiserver"));
+        c.args([
             format!("--etcd-servers={url}"),
             format!("--secure-port={port}"),
             "--bind-address=127.0.0.1".to_owned(),
@@ -165,14 +195,8 @@ fn etcd_answers_health_and_both_exit_on_sigterm() {
             "--allow-privileged=true".to_owned(),
             "--disable-admission-plugins=ServiceAccount".to_owned(),
             "--service-cluster-ip-range=10.0.0.0/24".to_owned(),
-        ])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "kube-apiserver never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+        ]);
+        c
+    });
     assert!(sigterm_and_wait(&mut apiserver).success());
 }
