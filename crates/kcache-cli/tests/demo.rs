@@ -139,12 +139,14 @@ fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
 
 #[test]
 fn demo_serves_metrics_and_readiness_while_it_runs() {
-    // A free port: bind, note it, release it for the demo.
-    let addr = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .to_string();
+    // A free port for the demo's metrics, picked below the kernel's ephemeral range (32768 and
+    // up) so that no port-0 bind (the demo's own embedded server's included) takes it first.
+    let addr = loop {
+        let addr = format!("127.0.0.1:{}", 20_000 + rand::random::<u16>() % 12_000);
+        if std::net::TcpListener::bind(&addr).is_ok() {
+            break addr;
+        }
+    };
     let mut child = Command::new(env!("CARGO_BIN_EXE_kcache"))
         .args([
             "demo",
