@@ -7,6 +7,8 @@
 //! The scenario itself is `tests/differential.rs`.
 #![doc(test(attr(deny(warnings))))]
 
+pub mod skew;
+
 use std::path::{Path, PathBuf};
 
 use http_body_util::BodyExt;
