@@ -13,7 +13,7 @@
 //! use kcache_conformance::skew::{Recorded, check};
 //!
 //! const RECORDED: &[Recorded] = &[Recorded {
-//!     minor: 37,
+//!     releases: &[37],
 //!     line: "apps/v1 statefulsets: default maxUnavailable",
 //!     why: "MaxUnavailableStatefulSet is on by default from 1.37",
 //! }];
@@ -35,8 +35,8 @@ pub const MODEL_MINOR: u32 = 36;
 /// and not a bug of the embedded server.
 #[derive(Debug, Clone, Copy)]
 pub struct Recorded {
-    /// The release's minor version (`37` for v1.37.x).
-    pub minor: u32,
+    /// The releases' minor versions (`37` for v1.37.x).
+    pub releases: &'static [u32],
     /// The difference, as the test words it.
     pub line: &'static str,
     /// Why the release answers so.
@@ -74,7 +74,7 @@ pub fn check(
     } else {
         recorded
             .iter()
-            .filter(|r| r.minor == minor)
+            .filter(|r| r.releases.contains(&minor))
             .map(|r| r.line)
             .collect()
     };

@@ -223,52 +223,87 @@ async fn the_checked_in_table_is_upstream_discovery() -> anyhow::Result<()> {
 /// `served_resources_against_upstream_discovery` sees the same minus what it does not serve.
 const RELEASES: &[Recorded] = &[
     Recorded {
-        minor: 37,
+        releases: &[34],
+        line: "resource.k8s.io/v1 deviceclasses: storageVersionHash differ",
+        why: "1.34 stores the resource.k8s.io kinds at another version (their storage version hashes differ)",
+    },
+    Recorded {
+        releases: &[34],
+        line: "resource.k8s.io/v1 resourceclaims: storageVersionHash differ",
+        why: "as deviceclasses",
+    },
+    Recorded {
+        releases: &[34],
+        line: "resource.k8s.io/v1 resourceclaimtemplates: storageVersionHash differ",
+        why: "as deviceclasses",
+    },
+    Recorded {
+        releases: &[34],
+        line: "resource.k8s.io/v1 resourceslices: storageVersionHash differ",
+        why: "as deviceclasses",
+    },
+    Recorded {
+        releases: &[34, 35],
+        line: "admissionregistration.k8s.io/v1 mutatingadmissionpolicies: served by kcache-apiserver, not upstream",
+        why: "MutatingAdmissionPolicy is served in admissionregistration.k8s.io/v1 from 1.36",
+    },
+    Recorded {
+        releases: &[34, 35],
+        line: "admissionregistration.k8s.io/v1 mutatingadmissionpolicybindings: served by kcache-apiserver, not upstream",
+        why: "as mutatingadmissionpolicies",
+    },
+    Recorded {
+        releases: &[34, 35],
+        line: "storage.k8s.io/v1 volumeattributesclasses: storageVersionHash differ",
+        why: "1.34 and 1.35 store VolumeAttributesClass at another version (its storage version hash differs)",
+    },
+    Recorded {
+        releases: &[37],
         line: "admissionregistration.k8s.io/v1 mutatingadmissionpolicies: storageVersionHash differ",
         why: "1.37 stores MutatingAdmissionPolicy at another version (its storage version hash changed)",
     },
     Recorded {
-        minor: 37,
+        releases: &[37],
         line: "admissionregistration.k8s.io/v1 mutatingadmissionpolicybindings: storageVersionHash differ",
         why: "as mutatingadmissionpolicies",
     },
     Recorded {
-        minor: 37,
+        releases: &[37],
         line: "certificates.k8s.io/v1 clustertrustbundles: served upstream, not by kcache-apiserver",
         why: "ClusterTrustBundle is served in certificates.k8s.io/v1 from 1.37",
     },
     Recorded {
-        minor: 37,
+        releases: &[37],
         line: "certificates.k8s.io/v1 podcertificaterequests: served upstream, not by kcache-apiserver",
         why: "PodCertificateRequest is served in certificates.k8s.io/v1 from 1.37",
     },
     Recorded {
-        minor: 37,
+        releases: &[37],
         line: "certificates.k8s.io/v1 podcertificaterequests/status: served upstream, not by kcache-apiserver",
         why: "as podcertificaterequests",
     },
     Recorded {
-        minor: 37,
+        releases: &[37],
         line: "resource.k8s.io/v1 devicetaintrules: served upstream, not by kcache-apiserver",
         why: "DeviceTaintRule is served in resource.k8s.io/v1 from 1.37",
     },
     Recorded {
-        minor: 37,
+        releases: &[37],
         line: "resource.k8s.io/v1 devicetaintrules/status: served upstream, not by kcache-apiserver",
         why: "as devicetaintrules",
     },
     Recorded {
-        minor: 37,
+        releases: &[37],
         line: "storage.k8s.io/v1 csinodes/status: served upstream, not by kcache-apiserver",
         why: "1.37 serves a status subresource for CSINode",
     },
     Recorded {
-        minor: 37,
+        releases: &[37],
         line: "storagemigration.k8s.io/v1 storageversionmigrations: served upstream, not by kcache-apiserver",
         why: "StorageVersionMigration is served in storagemigration.k8s.io/v1 from 1.37",
     },
     Recorded {
-        minor: 37,
+        releases: &[37],
         line: "storagemigration.k8s.io/v1 storageversionmigrations/status: served upstream, not by kcache-apiserver",
         why: "as storageversionmigrations",
     },

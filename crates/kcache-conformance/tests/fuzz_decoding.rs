@@ -101,19 +101,25 @@ const DEFAULT_COUNT: usize = 400;
 /// What other releases answer differently in the default sample (seed 47, 400 requests).
 const RELEASES: &[Recorded] = &[
     Recorded {
-        minor: 37,
+        releases: &[34, 35],
+        line: r#"HorizontalPodAutoscaler: embedded 422 Invalid ["spec.maxReplicas FieldValueInvalid", "spec.maxReplicas FieldValueRequired"]; upstream 422 Invalid ["spec.maxReplicas FieldValueInvalid", "spec.maxReplicas FieldValueInvalid"]"#,
+        why: "1.34 and 1.35 word a maxReplicas of 0 as invalid twice (must be greater than 0, and than \
+              minReplicas) where 1.36 says invalid and required",
+    },
+    Recorded {
+        releases: &[37],
         line: r#"Job: embedded 422 Invalid ["metadata.name FieldValueInvalid", "spec.template.labels FieldValueInvalid", "spec.template.labels FieldValueInvalid"]; upstream 422 Invalid ["metadata.name FieldValueInvalid", "spec.template.labels FieldValueInvalid"]"#,
         why: "1.37 gives one cause for the invalid pod template labels a bad Job name makes \
               (the name is copied into them) where 1.36 gave one per label",
     },
     Recorded {
-        minor: 37,
+        releases: &[37],
         line: r#"HorizontalPodAutoscaler: embedded 422 Invalid ["spec.metrics FieldValueForbidden", "spec.minReplicas FieldValueInvalid"]; upstream 422 Invalid ["spec.metrics FieldValueForbidden"]"#,
         why: "HPAScaleToZero is on by default from 1.37: minReplicas 0 is allowed, with an \
               Object or External metric",
     },
     Recorded {
-        minor: 37,
+        releases: &[37],
         line: r#"HorizontalPodAutoscaler: embedded 422 Invalid ["spec.metrics[0].type FieldValueNotSupported", "spec.metrics[0].type FieldValueNotSupported", "spec.metrics[0].type FieldValueRequired"]; upstream 422 Invalid ["spec.metrics[0].type FieldValueNotSupported", "spec.metrics[0].type FieldValueRequired"]"#,
         why: "1.37 reports a metric without a type as unsupported once where 1.36 reported it twice",
     },

@@ -39,12 +39,73 @@ const KNOWN: &[(&str, &str)] = &[];
 /// `scenario: embedded LINE; upstream LINE`.
 const RELEASES: &[Recorded] = &[
     Recorded {
-        minor: 37,
+        releases: &[34],
+        line: r#"crd_cel_rules: embedded   message: Widget.kcache-sc-N-N.example.com "default-message" is invalid: spec: Invalid value: failed rule: self.tags.all(t, t.size() <= N); upstream   message: Widget.kcache-sc-N-N.example.com "default-message" is invalid: spec: Invalid value: "object": failed rule: self.tags.all(t, t.size() <= N)"#,
+        why: "1.34 words the value a CEL rule refused by its type (\"object\", \"integer\", \"string\"); 1.35 and 1.36 give the value",
+    },
+    Recorded {
+        releases: &[34],
+        line: r#"crd_cel_rules: embedded   message: Widget.kcache-sc-N-N.example.com "message" is invalid: spec: Invalid value: min must not exceed max; upstream   message: Widget.kcache-sc-N-N.example.com "message" is invalid: spec: Invalid value: "object": min must not exceed max"#,
+        why: "as the first crd_cel_rules line",
+    },
+    Recorded {
+        releases: &[34],
+        line: r#"crd_cel_rules: embedded   message: Widget.kcache-sc-N-N.example.com "message-expression" is invalid: spec: Invalid value: max is a bit too large; upstream   message: Widget.kcache-sc-N-N.example.com "message-expression" is invalid: spec: Invalid value: "object": max is a bit too large"#,
+        why: "as the first crd_cel_rules line",
+    },
+    Recorded {
+        releases: &[34],
+        line: r#"crd_cel_rules: embedded   message: Widget.kcache-sc-N-N.example.com "ok" is invalid: spec.level: Invalid value: N: level may only grow; upstream   message: Widget.kcache-sc-N-N.example.com "ok" is invalid: spec.level: Invalid value: "integer": level may only grow"#,
+        why: "as the first crd_cel_rules line",
+    },
+    Recorded {
+        releases: &[34],
+        line: r#"crd_cel_rules: embedded   message: Widget.kcache-sc-N-N.example.com "ok" is invalid: spec.mode: Invalid value: "b": mode is immutable; upstream   message: Widget.kcache-sc-N-N.example.com "ok" is invalid: spec.mode: Invalid value: "string": mode is immutable"#,
+        why: "as the first crd_cel_rules line",
+    },
+    Recorded {
+        releases: &[34],
+        line: r#"crd_cel_rules: embedded   spec FieldValueInvalid: Invalid value: failed rule: self.tags.all(t, t.size() <= N); upstream   spec FieldValueInvalid: Invalid value: "object": failed rule: self.tags.all(t, t.size() <= N)"#,
+        why: "as the first crd_cel_rules line",
+    },
+    Recorded {
+        releases: &[34],
+        line: r#"crd_cel_rules: embedded   spec FieldValueInvalid: Invalid value: max is a bit too large; upstream   spec FieldValueInvalid: Invalid value: "object": max is a bit too large"#,
+        why: "as the first crd_cel_rules line",
+    },
+    Recorded {
+        releases: &[34],
+        line: r#"crd_cel_rules: embedded   spec FieldValueInvalid: Invalid value: min must not exceed max; upstream   spec FieldValueInvalid: Invalid value: "object": min must not exceed max"#,
+        why: "as the first crd_cel_rules line",
+    },
+    Recorded {
+        releases: &[34],
+        line: r#"crd_cel_rules: embedded   spec.level FieldValueInvalid: Invalid value: N: level may only grow; upstream   spec.level FieldValueInvalid: Invalid value: "integer": level may only grow"#,
+        why: "as the first crd_cel_rules line",
+    },
+    Recorded {
+        releases: &[34],
+        line: r#"crd_cel_rules: embedded   spec.mode FieldValueInvalid: Invalid value: "b": mode is immutable; upstream   spec.mode FieldValueInvalid: Invalid value: "string": mode is immutable"#,
+        why: "as the first crd_cel_rules line",
+    },
+    Recorded {
+        releases: &[34, 35],
+        line: r#"crd_schema_integer_vs_string: embedded   <nil> FieldValueInvalid: Invalid value: "": Checked value must be of type integer (default format) in spec.replicas; upstream   spec.replicas FieldValueTypeInvalid: Invalid value: "number": spec.replicas in body must be of type integer: "number""#,
+        why: "1.36 gives a number where a CRD's schema wants an integer a second cause (the \
+              format check); 1.34 and 1.35 only the type error, so its lines come one earlier",
+    },
+    Recorded {
+        releases: &[34, 35],
+        line: r#"crd_schema_integer_vs_string: embedded   spec.replicas FieldValueTypeInvalid: Invalid value: "number": spec.replicas in body must be of type integer: "number"; upstream   message: Widget.kcache-sc-N-N.example.com "float-for-integer" is invalid: spec.replicas: Invalid value: "number": spec.replicas in body must be of type integer: "number""#,
+        why: "the same cause missing, one line later",
+    },
+    Recorded {
+        releases: &[37],
         line: "merge_patch_nulls: embedded not json: 400 BadRequest: error decoding patch: invalid character 'o' looking for beginning of object key string; upstream not json: 400 BadRequest: invalid JSON patch",
         why: "1.37 answers a merge patch that is not JSON without the decoder's words",
     },
     Recorded {
-        minor: 37,
+        releases: &[37],
         line: r#"other_workload_defaults: embedded /spec/updateStrategy = {"rollingUpdate":{"partition":0},"type":"RollingUpdate"}; upstream /spec/updateStrategy = {"rollingUpdate":{"maxUnavailable":1,"partition":0},"type":"RollingUpdate"}"#,
         why: "MaxUnavailableStatefulSet is on by default from 1.37: a StatefulSet's rollingUpdate \
               defaults maxUnavailable to 1",
