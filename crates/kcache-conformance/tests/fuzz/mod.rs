@@ -352,6 +352,30 @@ pub(crate) fn outcome(r: &kcache_conformance::Response) -> String {
     format!("{} {reason} {causes:?}", r.status)
 }
 
+/// How a difference between two [`outcome`]s is recorded for another release
+/// (`kcache_conformance::skew`): as [`REPEATS`] when the status, reason and causes are the
+/// same but for how often a cause repeats (releases add and drop duplicate causes, the same
+/// way for every kind), else as `what: embedded OUTCOME; upstream OUTCOME`.
+pub(crate) fn release_line(what: &str, ours: &str, upstream: &str) -> String {
+    let distinct = |o: &str| {
+        let mut causes: Vec<String> = o
+            .find('[')
+            .and_then(|i| serde_json::from_str(&o[i..]).ok())
+            .unwrap_or_default();
+        causes.dedup();
+        (o.split('[').next().unwrap_or_default().to_owned(), causes)
+    };
+    if distinct(ours) == distinct(upstream) {
+        REPEATS.to_owned()
+    } else {
+        format!("{what}: embedded {ours}; upstream {upstream}")
+    }
+}
+
+/// The [`release_line`] of outcomes that differ only in repeated causes.
+pub(crate) const REPEATS: &str =
+    "the same causes, one of them repeated a different number of times";
+
 #[derive(Default)]
 pub(crate) struct Tally {
     pub(crate) total: u32,
