@@ -85,7 +85,9 @@ fn without_trust_bundle_discovery(line: &str) -> String {
 /// users" where 1.36 names the impersonated request, "impersonate-on:user-info:list").
 fn release_difference(ours: &str, upstream: &str) -> Option<String> {
     let who_what = upstream.split(':').next().unwrap_or_default();
-    if squash(ours) == squash(&without_trust_bundle_discovery(upstream)) {
+    if upstream.contains("clustertrustbundles")
+        && squash(ours) == squash(&without_trust_bundle_discovery(upstream))
+    {
         return Some(format!("{who_what}: {TRUST_BUNDLES}"));
     }
     let who = who_what.split(" as ").next().unwrap_or_default();
