@@ -161,28 +161,12 @@ pub(crate) async fn defaults_on_read(s: &mut Script<'_>) -> anyhow::Result<()> {
     }
     s.req("add a default", "PUT", &crd, Some(def)).await?;
     // The new schema takes effect shortly after the update (kube-apiserver rebuilds its
-    // handler for the CRD): wait until a GET shows the default, for at most 10 s.
-    let one = format!("{url}/w");
-    let mut got = Value::Null;
-    for _ in 0..100 {
-        got = s.t.send("GET", &one, None).await?.body;
-        if got.pointer("/spec/mode").is_some() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    // handler for the CRD): wait until a GET shows the default. The rebuilt handler's list may
+    // come from a cache still filling (kube-apiserver 1.35 once answered an empty list right
+    // after the GET showed the default): the same wait.
+    let got = get_until(s, &format!("{url}/w"), "/spec/mode").await?;
     s.field("get", &got, "/spec");
-    // The rebuilt handler's list may come from a cache still filling (kube-apiserver 1.35
-    // once answered an empty list right after the GET above showed the default): the same
-    // bounded wait.
-    let mut list = Value::Null;
-    for _ in 0..100 {
-        list = s.t.send("GET", &url, None).await?.body;
-        if list.pointer("/items/0/spec/mode").is_some() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let list = get_until(s, &url, "/items/0/spec/mode").await?;
     s.field("list", &list, "/items/0/spec");
     let r =
         s.t.send(
@@ -199,6 +183,19 @@ pub(crate) async fn defaults_on_read(s: &mut Script<'_>) -> anyhow::Result<()> {
         .collect();
     s.note(format!("watch {}", specs.join(" | ")));
     Ok(())
+}
+
+/// GETs `url` until its body has `pointer`, for at most 10 s; the last body.
+async fn get_until(s: &Script<'_>, url: &str, pointer: &str) -> anyhow::Result<Value> {
+    let mut body = Value::Null;
+    for _ in 0..100 {
+        body = s.t.send("GET", url, None).await?.body;
+        if body.pointer(pointer).is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    Ok(body)
 }
 
 /// `oneOf`, `anyOf`, `allOf` and `not` of value validations (the only form a structural
