@@ -12,14 +12,15 @@
 //	 "full_reconcile_ms":...,"sync_cpu_s":...,"rss_after_sync_bytes":...,"vmhwm_bytes":...,
 //	 "requests_sync":...,"reconciles_sync":...,"updates":...,"update_events":...,
 //	 "update_s":...,"update_cpu_s":...,"cpu_per_update_us":...,"reconciles_update":...,
-//	 "reconciles_per_s":...,"requests_update":...,"vmhwm_end_bytes":...}
+//	 "reconciles_per_s":...,"requests_update":...,"watches_update":...,"vmhwm_end_bytes":...}
 //
 // full_reconcile_ms is from the manager's start until every Team's ConfigMap holds its
 // namespace's Pod count (the pods of namespace k of --namespaces M are --n/M, plus one for k
 // below --n mod M). With --updates U the peer then creates --ready-file and waits for U Pod
 // update events and for the reconciles they cause to end (1 s without one); the update
 // window runs from the first update event to the last reconcile. Requests are counted by a
-// RoundTripper on the manager's REST config. Exit 1 on a timeout (reason on stderr).
+// RoundTripper on the manager's REST config; watches_update counts the watch requests among
+// the update phase's (a watch the server ended and the informer opened again). Exit 1 on a timeout (reason on stderr).
 package main
 
 import (
@@ -68,14 +69,18 @@ func runtimeVersion() string {
 	return "unknown"
 }
 
-// counting counts the requests sent through it.
+// counting counts the requests sent through it, and the watches among them.
 type counting struct {
-	next http.RoundTripper
-	n    *atomic.Int64
+	next    http.RoundTripper
+	n       *atomic.Int64
+	watches *atomic.Int64
 }
 
 func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.n.Add(1)
+	if r.URL.Query().Get("watch") == "true" {
+		c.watches.Add(1)
+	}
 	return c.next.RoundTrip(r)
 }
 
@@ -192,8 +197,8 @@ func main() {
 		fail("kubeconfig: %v", err)
 	}
 	cfg.QPS, cfg.Burst = -1, 0 // no client-side throttling (as the Rust peers)
-	var requests atomic.Int64
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counting{rt, &requests} })
+	var requests, watches atomic.Int64
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counting{rt, &requests, &watches} })
 
 	start := time.Now()
 	cpu0, _ := cpuSeconds()
@@ -272,7 +277,7 @@ func main() {
 		"sync_cpu_s": cpu1 - cpu0, "rss_after_sync_bytes": mem.VmRSS, "vmhwm_bytes": mem.VmHWM,
 		"requests_sync": requests.Load(), "reconciles_sync": t.recs.Load(), "updates": *updates,
 	}
-	reqSync, recSync := requests.Load(), t.recs.Load()
+	reqSync, recSync, watchSync := requests.Load(), t.recs.Load(), watches.Load()
 	t.ready.Store(true)
 	if *readyFile != "" {
 		if err := os.WriteFile(*readyFile, nil, 0o644); err != nil {
@@ -305,6 +310,7 @@ func main() {
 			line["reconciles_per_s"] = float64(recs) / window
 		}
 		line["requests_update"] = requests.Load() - reqSync
+		line["watches_update"] = watches.Load() - watchSync
 	}
 	if mem, err := memory(); err == nil {
 		line["vmhwm_end_bytes"] = mem.VmHWM

@@ -14,7 +14,7 @@ use kcache_runtime::{
 use kube::ResourceExt;
 use kube_client::config::{KubeConfigOptions, Kubeconfig};
 
-use crate::{TEAM_LABEL, Team, Tracker, config_map, held};
+use crate::{TEAM_LABEL, Team, Tracker, config_map, held, is_watch_response};
 
 /// The keys of the cached objects of `namespace`, from the cache's namespace index (nothing
 /// decoded).
@@ -37,11 +37,14 @@ pub(crate) async fn run(
     let config =
         kube_client::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
             .await?;
-    let requests = tracker.requests.clone();
+    let (requests, watches) = (tracker.requests.clone(), tracker.watches.clone());
     let client = kcache_client::Client::from_config_observed(
         config,
-        Arc::new(move |_, _| {
+        Arc::new(move |_, headers| {
             requests.fetch_add(1, Ordering::Relaxed);
+            if is_watch_response(headers) {
+                watches.fetch_add(1, Ordering::Relaxed);
+            }
         }),
     )?;
     let manager = Manager::new(client, manager::Config::new("team-operator"))?;

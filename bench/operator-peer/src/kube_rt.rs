@@ -29,7 +29,7 @@ use kube::{
     },
 };
 
-use crate::{FIELD_MANAGER, TEAM_LABEL, Team, Tracker, config_map, held};
+use crate::{FIELD_MANAGER, TEAM_LABEL, Team, Tracker, config_map, held, is_watch};
 
 /// Names of the objects of each namespace, kept from a watcher's events as the reflector
 /// keeps its store (a relist replaces it at its end).
@@ -118,9 +118,12 @@ pub(crate) async fn run(
     let kubeconfig = Kubeconfig::read_from(&kubeconfig)?;
     let config =
         kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?;
-    let requests = tracker.requests.clone();
+    let (requests, watches) = (tracker.requests.clone(), tracker.watches.clone());
     let count = tower::util::MapRequestLayer::new(move |req: http::Request<Body>| {
         requests.fetch_add(1, Ordering::Relaxed);
+        if is_watch(req.uri()) {
+            watches.fetch_add(1, Ordering::Relaxed);
+        }
         req
     });
     let client = ClientBuilder::try_from(config)?.with_layer(&count).build();

@@ -14,7 +14,8 @@
 //! memory then; with `--updates U` it creates `--ready-file` and waits for U Pod update events
 //! and for the reconciles they cause to end (1 s without one); the update window runs from the
 //! first update event to the last reconcile. Requests are counted on the HTTP client (kcache's
-//! response observer; a tower layer on kube's client). Exit 1 on a timeout.
+//! response observer; a tower layer on kube's client), and `watches_update` the watches among
+//! the update phase's requests. Exit 1 on a timeout.
 
 mod kcache_rt;
 mod kube_rt;
@@ -113,6 +114,8 @@ pub(crate) struct Tracker {
     ready: AtomicBool,
     /// Requests sent to the server.
     pub(crate) requests: Arc<AtomicU64>,
+    /// The watch requests among them.
+    pub(crate) watches: Arc<AtomicU64>,
 }
 
 impl Tracker {
@@ -136,6 +139,7 @@ impl Tracker {
             first_event_ns: AtomicU64::new(0),
             ready: AtomicBool::new(false),
             requests: Arc::default(),
+            watches: Arc::default(),
         }
     }
 
@@ -182,6 +186,24 @@ pub(crate) fn config_map(name: &str, count: usize) -> ConfigMap {
         "data": {"pods": count.to_string()},
     }))
     .expect("a valid ConfigMap")
+}
+
+/// Whether a request is a watch (`watch=true` in its query), as client-go's and kube-rs's
+/// counting layers see requests.
+pub(crate) fn is_watch(uri: &http::Uri) -> bool {
+    uri.query().is_some_and(|q| {
+        q.split('&')
+            .any(|pair| pair == "watch=true" || pair == "watch=1")
+    })
+}
+
+/// Whether a response is a watch stream (kube-apiserver's `;stream=watch` content type), as
+/// kcache-client's response observer sees responses.
+pub(crate) fn is_watch_response(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("stream=watch"))
 }
 
 /// The count a ConfigMap holds.
@@ -241,6 +263,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let mem = metrics::memory()?;
     let requests_sync = tracker.requests.load(Ordering::Relaxed);
     let reconciles_sync = tracker.reconciles.load(Ordering::Relaxed);
+    let watches_sync = tracker.watches.load(Ordering::Relaxed);
     let mut line = json!({
         "peer": name, "version": version, "n": args.n, "teams": args.teams,
         "namespaces": args.namespaces, "full_reconcile_ms": wall.as_secs_f64() * 1e3,
@@ -286,6 +309,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             "reconciles_update": reconciles,
             "reconciles_per_s": (window > 0.0).then(|| reconciles as f64 / window),
             "requests_update": tracker.requests.load(Ordering::Relaxed) - requests_sync,
+            "watches_update": tracker.watches.load(Ordering::Relaxed) - watches_sync,
         });
         if let (Some(line), serde_json::Value::Object(extra)) = (line.as_object_mut(), extra) {
             line.extend(extra);
@@ -294,4 +318,35 @@ async fn run(args: Args) -> anyhow::Result<()> {
     line["vmhwm_end_bytes"] = metrics::memory()?.hwm_bytes.into();
     println!("{line}");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn watches_are_told_from_other_requests_and_responses() {
+        let watch: http::Uri = "/api/v1/pods?allowWatchBookmarks=true&watch=true"
+            .parse()
+            .unwrap();
+        let list: http::Uri = "/api/v1/pods?limit=500&resourceVersion=0".parse().unwrap();
+        let named: http::Uri = "/api/v1/namespaces/watch=true/pods".parse().unwrap();
+        assert!(is_watch(&watch));
+        assert!(!is_watch(&list));
+        assert!(!is_watch(&named));
+        let mut headers = http::HeaderMap::new();
+        assert!(!is_watch_response(&headers));
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            "application/vnd.kubernetes.protobuf;stream=watch"
+                .parse()
+                .unwrap(),
+        );
+        assert!(is_watch_response(&headers));
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            "application/json".parse().unwrap(),
+        );
+        assert!(!is_watch_response(&headers));
+    }
 }

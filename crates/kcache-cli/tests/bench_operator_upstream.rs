@@ -129,6 +129,15 @@ fn tiny_run_reconciles_with_all_three_peers() {
             line["requests_sync"].as_u64().is_some_and(|n| n >= 10),
             "{peer}: {line}"
         );
+        // Every peer tells the watches among its update phase's requests.
+        let (all, watches) = (&line["requests_update"], &line["watches_update"]);
+        assert!(
+            watches
+                .as_u64()
+                .zip(all.as_u64())
+                .is_some_and(|(w, a)| w <= a),
+            "{peer}: {line}"
+        );
     }
     assert!(
         std::fs::read_to_string(out.join("results.md"))

@@ -21,12 +21,25 @@ const FIGURES: &[(&str, &str, f64)] = &[
     ("reconciles_per_s", "reconciles/s in the update phase", 1.0),
     ("reconciles_update", "reconciles in the update phase", 1.0),
     ("requests_update", "API requests in the update phase", 1.0),
+    (
+        "watches_update",
+        "of them, watches opened again (the server ended one)",
+        1.0,
+    ),
+    (
+        "other_requests_update",
+        "of them, other requests (writes, lists)",
+        1.0,
+    ),
     ("achieved_rate", "Pod patches/s achieved by the driver", 1.0),
 ];
 
 fn figure(r: &RunResult, key: &str) -> Option<f64> {
     if key == "achieved_rate" {
         r.achieved_rate
+    } else if key == "other_requests_update" {
+        let all = r.line.get("requests_update").and_then(Value::as_f64)?;
+        Some(all - r.line.get("watches_update").and_then(Value::as_f64)?)
     } else {
         r.line.get(key).and_then(Value::as_f64)
     }
@@ -153,4 +166,35 @@ pub(super) fn write(args: &BenchOperatorArgs, results: &[RunResult]) -> anyhow::
     let path = args.out.join("results.md");
     std::fs::write(&path, md).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::{Peer, RunResult, figure};
+
+    fn run(line: serde_json::Value) -> RunResult {
+        RunResult {
+            peer: Peer::KcacheRuntime,
+            run: 0,
+            line,
+            achieved_rate: Some(250.0),
+            verified_teams: 10,
+        }
+    }
+
+    /// The update phase's requests split into watches opened again and the rest; a peer
+    /// that does not count its watches (an older line) shows no split rather than a wrong one.
+    #[test]
+    fn update_requests_split_into_watches_and_others() {
+        let counted = run(json!({"requests_update": 7, "watches_update": 5}));
+        assert_eq!(figure(&counted, "requests_update"), Some(7.0));
+        assert_eq!(figure(&counted, "watches_update"), Some(5.0));
+        assert_eq!(figure(&counted, "other_requests_update"), Some(2.0));
+        assert_eq!(figure(&counted, "achieved_rate"), Some(250.0));
+        let older = run(json!({"requests_update": 7}));
+        assert_eq!(figure(&older, "watches_update"), None);
+        assert_eq!(figure(&older, "other_requests_update"), None);
+    }
 }
