@@ -85,8 +85,7 @@ fn tiny_run_reconciles_with_all_three_peers() {
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args(["--n", "200", "--teams", "10", "--namespaces", "5"])
-        // Its own namespaces: `--cleanup` leaves them Terminating on a server without a
-        // namespace controller, and the bench smoke runs `op-smoke` on the same server later.
+        // Its own namespaces: the bench smoke runs `op-smoke` on the same server later.
         .args(["--namespace", &format!("op-test-{}", std::process::id())])
         .args(["--runs", "1", "--updates", "50"])
         .args(["--update-rate", "200", "--timeout", "180s", "--cleanup"])
@@ -143,6 +142,28 @@ fn tiny_run_reconciles_with_all_three_peers() {
         std::fs::read_to_string(out.join("results.md"))
             .unwrap()
             .contains("kcache-runtime")
+    );
+    // `--cleanup` keeps the namespaces: a second run with the same prefix loads its Pods
+    // there again (deleted namespaces stay Terminating on a server without a namespace
+    // controller, and refuse new content).
+    let again = Command::new(&kcache)
+        .arg("bench-operator")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--n", "20", "--teams", "5", "--namespaces", "5"])
+        .args(["--namespace", &format!("op-test-{}", std::process::id())])
+        .args(["--runs", "1", "--updates", "5", "--peers", "kcache-runtime"])
+        .args(["--update-rate", "200", "--timeout", "120s", "--cleanup"])
+        .arg("--operator-peer")
+        .arg(&operator_peer)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .expect("running kcache bench-operator again");
+    assert!(
+        again.status.success(),
+        "a second run on the same namespaces failed: {}",
+        String::from_utf8_lossy(&again.stderr)
     );
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -11,7 +11,29 @@ use crate::peer::Dataset;
 use crate::widgets::Widget;
 
 /// Deletes the dataset's objects and namespace (best effort: without a namespace controller
-/// the namespace stays Terminating, the objects are gone). The widgets CRD stays.
+/// the namespace stays Terminating, the objects are gone, and the namespace refuses new
+/// objects for ever). The widgets CRD stays.
+///
+/// # Errors
+/// The first failed request.
+pub async fn delete(
+    client: &Client,
+    dataset: Dataset,
+    namespace: &str,
+) -> Result<(), DatasetError> {
+    delete_objects(client, dataset, namespace).await?;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    namespaces
+        .delete(namespace, &DeleteParams::default())
+        .await
+        .map_err(|source| DatasetError::Api {
+            what: format!("delete namespace {namespace}"),
+            error: source,
+        })?;
+    Ok(())
+}
+
+/// Deletes the dataset's objects of `namespace`; the namespace stays, to be loaded again.
 ///
 /// One delete-collection per value of [`APP_LABEL`], [`DELETE_IN_FLIGHT`] at once, then one
 /// for anything left: kube-apiserver deletes a collection with one worker (about 40 objects a
@@ -20,7 +42,7 @@ use crate::widgets::Widget;
 ///
 /// # Errors
 /// The first failed request.
-pub async fn delete(
+pub async fn delete_objects(
     client: &Client,
     dataset: Dataset,
     namespace: &str,
@@ -39,16 +61,7 @@ pub async fn delete(
         .buffer_unordered(DELETE_IN_FLIGHT)
         .try_collect::<()>()
         .await?;
-    delete_part(client, &url, namespace, None).await?;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    namespaces
-        .delete(namespace, &DeleteParams::default())
-        .await
-        .map_err(|source| DatasetError::Api {
-            what: format!("delete namespace {namespace}"),
-            source,
-        })?;
-    Ok(())
+    delete_part(client, &url, namespace, None).await
 }
 
 /// Delete-collections [`delete`] keeps in flight.
@@ -86,7 +99,7 @@ async fn delete_part(
                 app.map(|a| format!(" with {APP_LABEL}={a}"))
                     .unwrap_or_default()
             ),
-            source,
+            error: source,
         })
 }
 

@@ -25,7 +25,7 @@ use crate::widgets::{self, Widget};
 mod delete;
 mod pod;
 
-pub use delete::{DELETE_IN_FLIGHT, delete};
+pub use delete::{DELETE_IN_FLIGHT, delete, delete_objects};
 pub use pod::{pod, pod_name};
 
 /// The field manager the loader and updater write as.
@@ -45,13 +45,14 @@ pub enum DatasetError {
         /// Why.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// A request to the server failed.
-    #[error("{what}: {source}")]
+    /// A request to the server failed. Shown once: a refusal as the server's words, reason and
+    /// code (kube-client's own text repeats the Status and its debug form).
+    #[error("{what}: {}", api_words(error))]
     Api {
         /// What was being done.
         what: String,
         /// The client's error.
-        source: kube_client::Error,
+        error: kube_client::Error,
     },
     /// An object template did not convert to its typed form (a bug in the template).
     #[error("object template: {0}")]
@@ -59,6 +60,17 @@ pub enum DatasetError {
     /// The widgets CRD was not served within a minute of its creation.
     #[error("CustomResourceDefinition {0} was not Established and served within 60 s")]
     NotServed(String),
+}
+
+/// A client error in a line: a refusal as `message (reason, code)`, anything else as the
+/// client gives it.
+fn api_words(error: &kube_client::Error) -> String {
+    match error {
+        kube_client::Error::Api(status) => {
+            format!("{} ({}, {})", status.message, status.reason, status.code)
+        }
+        other => other.to_string(),
+    }
 }
 
 /// A kube-client [`Client`] for the kubeconfig at `path` (its current context).
@@ -100,7 +112,7 @@ pub async fn load(
         Err(source) => {
             return Err(DatasetError::Api {
                 what: format!("create namespace {namespace}"),
-                source,
+                error: source,
             });
         }
     }
@@ -148,7 +160,10 @@ where
                 api.create(params, &object)
                     .await
                     .map(drop)
-                    .map_err(|source| DatasetError::Api { what, source })
+                    .map_err(|source| DatasetError::Api {
+                        what,
+                        error: source,
+                    })
             }
         })
         .buffer_unordered(concurrency.max(1))
@@ -168,7 +183,7 @@ async fn install_crd(client: &Client) -> Result<(), DatasetError> {
         Err(source) => {
             return Err(DatasetError::Api {
                 what: format!("create CustomResourceDefinition {name}"),
-                source,
+                error: source,
             });
         }
     }
@@ -190,7 +205,7 @@ async fn install_crd(client: &Client) -> Result<(), DatasetError> {
             Err(source) if std::time::Instant::now() >= deadline => {
                 return Err(DatasetError::Api {
                     what: format!("list widgets after installing {name}"),
-                    source,
+                    error: source,
                 });
             }
             _ if std::time::Instant::now() >= deadline => {
@@ -219,7 +234,7 @@ where
             .list_metadata(&params)
             .map_err(|e| DatasetError::Api {
                 what: what(),
-                source: kube_client::Error::BuildRequest(e),
+                error: kube_client::Error::BuildRequest(e),
             })?;
         let body = api
             .clone()
@@ -228,11 +243,11 @@ where
             .await
             .map_err(|source| DatasetError::Api {
                 what: what(),
-                source,
+                error: source,
             })?;
         let listed = count_items(&body).map_err(|e| DatasetError::Api {
             what: what(),
-            source: kube_client::Error::SerdeError(e),
+            error: kube_client::Error::SerdeError(e),
         })?;
         drop(body);
         if listed >= n || std::time::Instant::now() >= deadline {
@@ -305,7 +320,7 @@ pub async fn sample_size(
     {
         let object = api.get(name).await.map_err(|source| DatasetError::Api {
             what: format!("get {name}"),
-            source,
+            error: source,
         })?;
         let total = serde_json::to_vec(&object)?.len();
         let managed = serde_json::to_vec(&object.meta().managed_fields)?.len();
@@ -406,7 +421,7 @@ where
                     .map(drop)
                     .map_err(|source| DatasetError::Api {
                         what: format!("patch {}", name(i)),
-                        source,
+                        error: source,
                     })
             }
         })

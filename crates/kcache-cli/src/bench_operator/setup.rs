@@ -231,7 +231,9 @@ pub(super) async fn verify(client: &Client, args: &BenchOperatorArgs) -> anyhow:
         .count())
 }
 
-/// Deletes the Teams' ConfigMaps, the Teams and the Pods.
+/// Deletes the Teams' ConfigMaps, the Teams and the Pods. The namespaces stay: a deleted one
+/// stays Terminating on a server without a namespace controller (a bare kube-apiserver, the
+/// embedded server) and refuses the next run's Pods.
 ///
 /// # Errors
 /// The first failed request.
@@ -245,7 +247,7 @@ pub(super) async fn cleanup(client: &Client, args: &BenchOperatorArgs) -> anyhow
             .delete_collection(&DeleteParams::default(), &ListParams::default())
             .await
             .with_context(|| format!("deleting the teams of {ns}"))?;
-        dataset::delete(client, Dataset::Pods, &ns)
+        dataset::delete_objects(client, Dataset::Pods, &ns)
             .await
             .with_context(|| format!("deleting the pods of {ns}"))?;
     }
