@@ -19,12 +19,9 @@ use crate::{TEAM_LABEL, Team, Tracker, config_map, held, is_watch_response};
 /// The keys of the cached objects of `namespace`, from the cache's namespace index (nothing
 /// decoded).
 fn keys_in<C: ApiObject>(cache: &Cached<C>, namespace: &str) -> Vec<ObjectKey> {
-    let keys = match (cache.lean_informer(), cache.typed_informer()) {
-        (Some(lean), _) => lean.indexer().index_keys(NAMESPACE_INDEX, namespace),
-        (None, Some(typed)) => typed.indexer().index_keys(NAMESPACE_INDEX, namespace),
-        (None, None) => return Vec::new(),
-    };
-    keys.unwrap_or_default()
+    cache
+        .index_keys(NAMESPACE_INDEX, namespace)
+        .expect("every cache has the namespace index")
 }
 
 /// Runs the operator until it fails.

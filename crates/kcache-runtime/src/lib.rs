@@ -64,7 +64,8 @@
 //! ([`Context::get`], [`Context::lister`], [`Context::read`] decode on read). Declare a type's
 //! cache with [`Manager::cache`] before a controller uses it to narrow it
 //! ([`manager::Cache`]: label and field selectors, a namespace or namespaces of its own,
-//! typed storage, managed-fields stripping, a transform, memory accounting);
+//! typed storage, managed-fields stripping, a transform, memory accounting, indexes read with
+//! [`manager::Cached::index_keys`] and [`manager::Cached::by_index`]);
 //! [`manager::Config`] sets the defaults of every type (namespace or namespaces, label and
 //! field selectors, storage).
 //! [`Context::read`] reports a miss as an error naming the cache's namespace and selectors.

@@ -3,6 +3,9 @@
 
 use std::{fmt, sync::Arc};
 
+use kcache::{factory::MetaIndexFunc, store::IndexFunc};
+use kube_core::ObjectMeta;
+
 use super::{Storage, namespaces::Scope};
 
 /// How the manager caches one type `C`: label and field selectors (only matching objects
@@ -43,6 +46,16 @@ pub struct Cache<C> {
     pub(crate) account_memory: bool,
     /// The namespaces it lists and watches; `None`: the manager's.
     pub(crate) namespace: Option<Scope>,
+    /// Its indexes beside the namespace index, by name.
+    pub(crate) indexes: Vec<(String, CacheIndex<C>)>,
+}
+
+/// An index of a manager's cache: over the typed object, or over its metadata.
+pub(crate) enum CacheIndex<C> {
+    /// Over the typed object (decoded to run, from lean storage).
+    Typed(IndexFunc<C>),
+    /// Over the metadata (never decodes).
+    Meta(MetaIndexFunc),
 }
 
 impl<C> Default for Cache<C> {
@@ -55,6 +68,7 @@ impl<C> Default for Cache<C> {
             storage: None,
             account_memory: false,
             namespace: None,
+            indexes: Vec::new(),
         }
     }
 }
@@ -69,6 +83,10 @@ impl<C> fmt::Debug for Cache<C> {
             .field("storage", &self.storage)
             .field("account_memory", &self.account_memory)
             .field("namespace", &self.namespace)
+            .field(
+                "indexes",
+                &self.indexes.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -214,6 +232,60 @@ impl<C> Cache<C> {
     #[must_use]
     pub fn account_memory(mut self) -> Self {
         self.account_memory = true;
+        self
+    }
+
+    /// Adds an index named `name` over each object's metadata (labels, annotations, owner
+    /// references…), controller-runtime's `IndexField` for what metadata holds: it never
+    /// decodes the object, whatever the storage. Read it with
+    /// [`Cached::index_keys`](super::Cached::index_keys) or
+    /// [`Cached::by_index`](super::Cached::by_index). Every cache also has
+    /// `kcache::store::NAMESPACE_INDEX`.
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kcache_runtime::manager::Cache;
+    ///
+    /// let by_owner = Cache::<ConfigMap>::new().meta_index("owner", |meta| {
+    ///     let owners = meta.owner_references.iter().flatten();
+    ///     owners.map(|o| o.uid.clone()).collect()
+    /// });
+    /// assert!(format!("{by_owner:?}").contains(r#"indexes: ["owner"]"#));
+    /// ```
+    #[must_use]
+    pub fn meta_index(
+        mut self,
+        name: impl Into<String>,
+        index: impl Fn(&ObjectMeta) -> Vec<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.indexes
+            .push((name.into(), CacheIndex::Meta(Arc::new(index))));
+        self
+    }
+
+    /// Adds an index named `name` over the typed object (`spec.nodeName`, a data key…),
+    /// controller-runtime's `IndexField`. In lean storage the object is decoded each time the
+    /// index runs (once per add, twice per update, once per delete); an object that does not
+    /// decode is in no value of it. Prefer [`meta_index`](Self::meta_index) for metadata.
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kcache_runtime::manager::Cache;
+    ///
+    /// let by_node = Cache::<Pod>::new().index("node", |pod: &Pod| {
+    ///     let spec = pod.spec.as_ref();
+    ///     spec.and_then(|s| s.node_name.clone()).into_iter().collect()
+    /// });
+    /// assert!(format!("{by_node:?}").contains(r#"indexes: ["node"]"#));
+    /// ```
+    #[must_use]
+    pub fn index(
+        mut self,
+        name: impl Into<String>,
+        index: impl Fn(&C) -> Vec<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.indexes
+            .push((name.into(), CacheIndex::Typed(Arc::new(index))));
         self
     }
 

@@ -7,7 +7,7 @@ use futures::future::join_all;
 use kcache::{
     SharedIndexInformer,
     memory::MemoryUsage,
-    store::{LabelSelector, ObjectKey, Reader},
+    store::{IndexError, LabelSelector, ObjectKey, Reader},
 };
 use kcache_client::Compact;
 use kube_core::{ObjectMeta, Resource};
@@ -292,6 +292,54 @@ impl<C: ApiObject> Cached<C> {
     /// Whether no object is cached.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The keys of the cached objects whose index `index` holds `value` (a set's namespaces
+    /// one after the other), without decoding: an index set with
+    /// [`Cache::meta_index`](super::Cache::meta_index) or [`Cache::index`](super::Cache::index),
+    /// or `kcache::store::NAMESPACE_INDEX`. controller-runtime's `MatchingFields`.
+    ///
+    /// # Errors
+    /// [`IndexError::UnknownIndex`] for an index the cache does not have.
+    pub fn index_keys(&self, index: &str, value: &str) -> Result<Vec<ObjectKey>, IndexError> {
+        fn keys<S: Resource + Clone + Send + Sync + 'static>(
+            informers: &[SharedIndexInformer<S>],
+            index: &str,
+            value: &str,
+        ) -> Result<Vec<ObjectKey>, IndexError> {
+            let mut all = Vec::new();
+            for informer in informers {
+                all.extend(informer.indexer().index_keys(index, value)?);
+            }
+            Ok(all)
+        }
+        match &*self.inner {
+            Inner::Typed(i) => keys(i, index, value),
+            Inner::Lean(i) => keys(i, index, value),
+        }
+    }
+
+    /// The cached objects whose index `index` holds `value`, typed (decoded now from lean
+    /// storage); see [`index_keys`](Self::index_keys).
+    ///
+    /// # Errors
+    /// [`IndexError::UnknownIndex`] for an index the cache does not have.
+    pub fn by_index(&self, index: &str, value: &str) -> Result<Vec<Arc<C>>, IndexError> {
+        let mut all = Vec::new();
+        match &*self.inner {
+            Inner::Typed(informers) => {
+                for informer in informers {
+                    all.extend(informer.indexer().by_index(index, value)?);
+                }
+            }
+            Inner::Lean(informers) => {
+                for informer in informers {
+                    let stored = informer.indexer().by_index(index, value)?;
+                    all.extend(stored.iter().filter_map(|o| decode(o)));
+                }
+            }
+        }
+        Ok(all)
     }
 
     /// Label-filtered typed reads of the live cache.

@@ -9,7 +9,7 @@ use kcache::{
 };
 use kcache_metrics::ResourceLabels;
 
-use super::{Cache, Cached, Error, Manager, Storage, Wake, namespaces::Scope};
+use super::{Cache, Cached, Error, Manager, Storage, Wake, cache::CacheIndex, namespaces::Scope};
 use crate::{ApiObject, api::is_cluster_scoped};
 
 /// Where an informer lists and watches.
@@ -154,7 +154,7 @@ fn namespace_of(placement: Placement<'_>) -> &'_ str {
 
 /// The informer of `C` from `source` in `factory`, with what `cache` declares: selectors,
 /// managed-fields stripping, memory accounting, transform (a cache with one is typed),
-/// placed as `placement` says.
+/// indexes, placed as `placement` says.
 fn build<C, S>(
     factory: &SharedInformerFactory,
     source: &S,
@@ -181,6 +181,18 @@ where
     }
     if let Some(transform) = &cache.transform {
         builder = builder.shared_transform(Arc::clone(transform));
+    }
+    for (name, index) in &cache.indexes {
+        builder = match index {
+            CacheIndex::Typed(f) => {
+                let f = Arc::clone(f);
+                builder.indexer(name.clone(), move |o: &C| f(o))
+            }
+            CacheIndex::Meta(f) => {
+                let f = Arc::clone(f);
+                builder.meta_indexer(name.clone(), move |m| f(m))
+            }
+        };
     }
     match placement {
         Placement::Factory => builder,
