@@ -207,7 +207,8 @@ impl<C: ApiObject> Cached<C> {
 
     /// The informer, when the storage is typed and the cache is one informer (every
     /// namespace, or one); `None` for a set of several namespaces, whose informers
-    /// [`typed_informers`](Self::typed_informers) gives.
+    /// [`typed_informers`](Self::typed_informers) gives. Index reads in any storage and
+    /// across a set: [`index_keys`](Self::index_keys), [`by_index`](Self::by_index).
     pub fn typed_informer(&self) -> Option<&SharedIndexInformer<C>> {
         match self.typed_informers() {
             [one] => Some(one),
